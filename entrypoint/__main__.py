@@ -1,0 +1,145 @@
+"""Process entry of the sandbox: claims fds 0/1 for the frame channel, sends `ready`, runs the
+reader thread (host frames -> exec queue, reply resolution, interrupts) and the exec loop on the
+main thread. Exits 0 on stdin EOF or a `shutdown` frame. Only this file touches fds 0/1/2."""
+import fcntl
+import os
+import queue
+import signal
+import sys
+import threading
+import traceback
+
+from . import protocol, sandbox_api
+from .capture import Capture
+from .runner import ExecState, Runner
+
+EXIT_GRACE = 3.0  # seconds the main thread gets to finish after EOF/shutdown before a hard exit
+PRIVATE_FD_MIN = 100  # the frame fds sit out of the way of code that reuses low fds
+
+
+def _dup_private(fd):
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, PRIVATE_FD_MIN)
+    except OSError:
+        return os.dup(fd)  # also close-on-exec (non-inheritable)
+
+
+def claim_fds():
+    """Take fd 0/1 for frames: returns (in_fd, out_fd). Afterwards fd 0 reads /dev/null and fd 1
+    is a copy of fd 2, so stray output from any code or subprocess lands on stderr."""
+    in_fd, out_fd = _dup_private(0), _dup_private(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    try:
+        sys.stdout.reconfigure(line_buffering=True)
+    except (AttributeError, ValueError):
+        pass
+    return in_fd, out_fd
+
+
+def _is_id(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class HostReader:
+    """The reader thread: parses host frames and dispatches them."""
+
+    def __init__(self, state, calls, execq, main_ident):
+        self.state, self.calls, self.execq, self.main_ident = state, calls, execq, main_ident
+
+    def run(self, fd, leftover):
+        for line in protocol.read_lines(fd, leftover):
+            if not line.strip():
+                continue
+            try:
+                frame = protocol.decode(line)
+            except protocol.FrameError as exc:
+                protocol.log("malformed frame from the host ignored: %s" % exc)
+                continue
+            try:
+                if not self.dispatch(frame):
+                    break
+            except Exception:  # noqa: BLE001 - a bad frame must never kill the reader
+                protocol.log("frame %r failed:\n%s" % (frame.get("t"), traceback.format_exc()))
+        else:
+            self.stop("stdin closed")
+
+    def dispatch(self, frame):
+        """Handle one frame; returns False when reading should stop (shutdown)."""
+        kind = frame["t"]
+        if kind == "exec":
+            if _is_id(frame.get("id")):
+                self.execq.put(frame)
+            else:
+                protocol.log("exec frame without an integer id ignored")
+        elif kind == "reply":
+            self.calls.resolve(frame)
+        elif kind == "interrupt":
+            if _is_id(frame.get("id")):
+                self.state.request_interrupt(frame["id"], self.main_ident)
+        elif kind == "shutdown":
+            self.stop("shutdown requested")
+            return False
+        else:
+            protocol.log("unknown frame type %r ignored" % (kind,))
+        return True
+
+    def stop(self, reason):
+        """No more frames will come: wake waiting calls, stop a running exec, end the exec loop,
+        and make sure the process is gone even if sandbox code refuses to stop."""
+        self.calls.close("the bridge connection is closed (%s)" % reason)
+        running = self.state.running
+        if running is not None:
+            self.state.request_interrupt(running, self.main_ident)
+        self.execq.put(None)
+        timer = threading.Timer(EXIT_GRACE, os._exit, (0,))
+        timer.daemon = True
+        timer.start()
+
+
+def serve(runner, execq, writer):
+    """The exec loop (main thread): one exec at a time, in arrival order, until None."""
+    while True:
+        frame = None
+        try:
+            frame = execq.get()
+            if frame is None:
+                return
+            signal.signal(signal.SIGINT, runner.state.on_sigint)  # sandbox code may have replaced it
+            writer.send(runner.run(frame))
+        except KeyboardInterrupt:  # only possible after several interrupts in a row
+            protocol.log("interrupt outside sandbox code ignored")
+        except Exception:  # noqa: BLE001 - an entrypoint bug: still answer the exec
+            text = traceback.format_exc()
+            protocol.log("exec failed inside the entrypoint:\n%s" % text)
+            if isinstance(frame, dict):
+                writer.send({"t": "result", "id": frame["id"], "ok": False, "stdout": "",
+                             "stderr": "", "error": "sandbox entrypoint error:\n" + text,
+                             "stdout_dropped": 0, "stderr_dropped": 0, "interrupted": False})
+
+
+def main(leftover=b""):
+    """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
+    in_fd, out_fd = claim_fds()
+    writer = protocol.FrameWriter(out_fd)
+    state = ExecState()
+    calls = protocol.CallTable(writer.send, lambda: state.last_exec)
+    sandbox_api.install(calls)
+    runner = Runner(state, Capture("<stdout>", sys.stdout), Capture("<stderr>", sys.stderr),
+                    prepare=sandbox_api.prepare_exec, main_module=True)
+    signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
+    execq = queue.Queue()
+    reader = HostReader(state, calls, execq, threading.get_ident())
+    writer.send({"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3]})
+    threading.Thread(target=reader.run, args=(in_fd, leftover), name="mcp-frame-reader",
+                     daemon=True).start()
+    serve(runner, execq, writer)
+    writer.close()
+    for stream in (sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass
+    return 0

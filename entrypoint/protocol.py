@@ -1,0 +1,231 @@
+"""The frame channel (ARCHITECTURE.md, "The sandbox frame protocol"): newline-JSON codec, the
+frame writer, the line splitter for the reader, and the pending-call table behind `call` /
+`call_sync`. Owns the private output fd; knows nothing about exec, captures or user namespaces.
+
+Frames are written by one writer thread (signal handlers only ever run on the main thread, so an
+interrupt can never cut a frame in half); each frame is one os.write loop under a lock."""
+import asyncio
+import itertools
+import json
+import os
+import queue
+import threading
+
+
+class BridgeCallError(Exception):
+    """A host call failed: the host answered {"ok": false, "error": message}."""
+
+    __module__ = "mcp"  # what sandbox code sees in tracebacks: mcp.BridgeCallError
+
+
+class FrameError(ValueError):
+    """A line from the host that is not a frame (bad UTF-8/JSON, not an object, no "t")."""
+
+
+def log(msg):
+    """A diagnostic line on the container's stderr (the host logs it); never raises."""
+    try:
+        os.write(2, ("mcp-bridge entrypoint: %s\n" % msg).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def encode(frame):
+    """One frame as bytes: compact JSON, raw UTF-8, a single trailing newline.
+
+    Raises TypeError/ValueError for values JSON cannot carry (NaN, sets, objects). Lone surrogates
+    (from user strings) are turned into valid UTF-8 so the host never sees an invalid frame."""
+    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        data = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+    return data + b"\n"
+
+
+def decode(line):
+    """Parse one line (bytes, without the newline) into a frame dict, or raise FrameError."""
+    try:
+        frame = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise FrameError("not a JSON line: %s" % exc) from None
+    if not isinstance(frame, dict) or not isinstance(frame.get("t"), str):
+        raise FrameError("not a frame object with a string \"t\"")
+    return frame
+
+
+def split_lines(buf, chunk):
+    """Append `chunk` to bytearray `buf`; remove and return the complete lines it now holds."""
+    start, pos, lines = len(buf), 0, []
+    buf += chunk
+    nl = buf.find(b"\n", start)
+    while nl >= 0:
+        lines.append(bytes(buf[pos:nl]))
+        pos = nl + 1
+        nl = buf.find(b"\n", pos)
+    del buf[:pos]
+    return lines
+
+
+def read_lines(fd, leftover=b"", chunk_size=1 << 16):
+    """Yield the lines read from `fd` (starting with bytes already read); stop at EOF."""
+    buf = bytearray()
+    pending = split_lines(buf, leftover)
+    while True:
+        for line in pending:
+            yield line
+        try:
+            chunk = os.read(fd, chunk_size)
+        except OSError as exc:
+            log("reading frames failed: %s" % exc)
+            chunk = b""
+        if not chunk:
+            if buf.strip():
+                log("stdin ended inside a frame; %d bytes dropped" % len(buf))
+            return
+        pending = split_lines(buf, chunk)
+
+
+class FrameWriter:
+    """Serializes frames onto `fd` from one daemon thread, in the order `send` was called."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.lock = threading.Lock()
+        self.broken = False
+        self._queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="mcp-frame-writer", daemon=True)
+        self._thread.start()
+
+    def send(self, frame):
+        """Queue a frame. Encoding errors raise here, in the caller (e.g. non-JSON params)."""
+        self._queue.put(encode(frame))
+
+    def write_now(self, data):
+        """Write encoded bytes immediately (writer thread, or tests); a whole frame per lock."""
+        with self.lock:
+            if self.broken:
+                return
+            view = memoryview(data)
+            try:
+                while view:
+                    view = view[os.write(self.fd, view):]
+            except OSError as exc:
+                self.broken = True
+                log("writing frames failed (host gone?): %s" % exc)
+
+    def close(self, timeout=2.0):
+        """Flush everything queued so far, then stop the thread (bounded wait)."""
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _run(self):
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            self.write_now(data)
+
+
+class CallTable:
+    """Container → host calls: ids, the pending table, and reply resolution.
+
+    `call` (async) parks an asyncio future that the reader thread settles through
+    `loop.call_soon_threadsafe`; `call_sync` parks a threading.Event, so it also works while the
+    event loop is blocked by the caller."""
+
+    def __init__(self, send, current_exec):
+        self._send = send  # frame dict -> None
+        self._current_exec = current_exec  # () -> int, the exec the call belongs to
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._pending = {}
+        self._closed = None  # reason string once the host is gone
+
+    def _open(self, entry, method, params):
+        if not isinstance(method, str):
+            raise TypeError("method must be a str")
+        with self._lock:
+            if self._closed:
+                raise BridgeCallError(self._closed)
+            cid = next(self._ids)
+            self._pending[cid] = entry
+        try:
+            self._send({"t": "call", "id": cid, "exec": self._current_exec(), "method": method,
+                        "params": {} if params is None else params})
+        except BaseException:
+            self._drop(cid)
+            raise
+        return cid
+
+    def _drop(self, cid):
+        with self._lock:
+            self._pending.pop(cid, None)
+
+    async def call(self, method, params=None):
+        """Ask the host to run `method`; returns the reply value or raises BridgeCallError."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        cid = self._open(("future", loop, fut), method, params)
+        try:
+            return await fut
+        finally:
+            self._drop(cid)
+
+    def call_sync(self, method, params=None):
+        """Blocking `call` for synchronous code (safe inside a running event loop too)."""
+        box = {}
+        event = threading.Event()
+        cid = self._open(("event", event, box), method, params)
+        try:
+            event.wait()
+        finally:
+            self._drop(cid)
+        if box["ok"]:
+            return box["value"]
+        raise BridgeCallError(box["error"])
+
+    def resolve(self, frame):
+        """Settle the call a reply frame answers (reader thread). Unknown ids are logged."""
+        cid = frame.get("id")
+        with self._lock:
+            entry = self._pending.pop(cid, None) if isinstance(cid, int) else None
+        if entry is None:
+            log("reply for unknown call id %r ignored" % (cid,))
+            return
+        ok = frame.get("ok") is True
+        error = frame.get("error")
+        if not isinstance(error, str):
+            error = "host call failed" + ("" if error is None else ": %r" % (error,))
+        outcome = (ok, frame.get("value"), error)
+        self._settle(entry, outcome)
+
+    def close(self, reason):
+        """The host is gone: fail every pending call and refuse new ones."""
+        with self._lock:
+            self._closed = reason
+            entries, self._pending = list(self._pending.values()), {}
+        for entry in entries:
+            self._settle(entry, (False, None, reason))
+
+    @staticmethod
+    def _settle(entry, outcome):
+        kind, waker, target = entry
+        if kind == "event":
+            target["ok"], target["value"], target["error"] = outcome
+            waker.set()
+            return
+        try:
+            waker.call_soon_threadsafe(_settle_future, target, outcome)
+        except RuntimeError:  # that event loop is closed: nobody is waiting any more
+            pass
+
+
+def _settle_future(fut, outcome):
+    if fut.done():
+        return
+    ok, value, error = outcome
+    if ok:
+        fut.set_result(value)
+    else:
+        fut.set_exception(BridgeCallError(error))

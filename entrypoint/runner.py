@@ -1,0 +1,254 @@
+"""Runs one `exec` frame in the persistent namespace and builds its `result` frame: compile with
+top-level await, run on the process's single event loop, capture stdout/stderr, and turn an
+exception into a traceback that shows only the sandbox code's frames. Also owns the interrupt
+state and the SIGINT handler. Never writes to the frame channel itself."""
+import ast
+import asyncio
+import builtins
+import collections
+import inspect
+import signal
+import sys
+import traceback
+import types
+
+FILENAME = "<run_python>"
+DEFAULT_OUTPUT_LIMIT = 65536
+CANCEL_GRACE = 0.5  # seconds an interrupted task gets to unwind after cancel()
+HISTORY = 200  # execs whose source lines tracebacks can still show
+_PKG = __name__.rpartition(".")[0]
+
+
+class ExecState:
+    """Which exec is running and whether an interrupt was asked for it. The reader thread and the
+    SIGINT handler share it through single attribute reads/writes (no locks in the handler)."""
+
+    def __init__(self):
+        self.running = None  # id of the exec being run, None between execs
+        self.interrupt_for = None  # exec id an interrupt frame asked to stop
+        self.fired = False  # a KeyboardInterrupt was raised for the running exec
+        self.last_exec = 0
+
+    def begin(self, exec_id):
+        self.interrupt_for, self.fired, self.last_exec = None, False, exec_id
+        self.running = exec_id
+
+    def request_interrupt(self, exec_id, main_ident):
+        """Reader thread: SIGINT the main thread if `exec_id` is running; else do nothing."""
+        if self.running is None or self.running != exec_id:
+            return False
+        self.interrupt_for = exec_id
+        signal.pthread_kill(main_ident, signal.SIGINT)
+        return True
+
+    def on_sigint(self, signum, frame):
+        """Main-thread SIGINT handler: raise only for an interrupt of the exec still running, so
+        a late or stray signal can never break result sending."""
+        target = self.interrupt_for
+        if target is not None and target == self.running:
+            self.interrupt_for, self.fired = None, True
+            raise KeyboardInterrupt
+
+
+class _Interrupted(BaseException):
+    def __init__(self, text):
+        super().__init__(text)
+        self.text = text
+
+
+class Runner:
+    """The persistent interpreter state: one namespace, one event loop, and the captures."""
+
+    def __init__(self, state, stdout, stderr, prepare=None, main_module=False):
+        self.state, self.stdout, self.stderr = state, stdout, stderr
+        self.prepare = prepare  # (namespace, servers) -> None, run before each exec
+        self.module = types.ModuleType("__main__")
+        self.namespace = self.module.__dict__
+        self.namespace["__builtins__"] = builtins
+        self.main_module = main_module  # also publish the namespace as sys.modules["__main__"]
+        self._orig = (sys.stdout, sys.stderr)
+        self._sources = {}  # id(code) -> (code, source lines), for traceback lines
+        self._history = collections.OrderedDict()  # serial -> code objects of that exec
+        self._serial = 0
+        self._outputs = {}
+        self.loop = None
+        self._ensure_loop()
+
+    def close(self):
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.close()
+
+    def _ensure_loop(self):
+        if self.loop is None or self.loop.is_closed():
+            self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)  # sandbox code may have replaced or cleared it
+        return self.loop
+
+    # -- one exec --------------------------------------------------------------------------
+    def run(self, frame):
+        """Run one exec frame (a dict with "id" and "code"); returns the result frame."""
+        eid, code, limit = frame["id"], frame.get("code"), frame.get("output_limit")
+        if not isinstance(limit, int) or isinstance(limit, bool):
+            limit = DEFAULT_OUTPUT_LIMIT
+        limit = max(0, limit)
+        st, outcome = self.state, None
+        self._outputs = {}
+        try:
+            try:
+                st.begin(eid)
+                sys.stdout, sys.stderr = self.stdout, self.stderr
+                self.stdout.start(limit)
+                self.stderr.start(limit)
+                outcome = self._execute(code, frame.get("servers"))
+            finally:
+                st.running = None
+                self._leave()
+        except KeyboardInterrupt:  # the interrupt landed in this function's own bookkeeping
+            st.running = None
+            self._leave()
+            outcome = outcome or (False, "KeyboardInterrupt\n")
+        ok, error = outcome
+        (out, out_dropped), (err, err_dropped) = self._outputs["out"], self._outputs["err"]
+        return {"t": "result", "id": eid, "ok": ok, "stdout": out, "stderr": err,
+                "error": None if ok else _cap(error, max(limit, 8192)),
+                "stdout_dropped": out_dropped, "stderr_dropped": err_dropped,
+                "interrupted": bool(st.fired and not ok)}
+
+    def _leave(self):
+        sys.stdout, sys.stderr = self._orig
+        for key, cap in (("out", self.stdout), ("err", self.stderr)):
+            if key not in self._outputs:
+                self._outputs[key] = cap.stop()
+
+    def _execute(self, code, servers):
+        try:
+            if not isinstance(code, str):
+                raise TypeError("malformed exec frame: \"code\" must be a string")
+            loop = self._ensure_loop()
+            if self.main_module:
+                sys.modules["__main__"] = self.module
+            if self.prepare is not None:
+                self.prepare(self.namespace, servers if isinstance(servers, list) else [])
+            compiled = compile(code, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                               dont_inherit=True)
+            self._remember(compiled, code)
+            if compiled.co_flags & inspect.CO_COROUTINE:
+                self._await(loop, eval(compiled, self.namespace))
+            else:
+                exec(compiled, self.namespace)
+            return True, None
+        except BaseException as exc:  # noqa: BLE001 - everything the sandbox code raises
+            return False, self.format_exception(exc)
+
+    def _await(self, loop, coro):
+        task = loop.create_task(coro)
+        try:
+            loop.run_until_complete(task)
+        except KeyboardInterrupt:
+            if task.done():  # the code's own outcome wins (it may be the KeyboardInterrupt)
+                task.result()
+                return
+            # Raised by the loop itself (e.g. while waiting in select): show where the code was.
+            text = self._format_frames(task.get_stack(), "KeyboardInterrupt\n")
+            self._cancel(loop, task)
+            raise _Interrupted(text) from None
+        except BaseException:  # e.g. sandbox code stopped the loop: do not leave the task behind
+            self._cancel(loop, task)
+            raise
+
+    @staticmethod
+    def _cancel(loop, task):
+        """Cancel the exec's task and give it CANCEL_GRACE seconds to unwind."""
+        if task.done():
+            return
+        task.cancel()
+        try:
+            loop.run_until_complete(asyncio.wait([task], timeout=CANCEL_GRACE))
+        except BaseException:  # noqa: BLE001 - a second interrupt, a stopped loop: stop waiting
+            pass
+        if task.done() and not task.cancelled():
+            task.exception()  # mark retrieved
+
+    # -- tracebacks ------------------------------------------------------------------------
+    def _remember(self, compiled, source):
+        lines = source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        lines = lines if len(source) <= 1 << 20 else []
+        codes, todo = [], [compiled]
+        while todo:
+            code = todo.pop()
+            codes.append(code)
+            todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+        for code in codes:
+            self._sources[id(code)] = (code, lines)
+        self._serial += 1
+        self._history[self._serial] = codes
+        while len(self._history) > HISTORY:
+            for code in self._history.popitem(last=False)[1]:
+                if self._sources.get(id(code), (None,))[0] is code:
+                    del self._sources[id(code)]
+
+    def _line(self, code, lineno):
+        entry = self._sources.get(id(code)) if code is not None else None
+        if entry is None or entry[0] is not code or not lineno or not 0 < lineno <= len(entry[1]):
+            return ""
+        return entry[1][lineno - 1]
+
+    def format_exception(self, exc):
+        """The traceback text for `exc`, with the entrypoint's own frames removed."""
+        if isinstance(exc, _Interrupted):
+            return exc.text
+        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+        self._clean(te, exc, set())
+        return "".join(te.format())
+
+    def _clean(self, te, exc, seen):
+        if te is None or exc is None or id(te) in seen:
+            return
+        seen.add(id(te))
+        frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
+        codes = [f.f_code for f in frames] if len(frames) == len(te.stack) else None
+        te.stack = traceback.StackSummary.from_list(
+            self._user_frames(list(zip(te.stack, codes or [None] * len(te.stack)))))
+        self._clean(te.__cause__, exc.__cause__, seen)
+        self._clean(te.__context__, exc.__context__, seen)
+        for sub_te, sub in zip(getattr(te, "exceptions", None) or (),
+                               getattr(exc, "exceptions", None) or ()):
+            self._clean(sub_te, sub, seen)
+
+    def _format_frames(self, frames, tail):
+        pairs = [(traceback.FrameSummary(f.f_code.co_filename, f.f_lineno, f.f_code.co_name,
+                                         lookup_line=False), f.f_code) for f in frames]
+        kept = self._user_frames(pairs)
+        head = "Traceback (most recent call last):\n" if kept else ""
+        return head + "".join(traceback.StackSummary.from_list(kept).format()) + tail
+
+    def _user_frames(self, pairs):
+        """Keep the frames from the first sandbox-code frame on (else those after the last
+        entrypoint frame), minus entrypoint frames; give sandbox frames their source line."""
+        internal = _internal_files()
+        user = [i for i, (fs, _) in enumerate(pairs) if fs.filename == FILENAME]
+        ours = [i for i, (fs, _) in enumerate(pairs) if fs.filename in internal]
+        pairs = pairs[user[0]:] if user else pairs[(ours[-1] + 1 if ours else 0):]
+        kept = []
+        for fs, code in pairs:
+            if fs.filename in internal:
+                continue
+            if fs.filename == FILENAME:
+                fs = traceback.FrameSummary(FILENAME, fs.lineno, fs.name, lookup_line=False,
+                                            line=self._line(code, fs.lineno))
+            kept.append(fs)
+        return kept
+
+
+def _internal_files():
+    return {getattr(mod, "__file__", None) for name, mod in list(sys.modules.items())
+            if (name == _PKG or name.startswith(_PKG + ".")) and ".tests" not in name} - {None}
+
+
+def _cap(text, limit):
+    """Keep huge error texts inside the frame budget (head 3/4, tail 1/4, marker between)."""
+    if text is None or len(text) <= limit:
+        return text
+    head = limit * 3 // 4
+    tail = limit - head
+    return "%s\n[... %d characters cut ...]\n%s" % (text[:head], len(text) - limit, text[-tail:])

@@ -1,0 +1,74 @@
+//! [`App`]: wires settings, the engine connector, the host-call backend and the sandbox actor,
+//! and shuts them down in order. Shared by `run` (MCP server) and `exec` (one snippet).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::bridge::{Connector, Dispatcher, HostCalls, NoHostCalls, Sandbox};
+use crate::config::Settings;
+use crate::container;
+
+/// How long shutdown may take before the process exits anyway.
+pub const SHUTDOWN_TIMEOUT_SECS: u64 = 10;
+
+/// A running bridge: settings, the sandbox actor and the tasks behind it.
+pub struct App {
+    /// Validated settings.
+    pub settings: Arc<Settings>,
+    /// Handle to the sandbox actor.
+    pub sandbox: Sandbox,
+    /// Root cancellation: cancelling it stops everything.
+    pub ct: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl App {
+    /// A bridge that finds a real container engine on first use.
+    pub fn with_engine(settings: Arc<Settings>) -> App {
+        let s = settings.clone();
+        let connector: Connector = Arc::new(move || {
+            let s = s.clone();
+            async move { container::connect(&s).await }.boxed()
+        });
+        App::new(settings, connector, Arc::new(NoHostCalls))
+    }
+
+    /// A bridge with an explicit connector and host-call backend (tests use this).
+    pub fn new(settings: Arc<Settings>, connector: Connector, backend: Arc<dyn HostCalls>) -> App {
+        let ct = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        let sandbox = Sandbox::spawn(
+            settings.clone(),
+            connector,
+            Dispatcher::new(backend),
+            ct.child_token(),
+            &tracker,
+        );
+        App {
+            settings,
+            sandbox,
+            ct,
+            tracker,
+        }
+    }
+
+    /// Stops everything: the sandbox container is removed and any podman service we started
+    /// is stopped. Bounded by [`SHUTDOWN_TIMEOUT_SECS`].
+    pub async fn shutdown(self) {
+        self.ct.cancel();
+        self.tracker.close();
+        if tokio::time::timeout(
+            Duration::from_secs(SHUTDOWN_TIMEOUT_SECS),
+            self.tracker.wait(),
+        )
+        .await
+        .is_err()
+        {
+            tracing::warn!("shutdown did not finish within {SHUTDOWN_TIMEOUT_SECS} s");
+        }
+    }
+}

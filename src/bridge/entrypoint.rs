@@ -1,0 +1,69 @@
+//! The Python entrypoint, compiled into the binary and shipped to the sandbox over stdin.
+//!
+//! No host mounts are needed: the container runs `python3 -I -B -c <boot.py>`, which reads the
+//! boot frame carrying these sources (see ARCHITECTURE.md).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use super::protocol::{Outbound, PROTOCOL_VERSION};
+
+/// Package name the entrypoint is installed under inside the sandbox.
+pub const PACKAGE: &str = "_mcp_bridge";
+
+/// The bootstrap program passed to `python3 -c`.
+pub const BOOT: &str = include_str!("../../entrypoint/boot.py");
+
+/// Entrypoint sources shipped in the boot frame: every `.py` in `entrypoint/` but `boot.py`.
+pub const FILES: &[(&str, &str)] = &[
+    ("__init__.py", include_str!("../../entrypoint/__init__.py")),
+    ("__main__.py", include_str!("../../entrypoint/__main__.py")),
+    ("capture.py", include_str!("../../entrypoint/capture.py")),
+    ("protocol.py", include_str!("../../entrypoint/protocol.py")),
+    ("runner.py", include_str!("../../entrypoint/runner.py")),
+    (
+        "sandbox_api.py",
+        include_str!("../../entrypoint/sandbox_api.py"),
+    ),
+];
+
+/// The command line that boots the entrypoint in a container.
+pub fn command() -> Vec<String> {
+    ["python3", "-I", "-B", "-c", BOOT]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// The boot frame, serialized once.
+pub fn boot_frame() -> &'static [u8] {
+    static FRAME: OnceLock<Vec<u8>> = OnceLock::new();
+    FRAME.get_or_init(|| {
+        let files: BTreeMap<&'static str, &'static str> = FILES.iter().copied().collect();
+        Outbound::Boot {
+            v: PROTOCOL_VERSION,
+            package: PACKAGE,
+            files: &files,
+        }
+        .to_line()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_entrypoint_module_is_shipped() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("entrypoint");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .expect("entrypoint dir")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".py") && n != "boot.py")
+            .collect();
+        on_disk.sort();
+        let mut shipped: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
+        shipped.sort();
+        assert_eq!(on_disk, shipped, "add new entrypoint files to FILES");
+    }
+}

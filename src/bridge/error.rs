@@ -1,0 +1,53 @@
+//! Errors of the bridge layer (sandbox sessions and their frames).
+
+use crate::container::RuntimeError;
+
+/// A failure of the sandbox session.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// The container engine failed.
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    /// The sandbox did not become ready.
+    #[error("the sandbox did not start: {reason}{}", tail_suffix(.stderr_tail))]
+    Boot {
+        /// Why.
+        reason: String,
+        /// The last lines the container wrote to stderr.
+        stderr_tail: String,
+    },
+    /// The container exited or was killed.
+    #[error("the sandbox died: {reason}{}", tail_suffix(.stderr_tail))]
+    Died {
+        /// Exit code interpretation.
+        reason: String,
+        /// The last lines the container wrote to stderr.
+        stderr_tail: String,
+    },
+    /// The sandbox broke the frame protocol.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+fn tail_suffix(tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\nsandbox stderr (last lines):\n{}", tail.trim_end())
+    }
+}
+
+/// Explains a container exit code in words.
+pub fn explain_exit(code: Option<i64>, memory_bytes: u64) -> String {
+    match code {
+        Some(137) => format!(
+            "killed (exit 137): out of memory (limit {} MiB) or killed from outside",
+            memory_bytes >> 20
+        ),
+        Some(139) => "crashed with a segmentation fault (exit 139)".into(),
+        Some(0) => "the sandbox process exited (exit 0)".into(),
+        Some(c) if c > 128 => format!("killed by signal {} (exit {c})", c - 128),
+        Some(c) => format!("exited with code {c}"),
+        None => "its output stream ended (exit code unknown)".into(),
+    }
+}

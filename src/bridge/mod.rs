@@ -1,0 +1,20 @@
+//! The bridge layer: sandbox sessions, their frame protocol, and requests from sandbox code.
+//!
+//! `sandbox.rs` (the actor) drives `session.rs` (one container's stdio) which speaks
+//! `protocol.rs` frames reassembled by `frame.rs`; `dispatch.rs` is the one place sandbox
+//! requests pass. Knows containers only through the `container::ContainerRuntime` trait.
+
+mod dispatch;
+pub mod entrypoint;
+mod error;
+mod frame;
+mod output;
+mod protocol;
+mod sandbox;
+mod session;
+
+pub use dispatch::{CallContext, Dispatcher, HostCalls, NoHostCalls};
+pub use error::BridgeError;
+pub use frame::{FrameEvent, LineAssembler};
+pub use protocol::{parse_inbound, Inbound, Outbound, ResultFrame};
+pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};

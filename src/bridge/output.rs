@@ -1,0 +1,119 @@
+//! Turning an entrypoint result into a [`RunReport`], enforcing the output limit on the host.
+//!
+//! The entrypoint keeps the first 3/4 and the last 1/4 of `output_limit` characters of each
+//! stream and counts what it dropped; the host puts a marker at the cut and, since the
+//! entrypoint is untrusted, cuts again anything still over the limit.
+
+use super::protocol::ResultFrame;
+use crate::report::{RunReport, RunStatus};
+
+/// Shapes one result frame into a report, with cut markers.
+pub fn shape_result(frame: ResultFrame, limit: usize) -> RunReport {
+    RunReport {
+        status: if frame.ok {
+            RunStatus::Ok
+        } else {
+            RunStatus::Error
+        },
+        stdout: bounded(mark_cut(frame.stdout, frame.stdout_dropped, limit), limit),
+        stderr: bounded(mark_cut(frame.stderr, frame.stderr_dropped, limit), limit),
+        error: frame.error.map(|e| bounded(e, limit)),
+        ..Default::default()
+    }
+}
+
+/// The marker placed where text was dropped.
+pub fn marker(dropped: u64) -> String {
+    format!(
+        "\n[... {dropped} characters cut here by the output limit (MCP_BRIDGE_MAX_OUTPUT) ...]\n"
+    )
+}
+
+/// Inserts the marker where the entrypoint cut `text` (after the first 3/4 of `limit` chars).
+fn mark_cut(text: String, dropped: u64, limit: usize) -> String {
+    if dropped == 0 {
+        return text;
+    }
+    let head = limit * 3 / 4;
+    let at = text
+        .char_indices()
+        .nth(head)
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    let mut out = String::with_capacity(text.len() + 80);
+    out.push_str(&text[..at]);
+    out.push_str(&marker(dropped));
+    out.push_str(&text[at..]);
+    out
+}
+
+/// Cuts `text` to about `limit` characters (head 3/4, tail 1/4) if a marker-aware limit is exceeded.
+pub fn bounded(text: String, limit: usize) -> String {
+    let slack = 200; // room for one marker
+    let count = text.chars().count();
+    if count <= limit + slack {
+        return text;
+    }
+    let head = limit * 3 / 4;
+    let tail = limit - head;
+    let head_end = text
+        .char_indices()
+        .nth(head)
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    let tail_start = text
+        .char_indices()
+        .nth(count - tail)
+        .map(|(i, _)| i)
+        .unwrap_or(text.len());
+    let dropped = (count - head - tail) as u64;
+    format!(
+        "{}{}{}",
+        &text[..head_end],
+        marker(dropped),
+        &text[tail_start..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marker_goes_at_the_entrypoint_cut() {
+        let frame = ResultFrame {
+            ok: true,
+            stdout: format!("{}{}", "a".repeat(75), "z".repeat(25)),
+            stdout_dropped: 900,
+            ..Default::default()
+        };
+        let r = shape_result(frame, 100);
+        assert!(r.stdout.starts_with(&"a".repeat(75)));
+        assert!(r.stdout.contains("900 characters cut"));
+        assert!(r.stdout.ends_with(&"z".repeat(25)));
+    }
+
+    #[test]
+    fn host_cuts_what_an_untrusted_entrypoint_did_not() {
+        let big = "é".repeat(10_000);
+        let out = bounded(big, 1000);
+        assert!(out.chars().count() < 1300);
+        assert!(out.contains("9000 characters cut"), "{out}");
+        let small = "ok".to_string();
+        assert_eq!(bounded(small.clone(), 1000), small);
+    }
+
+    #[test]
+    fn errors_map_to_status() {
+        let r = shape_result(
+            ResultFrame {
+                ok: false,
+                error: Some("Traceback".into()),
+                ..Default::default()
+            },
+            100,
+        );
+        assert_eq!(r.status, RunStatus::Error);
+        assert_eq!(r.error.as_deref(), Some("Traceback"));
+    }
+}

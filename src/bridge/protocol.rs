@@ -1,0 +1,206 @@
+//! Frames exchanged with the sandbox entrypoint (see ARCHITECTURE.md, "frame protocol").
+//!
+//! Pure serde types, no I/O. `entrypoint/protocol.py` mirrors them.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Protocol version sent in `boot` and expected in `ready`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A frame from the sandbox.
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Inbound {
+    /// The entrypoint booted.
+    Ready {
+        /// Protocol version.
+        v: u32,
+        /// Python version in the sandbox.
+        #[serde(default)]
+        python: Option<String>,
+    },
+    /// An exec finished.
+    Result(ResultFrame),
+    /// Sandbox code asks the host for something.
+    Call {
+        /// Request id chosen by the sandbox.
+        id: u64,
+        /// The exec during which the request was made.
+        exec: u64,
+        /// Host method name.
+        method: String,
+        /// Method parameters.
+        #[serde(default)]
+        params: Value,
+    },
+}
+
+/// The outcome of one exec, as reported by the entrypoint.
+#[derive(Debug, Deserialize, PartialEq, Default, Clone)]
+pub struct ResultFrame {
+    /// The exec id.
+    pub id: u64,
+    /// False when user code raised.
+    pub ok: bool,
+    /// Captured stdout (possibly cut, see `stdout_dropped`).
+    #[serde(default)]
+    pub stdout: String,
+    /// Captured stderr.
+    #[serde(default)]
+    pub stderr: String,
+    /// Formatted traceback when `ok` is false.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Characters of stdout dropped by the output limit.
+    #[serde(default)]
+    pub stdout_dropped: u64,
+    /// Characters of stderr dropped by the output limit.
+    #[serde(default)]
+    pub stderr_dropped: u64,
+    /// True when the exec stopped because of an interrupt.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// A frame to the sandbox.
+#[derive(Debug, Serialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+pub enum Outbound<'a> {
+    /// First frame: the entrypoint's sources.
+    Boot {
+        /// Protocol version.
+        v: u32,
+        /// Package name to install the files under.
+        package: &'a str,
+        /// File name → source.
+        files: &'a BTreeMap<&'static str, &'static str>,
+    },
+    /// Run code.
+    Exec {
+        /// Exec id.
+        id: u64,
+        /// Python source.
+        code: &'a str,
+        /// Servers loaded for this exec.
+        servers: &'a [String],
+        /// Characters kept per output stream.
+        output_limit: usize,
+    },
+    /// Interrupt exec `id` if it still runs.
+    Interrupt {
+        /// Exec id.
+        id: u64,
+    },
+    /// Answer to a `call`.
+    Reply {
+        /// The call's id.
+        id: u64,
+        /// Whether the call succeeded.
+        ok: bool,
+        /// The result (null on error).
+        value: Value,
+        /// The error message when `ok` is false.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// Exit cleanly.
+    Shutdown,
+}
+
+impl Outbound<'_> {
+    /// Serializes the frame as one `\n`-terminated JSON line.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut line =
+            serde_json::to_vec(self).expect("frames always serialize: plain data, string keys");
+        line.push(b'\n');
+        line
+    }
+}
+
+/// Parses one line from the sandbox.
+///
+/// # Errors
+/// A message suitable for the user when the line is not valid UTF-8 JSON of a known frame type.
+pub fn parse_inbound(line: &[u8]) -> Result<Inbound, String> {
+    serde_json::from_slice(line).map_err(|e| {
+        let preview: String = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+        format!("malformed frame from the sandbox ({e}): {preview:?}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_known_frames() {
+        assert_eq!(
+            parse_inbound(br#"{"t":"ready","v":1,"python":"3.11.2"}"#),
+            Ok(Inbound::Ready {
+                v: 1,
+                python: Some("3.11.2".into())
+            })
+        );
+        let r =
+            parse_inbound(br#"{"t":"result","id":7,"ok":false,"error":"Traceback","stdout":"x"}"#);
+        assert_eq!(
+            r,
+            Ok(Inbound::Result(ResultFrame {
+                id: 7,
+                ok: false,
+                error: Some("Traceback".into()),
+                stdout: "x".into(),
+                ..Default::default()
+            }))
+        );
+        let c = parse_inbound(br#"{"t":"call","id":3,"exec":7,"method":"ping","params":{"a":1}}"#);
+        assert!(matches!(c, Ok(Inbound::Call { id: 3, exec: 7, .. })));
+    }
+
+    #[test]
+    fn rejects_malformed_frames() {
+        for bad in [
+            &b"not json"[..],
+            br#"{"t":"nuke","id":1}"#,
+            br#"{"t":"result","id":"seven","ok":true}"#,
+            br#"{"t":"call","id":-1,"exec":1,"method":"x"}"#,
+            b"{\"t\":\"ready\",\"v\":1,\"python\":\"\xff\xfe\"}",
+            br#"{"id":1}"#,
+            b"",
+        ] {
+            let err = parse_inbound(bad).expect_err("must be rejected");
+            assert!(err.starts_with("malformed frame"), "{err}");
+        }
+    }
+
+    #[test]
+    fn outbound_lines_are_single_json_lines() {
+        let line = Outbound::Exec {
+            id: 1,
+            code: "print('a\\nb')\nx=1",
+            servers: &[],
+            output_limit: 10,
+        }
+        .to_line();
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
+        assert!(line.ends_with(b"\n"));
+        let v: Value = serde_json::from_slice(&line).expect("valid json");
+        assert_eq!(v["t"], "exec");
+        let reply = Outbound::Reply {
+            id: 2,
+            ok: false,
+            value: Value::Null,
+            error: Some("no".into()),
+        }
+        .to_line();
+        let v: Value = serde_json::from_slice(&reply).expect("valid json");
+        assert_eq!(v["error"], "no");
+        assert_eq!(
+            String::from_utf8_lossy(&Outbound::Shutdown.to_line()),
+            "{\"t\":\"shutdown\"}\n"
+        );
+    }
+}

@@ -1,0 +1,360 @@
+//! [`Sandbox`]: the actor owning the engine connection and the one persistent sandbox session.
+//!
+//! Runs are queued FIFO on the actor's channel and executed one at a time; a queued run's wait
+//! counts against its timeout. The actor creates the sandbox lazily, interrupts code that
+//! overruns its deadline (killing the sandbox if the interrupt is ignored), replaces a dead
+//! sandbox on the next run and tells that run its state was reset, and stops the sandbox when
+//! idle. Callers hold a cheap [`Sandbox`] handle.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::dispatch::Dispatcher;
+use super::entrypoint;
+use super::error::{explain_exit, BridgeError};
+use super::output::shape_result;
+use super::session::Session;
+use crate::config::Settings;
+use crate::container::{remove_leftovers, Connection, Owner, RuntimeError, SandboxSpec};
+use crate::report::{RunReport, RunStatus};
+
+/// How long interrupted code gets to stop before the sandbox is killed.
+pub const INTERRUPT_GRACE_MS: u64 = 1000;
+/// How long a closing sandbox gets to exit by itself before it is removed.
+pub const CLOSE_GRACE_MS: u64 = 500;
+
+/// Opens an engine connection when the sandbox first needs one.
+pub type Connector =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<Connection, RuntimeError>> + Send + Sync>;
+
+/// One `run_python` request.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Python source.
+    pub code: String,
+    /// Servers to load.
+    pub servers: Vec<String>,
+    /// Time allowed, counted from `arrived` (sandbox startup excluded).
+    pub timeout: Duration,
+    /// When the request arrived.
+    pub arrived: Instant,
+    /// Trips when the client cancels the request.
+    pub cancel: CancellationToken,
+}
+
+enum Command {
+    Run(RunRequest, oneshot::Sender<RunReport>),
+}
+
+/// Handle to the sandbox actor; cheap to clone.
+#[derive(Clone)]
+pub struct Sandbox {
+    tx: mpsc::Sender<Command>,
+}
+
+impl Sandbox {
+    /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
+    pub fn spawn(
+        settings: Arc<Settings>,
+        connector: Connector,
+        dispatcher: Dispatcher,
+        ct: CancellationToken,
+        tracker: &TaskTracker,
+    ) -> Sandbox {
+        let (tx, rx) = mpsc::channel(64);
+        let actor = Actor {
+            settings,
+            connector,
+            dispatcher,
+            owner: Owner::current(),
+            conn: None,
+            session: None,
+            notice: None,
+            next_exec: 1,
+            generation: 0,
+            last_used: Instant::now(),
+            ct,
+            tracker: tracker.clone(),
+        };
+        tracker.spawn(actor.run(rx));
+        Sandbox { tx }
+    }
+
+    /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
+    pub async fn run(&self, req: RunRequest) -> RunReport {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Command::Run(req, tx)).await.is_err() {
+            return RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
+        }
+        rx.await.unwrap_or_else(|_| {
+            RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down")
+        })
+    }
+}
+
+struct Actor {
+    settings: Arc<Settings>,
+    connector: Connector,
+    dispatcher: Dispatcher,
+    owner: Owner,
+    conn: Option<Connection>,
+    session: Option<Session>,
+    notice: Option<String>,
+    next_exec: u64,
+    generation: u64,
+    last_used: Instant,
+    ct: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Actor {
+    async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        loop {
+            let idle_deadline = match (&self.session, self.settings.idle_timeout) {
+                (Some(_), Some(idle)) => Some(self.last_used + idle),
+                _ => None,
+            };
+            tokio::select! {
+                _ = self.ct.cancelled() => break,
+                cmd = rx.recv() => match cmd {
+                    None => break,
+                    Some(Command::Run(req, reply)) => {
+                        let report = self.run_one(req).await;
+                        self.last_used = Instant::now();
+                        let _ = reply.send(report);
+                    }
+                },
+                _ = sleep_until_opt(idle_deadline) => {
+                    if let Some(s) = self.session.take() {
+                        tracing::info!("stopping the idle sandbox");
+                        s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
+                        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
+                        self.notice = Some(format!(
+                            "The sandbox was stopped after {idle} s idle and started afresh: variables and imports from earlier calls are gone."
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(s) = self.session.take() {
+            s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
+        }
+        if let Some(c) = self.conn.take() {
+            c.close().await;
+        }
+        tracing::debug!("sandbox actor stopped");
+    }
+
+    async fn run_one(&mut self, req: RunRequest) -> RunReport {
+        let servers = req.servers.clone();
+        let mut report = self.run_inner(req).await;
+        report.servers = servers;
+        report
+    }
+
+    async fn run_inner(&mut self, req: RunRequest) -> RunReport {
+        let secs = req.timeout.as_secs();
+        if req.cancel.is_cancelled() {
+            return RunReport::failed(
+                RunStatus::Cancelled,
+                "cancelled by the client before it started",
+            );
+        }
+        let mut deadline = req.arrived + req.timeout;
+        if Instant::now() >= deadline {
+            return RunReport::failed(
+                RunStatus::Timeout,
+                format!("timed out after {secs} s while waiting for earlier calls to finish; the code did not run"),
+            );
+        }
+        let startup = Instant::now();
+        if let Err(err) = self.ensure_session().await {
+            return RunReport::failed(RunStatus::SandboxError, err.to_string());
+        }
+        deadline += startup.elapsed();
+        let notice = self.notice.take();
+        let mut report = self.exec(req, deadline).await;
+        if report.notice.is_none() {
+            report.notice = notice;
+        }
+        report
+    }
+
+    /// Makes sure a live session exists, replacing a dead one.
+    async fn ensure_session(&mut self) -> Result<(), BridgeError> {
+        if let Some(s) = &self.session {
+            match s.death() {
+                None => return Ok(()),
+                Some(d) => {
+                    let reason = explain_exit(d.code, self.settings.memory_bytes);
+                    self.notice = Some(format!(
+                        "The sandbox had stopped since the last call ({reason}) and was started afresh: variables and imports from earlier calls are gone."
+                    ));
+                    if let Some(s) = self.session.take() {
+                        self.tracker.spawn(s.kill());
+                    }
+                }
+            }
+        }
+        if self.conn.is_none() {
+            let conn = (self.connector)().await?;
+            if !conn.runtime.image_present(&self.settings.image).await? {
+                let engine = conn.runtime.engine().to_string();
+                conn.close().await;
+                return Err(RuntimeError::ImageMissing {
+                    image: self.settings.image.clone(),
+                    engine,
+                }
+                .into());
+            }
+            match remove_leftovers(conn.runtime.as_ref(), &self.owner).await {
+                Ok(0) => {}
+                Ok(n) => {
+                    tracing::info!(removed = n, "cleaned up sandboxes of bridges that are gone")
+                }
+                Err(err) => tracing::warn!(cause = %err, "could not list leftover sandboxes"),
+            }
+            self.conn = Some(conn);
+        }
+        let runtime = self
+            .conn
+            .as_ref()
+            .map(|c| c.runtime.clone())
+            .expect("connection set just above");
+        self.generation += 1;
+        let name = format!(
+            "mcp-code-bridge-{}-{}-{}",
+            self.owner.pid,
+            self.generation,
+            nonce()
+        );
+        let spec = SandboxSpec::new(
+            &self.settings,
+            name,
+            entrypoint::command(),
+            self.owner.labels(),
+        );
+        match Session::start(
+            runtime,
+            &spec,
+            self.dispatcher.clone(),
+            self.settings.max_frame,
+            self.settings.memory_bytes,
+        )
+        .await
+        {
+            Ok(s) => {
+                tracing::info!(container = %s.id(), "sandbox started");
+                self.session = Some(s);
+                Ok(())
+            }
+            Err(err) => {
+                if matches!(err, BridgeError::Runtime(RuntimeError::Transport { .. })) {
+                    // The engine connection itself may be broken: reconnect next time.
+                    if let Some(c) = self.conn.take() {
+                        c.close().await;
+                    }
+                }
+                Err(err)
+            }
+        }
+    }
+
+    async fn exec(&mut self, req: RunRequest, deadline: Instant) -> RunReport {
+        let secs = req.timeout.as_secs();
+        let id = self.next_exec;
+        self.next_exec += 1;
+        let limit = self.settings.max_output;
+        let session = self.session.as_ref().expect("ensure_session succeeded");
+        let servers: Arc<[String]> = req.servers.clone().into();
+        let mut rx = match session.exec(id, &req.code, servers, limit).await {
+            Ok(rx) => rx,
+            Err(err) => return self.sandbox_died(err),
+        };
+        let why = tokio::select! {
+            r = &mut rx => return match r {
+                Ok(Ok(frame)) => shape_result(frame, limit),
+                Ok(Err(err)) => self.sandbox_died(err),
+                Err(_) => self.sandbox_died(BridgeError::Protocol("the sandbox session ended".into())),
+            },
+            _ = tokio::time::sleep_until(deadline) => RunStatus::Timeout,
+            _ = req.cancel.cancelled() => RunStatus::Cancelled,
+            _ = self.ct.cancelled() => {
+                if let Some(s) = self.session.take() { s.kill().await; }
+                return RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
+            }
+        };
+        let what = match why {
+            RunStatus::Timeout => format!("Timed out after {secs} s"),
+            _ => "Cancelled by the client".to_string(),
+        };
+        session.interrupt(id).await;
+        match tokio::time::timeout(Duration::from_millis(INTERRUPT_GRACE_MS), &mut rx).await {
+            Ok(Ok(Ok(frame))) => {
+                let mut report = shape_result(frame, limit);
+                let interrupted = report.status == RunStatus::Error;
+                report.status = why;
+                let msg = if interrupted {
+                    format!("{what}: the code was interrupted (KeyboardInterrupt). The sandbox and its state are kept.")
+                } else {
+                    format!("{what}, but the code finished as it was being interrupted. The sandbox and its state are kept.")
+                };
+                report.error = Some(match report.error.take() {
+                    Some(tb) => format!("{msg}\n{tb}"),
+                    None => msg,
+                });
+                report
+            }
+            Ok(Ok(Err(err))) => self.sandbox_died(err),
+            _ => {
+                if let Some(s) = self.session.take() {
+                    s.kill().await;
+                }
+                self.notice = Some(
+                    "The sandbox was restarted after a timeout: variables and imports from earlier calls are gone.".into(),
+                );
+                RunReport::failed(
+                    why,
+                    format!(
+                        "{what}: the code did not stop within {INTERRUPT_GRACE_MS} ms of an interrupt, so the sandbox was killed. \
+                         Its state is lost; the next call starts a fresh sandbox."
+                    ),
+                )
+            }
+        }
+    }
+
+    fn sandbox_died(&mut self, err: BridgeError) -> RunReport {
+        if let Some(s) = self.session.take() {
+            self.tracker.spawn(s.kill());
+        }
+        self.notice = Some(
+            "The sandbox was restarted after it died: variables and imports from earlier calls are gone.".into(),
+        );
+        RunReport::failed(
+            RunStatus::SandboxError,
+            format!("{err}\nThe sandbox's state is lost; the next call starts a fresh sandbox."),
+        )
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn nonce() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{t:08x}")
+}

@@ -1,0 +1,498 @@
+//! [`Session`]: one live sandbox container and the tasks that serve its stdio.
+//!
+//! A session owns the container id and three tasks: a writer (the only one touching the
+//! container's stdin), a reader (reassembles frames from stdout, answers `call`s, logs stderr
+//! and keeps its tail) and a waiter (learns the exit code). The sandbox actor owns the session;
+//! nothing else holds it. Everything read from the container is untrusted: see `frame.rs` and
+//! `protocol.rs` for the limits applied.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
+use tokio_util::task::AbortOnDropHandle;
+
+use super::dispatch::{CallContext, Dispatcher};
+use super::entrypoint;
+use super::error::{explain_exit, BridgeError};
+use super::frame::{FrameEvent, LineAssembler};
+use super::protocol::{parse_inbound, Inbound, Outbound, ResultFrame, PROTOCOL_VERSION};
+use crate::container::{Chunk, ContainerRuntime, SandboxSpec};
+
+/// How long the entrypoint may take to answer the boot frame.
+pub const BOOT_TIMEOUT_SECS: u64 = 30;
+/// How long to wait for the exit code once the output stream has ended.
+pub const EXIT_CODE_WAIT_MS: u64 = 1500;
+/// Sandbox requests in flight at once per session; more are refused with an error reply.
+pub const MAX_IN_FLIGHT_CALLS: usize = 256;
+/// Stderr lines kept for error messages.
+pub const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line kept (longer ones are cut).
+pub const STDERR_LINE_MAX: usize = 2000;
+/// Frames queued for the container's stdin before writers wait.
+const WRITE_QUEUE: usize = 256;
+
+/// Why and how a sandbox ended.
+#[derive(Debug, Clone)]
+pub struct Death {
+    /// Exit code, when the engine told it.
+    pub code: Option<i64>,
+}
+
+type ExecReply = oneshot::Sender<Result<ResultFrame, BridgeError>>;
+
+struct Running {
+    id: u64,
+    servers: Arc<[String]>,
+    done: ExecReply,
+}
+
+struct Shared {
+    running: Mutex<Option<Running>>,
+    ready: Mutex<Option<oneshot::Sender<Result<(), String>>>>,
+    stderr_tail: Mutex<VecDeque<String>>,
+    death: watch::Sender<Option<Death>>,
+    memory_bytes: u64,
+}
+
+impl Shared {
+    fn tail(&self) -> String {
+        let t = self.stderr_tail.lock().expect("stderr tail lock");
+        t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+    }
+
+    fn fail_running(&self, err: BridgeError) {
+        if let Some(r) = self.running.lock().expect("running lock").take() {
+            let _ = r.done.send(Err(err));
+        }
+    }
+
+    fn mark_dead(&self, code: Option<i64>) {
+        let first = self.death.send_if_modified(|d| {
+            if d.is_none() {
+                *d = Some(Death { code });
+                true
+            } else {
+                false
+            }
+        });
+        if first {
+            let reason = explain_exit(code, self.memory_bytes);
+            if code == Some(0) {
+                tracing::debug!("sandbox exited cleanly");
+            } else {
+                tracing::warn!(exit_code = ?code, "sandbox ended: {reason}");
+            }
+            if let Some(tx) = self.ready.lock().expect("ready lock").take() {
+                let _ = tx.send(Err(reason.clone()));
+            }
+            self.fail_running(BridgeError::Died {
+                reason,
+                stderr_tail: self.tail(),
+            });
+        }
+    }
+}
+
+/// A running sandbox container.
+pub struct Session {
+    id: String,
+    runtime: Arc<dyn ContainerRuntime>,
+    writer: mpsc::Sender<Vec<u8>>,
+    shared: Arc<Shared>,
+    death: watch::Receiver<Option<Death>>,
+    _tasks: Vec<AbortOnDropHandle<()>>,
+}
+
+impl Session {
+    /// Creates, attaches and starts a container for `spec`, boots the entrypoint and waits
+    /// until it is ready.
+    ///
+    /// # Errors
+    /// [`BridgeError::Runtime`] when the engine refuses; [`BridgeError::Boot`] when the
+    /// entrypoint does not answer. The container is removed on failure.
+    pub async fn start(
+        runtime: Arc<dyn ContainerRuntime>,
+        spec: &SandboxSpec,
+        dispatcher: Dispatcher,
+        max_frame: usize,
+        memory_bytes: u64,
+    ) -> Result<Session, BridgeError> {
+        let id = runtime.create(spec).await?;
+        match Self::boot(
+            runtime.clone(),
+            id.clone(),
+            dispatcher,
+            max_frame,
+            memory_bytes,
+        )
+        .await
+        {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                if let Err(err) = runtime.remove(&id).await {
+                    tracing::warn!(container = %id, cause = %err, "could not remove a sandbox that failed to start");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn boot(
+        runtime: Arc<dyn ContainerRuntime>,
+        id: String,
+        dispatcher: Dispatcher,
+        max_frame: usize,
+        memory_bytes: u64,
+    ) -> Result<Session, BridgeError> {
+        let attached = runtime.attach(&id).await?;
+        runtime.start(&id).await?;
+        let (death_tx, death) = watch::channel(None);
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let shared = Arc::new(Shared {
+            running: Mutex::new(None),
+            ready: Mutex::new(Some(ready_tx)),
+            stderr_tail: Mutex::new(VecDeque::new()),
+            death: death_tx,
+            memory_bytes,
+        });
+        let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let tasks = vec![
+            AbortOnDropHandle::new(tokio::spawn(write_loop(attached.input, write_rx))),
+            AbortOnDropHandle::new(tokio::spawn(wait_loop(
+                runtime.clone(),
+                id.clone(),
+                exit_tx,
+                shared.clone(),
+            ))),
+            AbortOnDropHandle::new(tokio::spawn(read_loop(
+                attached.output,
+                shared.clone(),
+                writer.clone(),
+                dispatcher,
+                max_frame,
+                exit_rx,
+            ))),
+        ];
+        let session = Session {
+            id,
+            runtime,
+            writer,
+            shared,
+            death,
+            _tasks: tasks,
+        };
+        session.send(entrypoint::boot_frame().to_vec()).await?;
+        let boot_err = |reason: String| BridgeError::Boot {
+            reason,
+            stderr_tail: session.shared.tail(),
+        };
+        match tokio::time::timeout(Duration::from_secs(BOOT_TIMEOUT_SECS), ready_rx).await {
+            Ok(Ok(Ok(()))) => Ok(session),
+            Ok(Ok(Err(reason))) => Err(boot_err(reason)),
+            Ok(Err(_)) => Err(boot_err("the session ended during boot".into())),
+            Err(_) => Err(boot_err(format!(
+                "no ready frame within {BOOT_TIMEOUT_SECS} s"
+            ))),
+        }
+    }
+
+    /// The engine's container id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn send(&self, line: Vec<u8>) -> Result<(), BridgeError> {
+        self.writer.send(line).await.map_err(|_| BridgeError::Died {
+            reason: "its stdin is closed".into(),
+            stderr_tail: self.shared.tail(),
+        })
+    }
+
+    /// Starts exec `id`; the receiver yields its result, or the error that ended it.
+    ///
+    /// # Errors
+    /// [`BridgeError::Died`] when the sandbox is already gone.
+    pub async fn exec(
+        &self,
+        id: u64,
+        code: &str,
+        servers: Arc<[String]>,
+        output_limit: usize,
+    ) -> Result<oneshot::Receiver<Result<ResultFrame, BridgeError>>, BridgeError> {
+        let (tx, rx) = oneshot::channel();
+        let line = Outbound::Exec {
+            id,
+            code,
+            servers: &servers,
+            output_limit,
+        }
+        .to_line();
+        *self.shared.running.lock().expect("running lock") = Some(Running {
+            id,
+            servers,
+            done: tx,
+        });
+        if let Some(d) = self.death.borrow().clone() {
+            self.shared.fail_running(BridgeError::Died {
+                reason: explain_exit(d.code, self.shared.memory_bytes),
+                stderr_tail: self.shared.tail(),
+            });
+        }
+        self.send(line).await?;
+        Ok(rx)
+    }
+
+    /// Asks the entrypoint to interrupt exec `id`.
+    pub async fn interrupt(&self, id: u64) {
+        let _ = self.send(Outbound::Interrupt { id }.to_line()).await;
+    }
+
+    /// The exit of the container, once known.
+    pub fn death(&self) -> Option<Death> {
+        self.death.borrow().clone()
+    }
+
+    /// Waits until the container has ended.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes a watch channel.
+    pub async fn died(&self) -> Death {
+        let mut rx = self.death.clone();
+        let guard = rx.wait_for(|d| d.is_some()).await;
+        match guard {
+            Ok(d) => d.clone().unwrap_or(Death { code: None }),
+            Err(_) => Death { code: None },
+        }
+    }
+
+    /// Kills and removes the container at once.
+    pub async fn kill(self) {
+        if let Err(err) = self.runtime.remove(&self.id).await {
+            tracing::warn!(container = %self.id, cause = %err, "could not remove the sandbox");
+        }
+    }
+
+    /// Asks the entrypoint to exit, waits up to `grace`, then removes the container.
+    pub async fn close(self, grace: Duration) {
+        if self.death().is_none() {
+            let _ = self.send(Outbound::Shutdown.to_line()).await;
+            let _ = tokio::time::timeout(grace, self.died()).await;
+        }
+        self.kill().await;
+    }
+}
+
+async fn write_loop(
+    mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
+    mut rx: mpsc::Receiver<Vec<u8>>,
+) {
+    while let Some(line) = rx.recv().await {
+        if let Err(err) = input.write_all(&line).await {
+            tracing::debug!(cause = %err, "sandbox stdin closed");
+            return;
+        }
+        // Batch what is already queued before flushing.
+        while let Ok(more) = rx.try_recv() {
+            if input.write_all(&more).await.is_err() {
+                return;
+            }
+        }
+        if input.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = input.shutdown().await;
+}
+
+async fn wait_loop(
+    runtime: Arc<dyn ContainerRuntime>,
+    id: String,
+    exit_tx: watch::Sender<Option<i64>>,
+    shared: Arc<Shared>,
+) {
+    let code = match runtime.wait(&id).await {
+        Ok(code) => Some(code),
+        Err(err) => {
+            tracing::debug!(container = %id, cause = %err, "wait for the sandbox failed");
+            None
+        }
+    };
+    let _ = exit_tx.send(Some(code.unwrap_or(-1)));
+    // The output stream normally ends first; if the engine keeps it open, decide here.
+    tokio::time::sleep(Duration::from_millis(EXIT_CODE_WAIT_MS)).await;
+    shared.mark_dead(code);
+}
+
+async fn read_loop(
+    mut output: futures::stream::BoxStream<'static, Result<Chunk, crate::container::RuntimeError>>,
+    shared: Arc<Shared>,
+    writer: mpsc::Sender<Vec<u8>>,
+    dispatcher: Dispatcher,
+    max_frame: usize,
+    mut exit_rx: watch::Receiver<Option<i64>>,
+) {
+    let mut frames = LineAssembler::new(max_frame);
+    let mut stderr = LineAssembler::new(STDERR_LINE_MAX);
+    let calls = Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS));
+    let mut events = Vec::new();
+    while let Some(chunk) = output.next().await {
+        match chunk {
+            Ok(Chunk::Stdout(bytes)) => {
+                frames.push(&bytes, &mut events);
+                for ev in events.drain(..) {
+                    handle_frame(ev, max_frame, &shared, &writer, &dispatcher, &calls);
+                }
+            }
+            Ok(Chunk::Stderr(bytes)) => {
+                stderr.push(&bytes, &mut events);
+                for ev in events.drain(..) {
+                    let line = match ev {
+                        FrameEvent::Line(l) => String::from_utf8_lossy(&l).into_owned(),
+                        FrameEvent::TooLong { .. } => "[a very long stderr line was cut]".into(),
+                    };
+                    tracing::debug!(target: "sandbox", "{line}");
+                    let mut tail = shared.stderr_tail.lock().expect("stderr tail lock");
+                    if tail.len() == STDERR_TAIL_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+            }
+            Err(err) => {
+                tracing::warn!(cause = %err, "sandbox output stream failed");
+                break;
+            }
+        }
+    }
+    if frames.pending() > 0 {
+        tracing::warn!(
+            bytes = frames.pending(),
+            "sandbox output ended inside a frame"
+        );
+    }
+    let code = tokio::time::timeout(
+        Duration::from_millis(EXIT_CODE_WAIT_MS),
+        exit_rx.wait_for(|c| c.is_some()),
+    )
+    .await
+    .ok()
+    .and_then(|r| r.ok().and_then(|c| *c))
+    .filter(|c| *c >= 0);
+    shared.mark_dead(code);
+}
+
+fn handle_frame(
+    event: FrameEvent,
+    max_frame: usize,
+    shared: &Arc<Shared>,
+    writer: &mpsc::Sender<Vec<u8>>,
+    dispatcher: &Dispatcher,
+    calls: &Arc<Semaphore>,
+) {
+    let line = match event {
+        FrameEvent::Line(line) => line,
+        FrameEvent::TooLong { .. } => {
+            shared.fail_running(BridgeError::Protocol(format!(
+                "the sandbox sent a frame larger than MCP_BRIDGE_MAX_FRAME ({max_frame} bytes); it was dropped"
+            )));
+            return;
+        }
+    };
+    match parse_inbound(&line) {
+        Ok(Inbound::Ready { v, .. }) => {
+            let result = if v == PROTOCOL_VERSION {
+                Ok(())
+            } else {
+                Err(format!(
+                    "entrypoint speaks protocol {v}, the bridge {PROTOCOL_VERSION}"
+                ))
+            };
+            if let Some(tx) = shared.ready.lock().expect("ready lock").take() {
+                let _ = tx.send(result);
+            }
+        }
+        Ok(Inbound::Result(frame)) => {
+            let mut running = shared.running.lock().expect("running lock");
+            match running.take() {
+                Some(r) if r.id == frame.id => {
+                    let _ = r.done.send(Ok(frame));
+                }
+                other => {
+                    *running = other;
+                    tracing::warn!(
+                        id = frame.id,
+                        "ignored a result for an exec that is not running"
+                    );
+                }
+            }
+        }
+        Ok(Inbound::Call {
+            id,
+            exec,
+            method,
+            params,
+        }) => {
+            let servers = {
+                let running = shared.running.lock().expect("running lock");
+                running
+                    .as_ref()
+                    .filter(|r| r.id == exec)
+                    .map(|r| r.servers.clone())
+            };
+            let writer = writer.clone();
+            let Some(servers) = servers else {
+                let reply = Outbound::Reply {
+                    id,
+                    ok: false,
+                    value: serde_json::Value::Null,
+                    error: Some("no run_python call is in progress".into()),
+                };
+                let _ = writer.try_send(reply.to_line());
+                return;
+            };
+            let Ok(permit) = calls.clone().try_acquire_owned() else {
+                let msg = format!("too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})");
+                let reply = Outbound::Reply {
+                    id,
+                    ok: false,
+                    value: serde_json::Value::Null,
+                    error: Some(msg),
+                };
+                let _ = writer.try_send(reply.to_line());
+                return;
+            };
+            let dispatcher = dispatcher.clone();
+            tokio::spawn(async move {
+                let ctx = CallContext {
+                    exec_id: exec,
+                    servers,
+                };
+                let reply = match dispatcher.handle(&ctx, &method, params).await {
+                    Ok(value) => Outbound::Reply {
+                        id,
+                        ok: true,
+                        value,
+                        error: None,
+                    },
+                    Err(msg) => Outbound::Reply {
+                        id,
+                        ok: false,
+                        value: serde_json::Value::Null,
+                        error: Some(msg),
+                    },
+                };
+                let _ = writer.send(reply.to_line()).await;
+                drop(permit);
+            });
+        }
+        Err(msg) => {
+            tracing::warn!("{msg}");
+            shared.fail_running(BridgeError::Protocol(msg));
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! [`Settings`]: every `MCP_BRIDGE_*` environment variable, validated into typed values.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::error::ConfigError;
+use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
+
+/// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
+pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
+
+/// Which container engine to drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuntimeChoice {
+    /// `DOCKER_HOST` if set, else the first live podman or docker socket, else podman's own service.
+    Auto,
+    /// Podman only.
+    Podman,
+    /// Docker only.
+    Docker,
+}
+
+/// How results are rendered for the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputMode {
+    /// Plain text: stdout, then stderr and error sections when non-empty.
+    Compact,
+    /// The same payload as a TOON block.
+    Toon,
+}
+
+/// Validated bridge settings, read once at startup.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `MCP_BRIDGE_RUNTIME`.
+    pub runtime: RuntimeChoice,
+    /// `MCP_BRIDGE_IMAGE`.
+    pub image: String,
+    /// `MCP_BRIDGE_TIMEOUT`: default per-call timeout.
+    pub timeout: Duration,
+    /// `MCP_BRIDGE_MAX_TIMEOUT`: cap on the per-call timeout.
+    pub max_timeout: Duration,
+    /// `MCP_BRIDGE_MEMORY` in bytes.
+    pub memory_bytes: u64,
+    /// `MCP_BRIDGE_PIDS`.
+    pub pids: u64,
+    /// `MCP_BRIDGE_CPUS`.
+    pub cpus: Option<f64>,
+    /// `MCP_BRIDGE_CONTAINER_USER`.
+    pub container_user: String,
+    /// `MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT`; `None` when set to 0 (never stop).
+    pub idle_timeout: Option<Duration>,
+    /// `MCP_BRIDGE_STATE_DIR`.
+    pub state_dir: PathBuf,
+    /// `MCP_BRIDGE_OUTPUT_MODE`.
+    pub output_mode: OutputMode,
+    /// `MCP_BRIDGE_LOG_LEVEL` (a tracing filter directive).
+    pub log_level: String,
+    /// `MCP_BRIDGE_MAX_OUTPUT`: characters kept per output stream before cutting.
+    pub max_output: usize,
+    /// `MCP_BRIDGE_MAX_FRAME`: the largest frame accepted from the sandbox, in bytes.
+    pub max_frame: usize,
+    /// `DOCKER_HOST`, when set.
+    pub docker_host: Option<String>,
+    /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
+    pub xdg_runtime_dir: Option<PathBuf>,
+    /// The user's home directory.
+    pub home: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Reads settings from the process environment.
+    ///
+    /// # Errors
+    /// A [`ConfigError::BadEnv`] naming the first variable with an unusable value.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Reads settings through `get` (a stand-in for the environment in tests).
+    ///
+    /// # Errors
+    /// A [`ConfigError::BadEnv`] naming the first variable with an unusable value.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        fn parsed<T>(
+            name: &'static str,
+            raw: Option<String>,
+            default: T,
+            parse: impl Fn(&str) -> Result<T, String>,
+        ) -> Result<T, ConfigError> {
+            match raw {
+                None => Ok(default),
+                Some(v) => parse(&v).map_err(|reason| ConfigError::BadEnv {
+                    var: name,
+                    value: v,
+                    reason,
+                }),
+            }
+        }
+        let runtime = parsed(
+            "MCP_BRIDGE_RUNTIME",
+            var("MCP_BRIDGE_RUNTIME"),
+            RuntimeChoice::Auto,
+            |v| match v.trim().to_ascii_lowercase().as_str() {
+                "auto" => Ok(RuntimeChoice::Auto),
+                "podman" => Ok(RuntimeChoice::Podman),
+                "docker" => Ok(RuntimeChoice::Docker),
+                _ => Err("expected podman, docker or auto".into()),
+            },
+        )?;
+        let output_mode = parsed(
+            "MCP_BRIDGE_OUTPUT_MODE",
+            var("MCP_BRIDGE_OUTPUT_MODE"),
+            OutputMode::Compact,
+            |v| match v.trim().to_ascii_lowercase().as_str() {
+                "compact" => Ok(OutputMode::Compact),
+                "toon" => Ok(OutputMode::Toon),
+                _ => Err("expected compact or toon".into()),
+            },
+        )?;
+        let secs = |name: &'static str, default: u64, zero: bool| {
+            parsed(name, var(name), default, |v| parse_seconds(v, zero))
+        };
+        let timeout = secs("MCP_BRIDGE_TIMEOUT", 30, false)?;
+        let max_timeout = secs("MCP_BRIDGE_MAX_TIMEOUT", 120, false)?;
+        if timeout > max_timeout {
+            return Err(ConfigError::Conflict(format!(
+                "MCP_BRIDGE_TIMEOUT ({timeout}) is larger than MCP_BRIDGE_MAX_TIMEOUT ({max_timeout})"
+            )));
+        }
+        let idle = secs("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", 300, true)?;
+        let log_level = var("MCP_BRIDGE_LOG_LEVEL").unwrap_or_else(|| "info".into());
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {
+            return Err(ConfigError::BadEnv {
+                var: "MCP_BRIDGE_LOG_LEVEL",
+                value: log_level,
+                reason: e.to_string(),
+            });
+        }
+        let home = var("HOME").map(PathBuf::from).or_else(dirs::home_dir);
+        let state_dir = var("MCP_BRIDGE_STATE_DIR")
+            .map(PathBuf::from)
+            .or_else(|| dirs::state_dir().map(|d| d.join("mcp-code-bridge")))
+            .or_else(|| dirs::cache_dir().map(|d| d.join("mcp-code-bridge")))
+            .unwrap_or_else(|| std::env::temp_dir().join("mcp-code-bridge"));
+        let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+        Ok(Settings {
+            runtime,
+            image: image.trim().to_string(),
+            timeout: Duration::from_secs(timeout),
+            max_timeout: Duration::from_secs(max_timeout),
+            memory_bytes: parsed(
+                "MCP_BRIDGE_MEMORY",
+                var("MCP_BRIDGE_MEMORY"),
+                512 << 20,
+                |v| {
+                    parse_size(v).and_then(|b| {
+                        if b < 16 << 20 {
+                            Err("at least 16m is needed to run Python".into())
+                        } else {
+                            Ok(b)
+                        }
+                    })
+                },
+            )?,
+            pids: parsed("MCP_BRIDGE_PIDS", var("MCP_BRIDGE_PIDS"), 128, parse_count)?,
+            cpus: parsed("MCP_BRIDGE_CPUS", var("MCP_BRIDGE_CPUS"), None, |v| {
+                parse_cpus(v).map(Some)
+            })?,
+            container_user: parsed(
+                "MCP_BRIDGE_CONTAINER_USER",
+                var("MCP_BRIDGE_CONTAINER_USER"),
+                "65534:65534".into(),
+                parse_user,
+            )?,
+            idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
+            state_dir,
+            output_mode,
+            log_level,
+            max_output: parsed(
+                "MCP_BRIDGE_MAX_OUTPUT",
+                var("MCP_BRIDGE_MAX_OUTPUT"),
+                65_536,
+                |v| parse_count(v).map(|n| n.clamp(256, 1 << 30) as usize),
+            )?,
+            max_frame: parsed(
+                "MCP_BRIDGE_MAX_FRAME",
+                var("MCP_BRIDGE_MAX_FRAME"),
+                64 << 20,
+                |v| parse_size(v).map(|n| n.clamp(64 << 10, 1 << 32) as usize),
+            )?,
+            docker_host: var("DOCKER_HOST"),
+            xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
+            home,
+        })
+    }
+
+    /// Clamps a requested per-call timeout to `[1 s, max_timeout]`, or returns the default.
+    pub fn call_timeout(&self, requested_secs: Option<u64>) -> Duration {
+        match requested_secs {
+            None => self.timeout,
+            Some(s) => Duration::from_secs(s.max(1)).min(self.max_timeout),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let s = with(&[]).expect("defaults are valid");
+        assert_eq!(s.runtime, RuntimeChoice::Auto);
+        assert_eq!(s.image, DEFAULT_IMAGE);
+        assert_eq!(s.timeout, Duration::from_secs(30));
+        assert_eq!(s.max_timeout, Duration::from_secs(120));
+        assert_eq!(s.memory_bytes, 512 << 20);
+        assert_eq!(s.pids, 128);
+        assert_eq!(s.cpus, None);
+        assert_eq!(s.container_user, "65534:65534");
+        assert_eq!(s.idle_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(s.output_mode, OutputMode::Compact);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (k, v) in [
+            ("MCP_BRIDGE_RUNTIME", "lxc"),
+            ("MCP_BRIDGE_TIMEOUT", "soon"),
+            ("MCP_BRIDGE_MEMORY", "lots"),
+            ("MCP_BRIDGE_PIDS", "0"),
+            ("MCP_BRIDGE_CPUS", "-1"),
+            ("MCP_BRIDGE_OUTPUT_MODE", "yaml"),
+            ("MCP_BRIDGE_CONTAINER_USER", "root root"),
+            ("MCP_BRIDGE_LOG_LEVEL", "[[["),
+        ] {
+            let err = with(&[(k, v)]).expect_err(k).to_string();
+            assert!(err.contains(k), "{err}");
+        }
+        let err = with(&[("MCP_BRIDGE_TIMEOUT", "200")])
+            .expect_err("conflict")
+            .to_string();
+        assert!(err.contains("MCP_BRIDGE_MAX_TIMEOUT"), "{err}");
+    }
+
+    #[test]
+    fn timeouts_are_clamped() {
+        let s = with(&[("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "0")]).expect("valid");
+        assert_eq!(s.idle_timeout, None);
+        assert_eq!(s.call_timeout(None), Duration::from_secs(30));
+        assert_eq!(s.call_timeout(Some(5)), Duration::from_secs(5));
+        assert_eq!(s.call_timeout(Some(1000)), Duration::from_secs(120));
+    }
+}

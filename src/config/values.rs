@@ -1,0 +1,95 @@
+//! Parsers for the small value languages used in settings (sizes, seconds, cpu counts).
+
+/// Parses a size like `512m`, `1g`, `64k` or a plain byte count into bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let t = t.strip_suffix('b').unwrap_or(&t);
+    let (digits, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = digits
+        .trim()
+        .parse()
+        .map_err(|_| "expected a size such as 512m, 1g or 65536".to_string())?;
+    n.checked_mul(mult)
+        .filter(|b| *b > 0)
+        .ok_or_else(|| "size must be greater than zero and fit in 64 bits".to_string())
+}
+
+/// Parses a whole number of seconds (`0` allowed only when `allow_zero`).
+pub fn parse_seconds(text: &str, allow_zero: bool) -> Result<u64, String> {
+    let n: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| "expected a whole number of seconds".to_string())?;
+    if n == 0 && !allow_zero {
+        return Err("must be at least 1 second".into());
+    }
+    Ok(n)
+}
+
+/// Parses a positive integer count.
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    match text.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("expected a positive whole number".into()),
+    }
+}
+
+/// Parses a cpu quota such as `1`, `0.5` or `2.25`.
+pub fn parse_cpus(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n > 0.0 && n <= 1024.0 => Ok(n),
+        _ => Err("expected a positive number of cpus such as 1 or 0.5".into()),
+    }
+}
+
+/// Checks a container user spec: `uid`, `uid:gid` (numeric) or a simple user name.
+pub fn parse_user(text: &str) -> Result<String, String> {
+    let ok_part = |p: &str| {
+        !p.is_empty()
+            && p.len() <= 32
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    let mut parts = text.split(':');
+    let (user, group) = (parts.next().unwrap_or(""), parts.next());
+    if parts.next().is_some() || !ok_part(user) || group.is_some_and(|g| !ok_part(g)) {
+        return Err("expected uid[:gid], for example 65534:65534".into());
+    }
+    Ok(text.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512m"), Ok(512 << 20));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("64kb"), Ok(64 << 10));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("-5m").is_err());
+    }
+
+    #[test]
+    fn seconds_counts_cpus_users() {
+        assert_eq!(parse_seconds("30", false), Ok(30));
+        assert!(parse_seconds("0", false).is_err());
+        assert_eq!(parse_seconds("0", true), Ok(0));
+        assert!(parse_seconds("1.5", false).is_err());
+        assert!(parse_count("0").is_err());
+        assert_eq!(parse_cpus("0.5"), Ok(0.5));
+        assert!(parse_cpus("nan").is_err());
+        assert!(parse_user("65534:65534").is_ok());
+        assert!(parse_user("nobody").is_ok());
+        assert!(parse_user("1:2:3").is_err());
+        assert!(parse_user("a b").is_err());
+    }
+}

@@ -1,0 +1,208 @@
+//! Finding a container engine: `DOCKER_HOST`, podman's and docker's sockets, or a podman
+//! service of our own.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::docker::DockerRuntime;
+use super::podman_service::PodmanService;
+use super::{ContainerRuntime, RuntimeError};
+use crate::config::{RuntimeChoice, Settings};
+
+/// A live engine connection, plus the podman service we started for it, if any.
+pub struct Connection {
+    /// The engine.
+    pub runtime: Arc<dyn ContainerRuntime>,
+    /// Where we connected, for messages and `doctor`.
+    pub endpoint: String,
+    service: Option<PodmanService>,
+}
+
+impl Connection {
+    /// Wraps an existing runtime (tests, fakes).
+    pub fn from_runtime(runtime: Arc<dyn ContainerRuntime>, endpoint: impl Into<String>) -> Self {
+        Connection {
+            runtime,
+            endpoint: endpoint.into(),
+            service: None,
+        }
+    }
+
+    /// Stops the podman service this bridge started, if any.
+    pub async fn close(self) {
+        if let Some(service) = self.service {
+            service.stop().await;
+        }
+    }
+}
+
+/// Connects to the engine `settings` asks for.
+///
+/// # Errors
+/// [`RuntimeError::NotFound`] listing what was tried when no engine answers.
+pub async fn connect(settings: &Settings) -> Result<Connection, RuntimeError> {
+    let want = settings.runtime;
+    let mut tried = Vec::new();
+    for endpoint in candidates(settings) {
+        let result = if let Some(path) = endpoint.strip_prefix("unix://") {
+            if !std::path::Path::new(path).exists() {
+                continue;
+            }
+            DockerRuntime::connect_unix(path).await
+        } else {
+            DockerRuntime::connect_http(&endpoint).await
+        };
+        match result {
+            Ok(rt) if matches_choice(want, rt.engine()) => {
+                tracing::info!(engine = rt.engine(), endpoint = %endpoint, "connected to the container engine");
+                return Ok(Connection {
+                    runtime: Arc::new(rt),
+                    endpoint,
+                    service: None,
+                });
+            }
+            Ok(rt) => tried.push(format!("{endpoint} (is {}, not wanted)", rt.engine())),
+            Err(err) => tried.push(format!("{endpoint} ({err})")),
+        }
+    }
+    if want != RuntimeChoice::Docker && which("podman").is_some() {
+        let mut service = PodmanService::spawn(&socket_dir(settings))?;
+        service.wait_ready().await?;
+        let path = service.socket().display().to_string();
+        let mut last = None;
+        for _ in 0..50 {
+            match DockerRuntime::connect_unix(&path).await {
+                Ok(rt) => {
+                    return Ok(Connection {
+                        runtime: Arc::new(rt),
+                        endpoint: format!("unix://{path} (podman service started by the bridge)"),
+                        service: Some(service),
+                    })
+                }
+                Err(err) => last = Some(err),
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        service.stop().await;
+        return Err(
+            last.unwrap_or_else(|| RuntimeError::NotFound("podman service did not answer".into()))
+        );
+    }
+    let what = match want {
+        RuntimeChoice::Auto => "podman or docker",
+        RuntimeChoice::Podman => "podman (MCP_BRIDGE_RUNTIME=podman)",
+        RuntimeChoice::Docker => "docker (MCP_BRIDGE_RUNTIME=docker)",
+    };
+    let tried = if tried.is_empty() {
+        "no engine socket exists".to_string()
+    } else {
+        tried.join("; ")
+    };
+    Err(RuntimeError::NotFound(format!(
+        "install and start {what}; tried: {tried}. See GUIDE.md, section \"Container runtime\""
+    )))
+}
+
+fn matches_choice(want: RuntimeChoice, engine: &str) -> bool {
+    match want {
+        RuntimeChoice::Auto => true,
+        RuntimeChoice::Podman => engine == "podman",
+        RuntimeChoice::Docker => engine == "docker",
+    }
+}
+
+/// Engine endpoints to try, in order.
+fn candidates(settings: &Settings) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(host) = &settings.docker_host {
+        out.push(host.clone());
+    }
+    let uid = current_uid();
+    let mut podman = Vec::new();
+    if let Some(xdg) = &settings.xdg_runtime_dir {
+        podman.push(xdg.join("podman/podman.sock"));
+    }
+    if let Some(uid) = uid {
+        podman.push(PathBuf::from(format!("/run/user/{uid}/podman/podman.sock")));
+    }
+    podman.push(PathBuf::from("/run/podman/podman.sock"));
+    let mut docker = vec![PathBuf::from("/var/run/docker.sock")];
+    if let Some(home) = &settings.home {
+        docker.push(home.join(".docker/run/docker.sock"));
+        docker.push(home.join(".docker/desktop/docker.sock"));
+    }
+    if let Some(xdg) = &settings.xdg_runtime_dir {
+        docker.push(xdg.join("docker.sock"));
+    }
+    let (first, second) = match settings.runtime {
+        RuntimeChoice::Docker => (docker, Vec::new()),
+        RuntimeChoice::Podman => (podman, Vec::new()),
+        RuntimeChoice::Auto => (podman, docker),
+    };
+    for p in first.into_iter().chain(second) {
+        let s = format!("unix://{}", p.display());
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// A short directory for our own podman socket (unix socket paths are limited to ~100 bytes).
+fn socket_dir(settings: &Settings) -> PathBuf {
+    let base = settings
+        .xdg_runtime_dir
+        .clone()
+        .unwrap_or_else(std::env::temp_dir);
+    base.join(format!("mcp-code-bridge-{}", current_uid().unwrap_or(0)))
+}
+
+fn current_uid() -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map(|m| m.uid()).ok()
+}
+
+fn which(bin: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(bin))
+            .find(|p| p.is_file())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        let map: std::collections::HashMap<_, _> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned()).expect("valid settings")
+    }
+
+    #[test]
+    fn docker_host_comes_first_and_choice_filters() {
+        let s = settings(&[
+            ("DOCKER_HOST", "unix:///custom.sock"),
+            ("XDG_RUNTIME_DIR", "/run/user/1000"),
+        ]);
+        let c = candidates(&s);
+        assert_eq!(c[0], "unix:///custom.sock");
+        assert!(c.contains(&"unix:///run/user/1000/podman/podman.sock".to_string()));
+        let podman_pos = c
+            .iter()
+            .position(|e| e.contains("podman"))
+            .expect("podman listed");
+        let docker_pos = c
+            .iter()
+            .position(|e| e.contains("docker.sock") && !e.contains("custom"))
+            .expect("docker listed");
+        assert!(podman_pos < docker_pos, "auto prefers podman");
+        let d = candidates(&settings(&[("MCP_BRIDGE_RUNTIME", "docker")]));
+        assert!(d.iter().all(|e| !e.contains("podman")), "{d:?}");
+        assert!(matches_choice(RuntimeChoice::Podman, "podman"));
+        assert!(!matches_choice(RuntimeChoice::Podman, "docker"));
+    }
+}

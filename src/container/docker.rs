@@ -1,0 +1,285 @@
+//! [`DockerRuntime`]: the Docker Engine API through bollard, for podman and docker alike.
+//!
+//! The only file that names bollard. Containers run with `tty: false`, stdin open, and are
+//! attached before they start; errors are classified by HTTP status code.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bollard::errors::Error as BollardError;
+use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
+use bollard::query_parameters::{
+    AttachContainerOptions, CreateContainerOptions, KillContainerOptions, ListContainersOptions,
+    RemoveContainerOptions,
+};
+use bollard::Docker;
+use futures::StreamExt;
+
+use super::runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
+use super::{RuntimeError, SandboxSpec, LABEL_MANAGED};
+
+/// Timeout for one engine request's response headers (long streams are not bounded by it).
+pub const REQUEST_TIMEOUT_SECS: u64 = 60;
+
+/// A connection to a Docker-API engine.
+pub struct DockerRuntime {
+    docker: Docker,
+    engine: String,
+}
+
+impl DockerRuntime {
+    /// Connects to the unix socket at `path` and identifies the engine.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Transport`] when the socket does not answer a version request.
+    pub async fn connect_unix(path: &str) -> Result<Self, RuntimeError> {
+        let docker =
+            Docker::connect_with_unix(path, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+                .map_err(|e| transport("engine", "connect", e))?;
+        Self::identify(docker).await
+    }
+
+    /// Connects to a `tcp://` or `http://` engine address.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Transport`] when the address does not answer a version request.
+    pub async fn connect_http(addr: &str) -> Result<Self, RuntimeError> {
+        let docker =
+            Docker::connect_with_http(addr, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+                .map_err(|e| transport("engine", "connect", e))?;
+        Self::identify(docker).await
+    }
+
+    async fn identify(docker: Docker) -> Result<Self, RuntimeError> {
+        let version = tokio::time::timeout(Duration::from_secs(5), docker.version())
+            .await
+            .map_err(|_| RuntimeError::Transport {
+                engine: "engine".into(),
+                action: "get the engine version",
+                message: "no answer within 5 s".into(),
+            })?
+            .map_err(|e| transport("engine", "get the engine version", e))?;
+        let is_podman = version
+            .components
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.name.to_ascii_lowercase().contains("podman"));
+        let engine = if is_podman { "podman" } else { "docker" }.to_string();
+        Ok(DockerRuntime { docker, engine })
+    }
+
+    fn err(&self, action: &'static str, e: BollardError) -> RuntimeError {
+        match e {
+            BollardError::DockerResponseServerError {
+                status_code,
+                message,
+            } => RuntimeError::Engine {
+                engine: self.engine.clone(),
+                action,
+                status: status_code,
+                message,
+            },
+            other => transport(&self.engine, action, other),
+        }
+    }
+}
+
+fn transport(engine: &str, action: &'static str, e: BollardError) -> RuntimeError {
+    RuntimeError::Transport {
+        engine: engine.to_string(),
+        action,
+        message: e.to_string(),
+    }
+}
+
+#[async_trait::async_trait]
+impl ContainerRuntime for DockerRuntime {
+    fn engine(&self) -> &str {
+        &self.engine
+    }
+
+    async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(e) => Err(self.err("inspect the sandbox image", e)),
+        }
+    }
+
+    async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError> {
+        let host = HostConfig {
+            network_mode: Some("none".into()),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            memory: Some(spec.memory_bytes),
+            memory_swap: Some(spec.memory_bytes),
+            pids_limit: Some(spec.pids),
+            nano_cpus: spec.nano_cpus,
+            ulimits: Some(
+                spec.ulimits
+                    .iter()
+                    .map(|(name, soft, hard)| ResourcesUlimits {
+                        name: Some(name.clone()),
+                        soft: Some(*soft),
+                        hard: Some(*hard),
+                    })
+                    .collect(),
+            ),
+            tmpfs: Some(spec.tmpfs.clone().into_iter().collect()),
+            log_config: Some(HostConfigLogConfig {
+                typ: Some("none".into()),
+                config: None,
+            }),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd: Some(spec.cmd.clone()),
+            env: Some(spec.env.clone()),
+            user: Some(spec.user.clone()),
+            working_dir: Some(spec.workdir.clone()),
+            labels: Some(spec.labels.clone().into_iter().collect()),
+            attach_stdin: Some(true),
+            attach_stdout: Some(true),
+            attach_stderr: Some(true),
+            open_stdin: Some(true),
+            stdin_once: Some(false),
+            tty: Some(false),
+            network_disabled: Some(true),
+            host_config: Some(host),
+            ..Default::default()
+        };
+        let options = CreateContainerOptions {
+            name: Some(spec.name.clone()),
+            ..Default::default()
+        };
+        match self.docker.create_container(Some(options), body).await {
+            Ok(created) => Ok(created.id),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Err(RuntimeError::ImageMissing {
+                image: spec.image.clone(),
+                engine: self.engine.clone(),
+            }),
+            Err(e) => Err(self.err("create the sandbox container", e)),
+        }
+    }
+
+    async fn attach(&self, id: &str) -> Result<Attached, RuntimeError> {
+        let options = AttachContainerOptions {
+            stdin: true,
+            stdout: true,
+            stderr: true,
+            stream: true,
+            logs: false,
+            ..Default::default()
+        };
+        let attached = self
+            .docker
+            .attach_container(id, Some(options))
+            .await
+            .map_err(|e| self.err("attach to the sandbox", e))?;
+        let engine = self.engine.clone();
+        let output = attached
+            .output
+            .filter_map(move |item| {
+                let out = match item {
+                    Ok(bollard::container::LogOutput::StdOut { message }) => {
+                        Some(Ok(Chunk::Stdout(message)))
+                    }
+                    Ok(bollard::container::LogOutput::StdErr { message }) => {
+                        Some(Ok(Chunk::Stderr(message)))
+                    }
+                    Ok(bollard::container::LogOutput::Console { message }) => {
+                        Some(Ok(Chunk::Stdout(message)))
+                    }
+                    Ok(bollard::container::LogOutput::StdIn { .. }) => None,
+                    Err(e) => Some(Err(transport(&engine, "read the sandbox output", e))),
+                };
+                futures::future::ready(out)
+            })
+            .boxed();
+        Ok(Attached {
+            input: attached.input,
+            output,
+        })
+    }
+
+    async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        self.docker
+            .start_container(id, None)
+            .await
+            .map_err(|e| self.err("start the sandbox", e))
+    }
+
+    async fn wait(&self, id: &str) -> Result<i64, RuntimeError> {
+        let mut stream = self.docker.wait_container(id, None);
+        match stream.next().await {
+            Some(Ok(r)) => Ok(r.status_code),
+            Some(Err(BollardError::DockerContainerWaitError { code, .. })) => Ok(code),
+            Some(Err(e)) => Err(self.err("wait for the sandbox", e)),
+            None => Err(RuntimeError::Transport {
+                engine: self.engine.clone(),
+                action: "wait for the sandbox",
+                message: "the engine closed the wait stream".into(),
+            }),
+        }
+    }
+
+    async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
+        let options = KillContainerOptions {
+            signal: "SIGKILL".into(),
+        };
+        match self.docker.kill_container(id, Some(options)).await {
+            Ok(()) => Ok(()),
+            // 404: gone; 409: not running. Either way it is no longer executing.
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404 | 409,
+                ..
+            }) => Ok(()),
+            Err(e) => Err(self.err("kill the sandbox", e)),
+        }
+    }
+
+    async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+        let options = RemoveContainerOptions {
+            force: true,
+            v: true,
+            ..Default::default()
+        };
+        match self.docker.remove_container(id, Some(options)).await {
+            Ok(()) => Ok(()),
+            Err(BollardError::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(()),
+            Err(e) => Err(self.err("remove the sandbox", e)),
+        }
+    }
+
+    async fn list_managed(&self) -> Result<Vec<ManagedContainer>, RuntimeError> {
+        let filters = HashMap::from([("label".to_string(), vec![LABEL_MANAGED.to_string()])]);
+        let options = ListContainersOptions {
+            all: true,
+            filters: Some(filters),
+            ..Default::default()
+        };
+        let list = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| self.err("list sandboxes", e))?;
+        Ok(list
+            .into_iter()
+            .filter_map(|c| {
+                let labels = c.labels.unwrap_or_default();
+                // The engine filtered by label already; check again rather than trust it.
+                labels
+                    .contains_key(LABEL_MANAGED)
+                    .then_some(ManagedContainer { id: c.id?, labels })
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,58 @@
+//! Errors of the container layer.
+
+/// A failure talking to the container engine or managing a container.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// No usable engine was found.
+    #[error("no container runtime found: {0}")]
+    NotFound(String),
+    /// The sandbox image is not present in the engine.
+    #[error(
+        "sandbox image '{image}' is not present in {engine}. Build it with `container/build.sh` \
+         (from the mcp-code-bridge source tree), or set MCP_BRIDGE_IMAGE to an image with python3"
+    )]
+    ImageMissing {
+        /// The image name.
+        image: String,
+        /// The engine that lacks it.
+        engine: String,
+    },
+    /// The engine answered a request with an error status.
+    #[error("{engine} refused to {action}: {message} (HTTP {status})")]
+    Engine {
+        /// The engine's name.
+        engine: String,
+        /// What we asked for.
+        action: &'static str,
+        /// The HTTP status code.
+        status: u16,
+        /// The engine's message.
+        message: String,
+    },
+    /// The engine could not be reached or the connection broke.
+    #[error("{engine}: could not {action}: {message}")]
+    Transport {
+        /// The engine's name.
+        engine: String,
+        /// What we asked for.
+        action: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// A local I/O failure (spawning the podman service, a child process, ...).
+    #[error("{about}: {err}")]
+    Io {
+        /// What we were doing.
+        about: &'static str,
+        /// The underlying error.
+        #[source]
+        err: std::io::Error,
+    },
+}
+
+impl RuntimeError {
+    /// True when the engine said the container does not exist (already gone).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, RuntimeError::Engine { status: 404, .. })
+    }
+}

@@ -1,0 +1,20 @@
+//! The container layer: a [`ContainerRuntime`] trait and its implementations.
+//!
+//! Only `docker.rs` names bollard. Nothing here knows about frames, MCP or Python: it creates,
+//! attaches, starts, watches and removes hardened containers described by a [`SandboxSpec`].
+
+mod connect;
+mod docker;
+mod error;
+mod owner;
+mod podman_service;
+#[doc(hidden)]
+pub mod process;
+mod runtime;
+mod spec;
+
+pub use connect::{connect, Connection};
+pub use error::RuntimeError;
+pub use owner::{remove_leftovers, Owner, LABEL_MANAGED};
+pub use runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
+pub use spec::SandboxSpec;

@@ -1,0 +1,167 @@
+//! Which bridge owns a container, and removal of containers whose bridge is gone.
+//!
+//! Every sandbox carries labels naming its bridge process (host name, pid and the pid's start
+//! time, so a recycled pid is not mistaken for a live bridge). At start a bridge removes the
+//! labelled containers of dead bridges on the same host and never touches anything else.
+
+use std::collections::BTreeMap;
+
+use super::{ContainerRuntime, RuntimeError};
+
+/// Label present on every container this project creates.
+pub const LABEL_MANAGED: &str = "mcp-code-bridge";
+/// Label: host name of the owning bridge.
+pub const LABEL_HOST: &str = "mcp-code-bridge.host";
+/// Label: pid of the owning bridge.
+pub const LABEL_PID: &str = "mcp-code-bridge.pid";
+/// Label: start time of the owning bridge's pid (clock ticks since boot, Linux), or empty.
+pub const LABEL_STARTED: &str = "mcp-code-bridge.pid-start";
+
+/// The identity of a bridge process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    /// Host name.
+    pub host: String,
+    /// Process id.
+    pub pid: u32,
+    /// Process start time, when the OS tells it.
+    pub started: Option<u64>,
+}
+
+impl Owner {
+    /// The identity of this process.
+    pub fn current() -> Self {
+        let pid = std::process::id();
+        Owner {
+            host: host_name(),
+            pid,
+            started: process_start(pid),
+        }
+    }
+
+    /// The labels that mark a container as owned by this bridge.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (LABEL_MANAGED.to_string(), "1".to_string()),
+            (LABEL_HOST.to_string(), self.host.clone()),
+            (LABEL_PID.to_string(), self.pid.to_string()),
+            (
+                LABEL_STARTED.to_string(),
+                self.started.map(|s| s.to_string()).unwrap_or_default(),
+            ),
+        ])
+    }
+
+    /// True when the labels name a bridge on this host that is no longer running.
+    pub fn is_dead_owner(&self, labels: &std::collections::HashMap<String, String>) -> bool {
+        if labels.get(LABEL_HOST) != Some(&self.host) {
+            return false; // another machine's bridge: not ours to judge
+        }
+        let Some(pid) = labels.get(LABEL_PID).and_then(|p| p.parse::<u32>().ok()) else {
+            return false;
+        };
+        if pid == self.pid {
+            // Our own pid: ours unless the start time says it was an earlier process.
+            return labels.get(LABEL_STARTED).and_then(|s| s.parse().ok()) != self.started
+                && self.started.is_some();
+        }
+        match process_start(pid) {
+            None => !process_exists(pid),
+            Some(now) => labels
+                .get(LABEL_STARTED)
+                .and_then(|s| s.parse::<u64>().ok())
+                .is_some_and(|then| then != now),
+        }
+    }
+}
+
+/// Removes containers left by bridges that died on this host. Returns how many were removed.
+///
+/// # Errors
+/// Only listing failures; a container that fails to be removed is logged and skipped.
+pub async fn remove_leftovers(
+    runtime: &dyn ContainerRuntime,
+    me: &Owner,
+) -> Result<usize, RuntimeError> {
+    let mut removed = 0;
+    for c in runtime.list_managed().await? {
+        if me.is_dead_owner(&c.labels) {
+            match runtime.remove(&c.id).await {
+                Ok(()) => {
+                    removed += 1;
+                    tracing::info!(container = %c.id, "removed a sandbox left by a bridge that is gone");
+                }
+                Err(err) => {
+                    tracing::warn!(container = %c.id, cause = %err, "could not remove leftover sandbox")
+                }
+            }
+        }
+    }
+    Ok(removed)
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Start time of `pid` in clock ticks since boot (field 22 of `/proc/PID/stat`), Linux only.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn process_exists(pid: u32) -> bool {
+    if std::path::Path::new("/proc/self").exists() {
+        return std::path::Path::new(&format!("/proc/{pid}")).exists();
+    }
+    // Without /proc (macOS), ask `kill -0`; if we cannot tell, assume alive: never remove
+    // a container whose owner might still be running.
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn labels(o: &Owner) -> HashMap<String, String> {
+        o.labels().into_iter().collect()
+    }
+
+    #[test]
+    fn live_and_dead_owners() {
+        let me = Owner::current();
+        assert!(me.started.is_some(), "Linux exposes process start times");
+        assert!(!me.is_dead_owner(&labels(&me)), "we are alive");
+        let mut gone = me.clone();
+        gone.pid = u32::MAX - 7; // no such pid
+        assert!(me.is_dead_owner(&labels(&gone)));
+        let mut recycled = me.clone();
+        recycled.pid = 1; // pid 1 exists, but started at another time
+        recycled.started = Some(u64::MAX);
+        assert!(me.is_dead_owner(&labels(&recycled)));
+        let mut elsewhere = gone.clone();
+        elsewhere.host = "another-host".into();
+        assert!(
+            !me.is_dead_owner(&labels(&elsewhere)),
+            "never judge other hosts"
+        );
+        assert!(
+            !me.is_dead_owner(&HashMap::new()),
+            "unlabelled is never ours"
+        );
+    }
+}

@@ -1,0 +1,113 @@
+//! A `podman system service` started for the bridge's own use when no API socket is running.
+//!
+//! The service listens on a private socket, dies with the bridge (SIGTERM on exit, and
+//! `PR_SET_PDEATHSIG` on Linux should the bridge be killed), and is never shared.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use tokio::process::{Child, Command};
+
+use super::RuntimeError;
+
+/// How long to wait for a freshly started podman service to accept connections.
+pub const SERVICE_START_TIMEOUT_SECS: u64 = 15;
+
+/// A podman API service owned by this bridge.
+pub struct PodmanService {
+    child: Child,
+    socket: PathBuf,
+}
+
+impl PodmanService {
+    /// Starts `podman system service` on a private socket under `dir`.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Io`] if podman cannot be spawned.
+    pub fn spawn(dir: &Path) -> Result<Self, RuntimeError> {
+        std::fs::create_dir_all(dir).map_err(|err| RuntimeError::Io {
+            about: "creating the socket directory",
+            err,
+        })?;
+        set_private(dir);
+        let socket = dir.join(format!("podman-{}.sock", std::process::id()));
+        let _ = std::fs::remove_file(&socket);
+        let mut cmd = Command::new("podman");
+        cmd.args(["system", "service", "--time=0"])
+            .arg(format!("unix://{}", socket.display()))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        die_with_parent(&mut cmd);
+        let child = cmd.spawn().map_err(|err| RuntimeError::Io {
+            about: "starting `podman system service`",
+            err,
+        })?;
+        tracing::info!(socket = %socket.display(), "started a podman API service for this bridge");
+        Ok(PodmanService { child, socket })
+    }
+
+    /// The socket path the service listens on.
+    pub fn socket(&self) -> &Path {
+        &self.socket
+    }
+
+    /// Waits until the socket file exists (connecting is then retried by the caller).
+    ///
+    /// # Errors
+    /// [`RuntimeError::NotFound`] if the service exits or the socket does not appear in time.
+    pub async fn wait_ready(&mut self) -> Result<(), RuntimeError> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(SERVICE_START_TIMEOUT_SECS) {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(RuntimeError::NotFound(format!(
+                    "`podman system service` exited at once ({status})"
+                )));
+            }
+            if self.socket.exists() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Err(RuntimeError::NotFound(format!(
+            "`podman system service` did not open {} within {SERVICE_START_TIMEOUT_SECS} s",
+            self.socket.display()
+        )))
+    }
+
+    /// Stops the service and removes its socket.
+    pub async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            // SIGTERM first so podman cleans up; then make sure.
+            // SAFETY: kill(2) with a pid we spawned and still own; no memory is touched.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            if tokio::time::timeout(Duration::from_secs(2), self.child.wait())
+                .await
+                .is_err()
+            {
+                let _ = self.child.kill().await;
+            }
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+fn set_private(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+}
+
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}

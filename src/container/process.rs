@@ -1,0 +1,232 @@
+//! A test double for [`ContainerRuntime`]: runs the sandbox command as a local child process.
+//!
+//! NOT a sandbox — no isolation at all. It exists so the bridge's session, timeout and restart
+//! logic can be tested quickly and without an engine, against the real Python entrypoint and the
+//! real frame protocol. It also records calls and can be told to fail, for fault tests.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, Command};
+use tokio_util::sync::CancellationToken;
+
+use super::runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
+use super::{RuntimeError, SandboxSpec};
+
+struct Proc {
+    spec: SandboxSpec,
+    child: Option<Child>,
+    pid: Option<u32>,
+    exited: CancellationToken,
+    code: Arc<Mutex<Option<i64>>>,
+}
+
+/// Runs each "container" as a local process. Test use only.
+#[derive(Default)]
+pub struct ProcessRuntime {
+    procs: Mutex<HashMap<String, Proc>>,
+    next: AtomicU64,
+    /// Every call made, as `"create"`, `"kill <id>"`, ... in order.
+    pub calls: Mutex<Vec<String>>,
+    /// When set, `create` fails with this message.
+    pub fail_create: Mutex<Option<String>>,
+}
+
+impl ProcessRuntime {
+    /// A new runtime with no containers.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The OS pid of a started container's process, to kill it "from outside" in tests.
+    pub fn pid_of(&self, id: &str) -> Option<u32> {
+        self.procs
+            .lock()
+            .expect("lock poisoned")
+            .get(id)
+            .and_then(|p| p.pid)
+    }
+
+    /// Ids of containers that exist (created and not removed).
+    pub fn live_ids(&self) -> Vec<String> {
+        self.procs
+            .lock()
+            .expect("lock poisoned")
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    fn record(&self, call: String) {
+        self.calls.lock().expect("lock poisoned").push(call);
+    }
+}
+
+fn gone(id: &str) -> RuntimeError {
+    RuntimeError::Engine {
+        engine: "process".into(),
+        action: "find the container",
+        status: 404,
+        message: format!("no such container {id}"),
+    }
+}
+
+#[async_trait::async_trait]
+impl ContainerRuntime for ProcessRuntime {
+    fn engine(&self) -> &str {
+        "process"
+    }
+
+    async fn image_present(&self, _image: &str) -> Result<bool, RuntimeError> {
+        Ok(true)
+    }
+
+    async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError> {
+        self.record("create".into());
+        if let Some(msg) = self.fail_create.lock().expect("lock poisoned").clone() {
+            return Err(RuntimeError::Engine {
+                engine: "process".into(),
+                action: "create the sandbox container",
+                status: 500,
+                message: msg,
+            });
+        }
+        let id = format!("proc-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let proc = Proc {
+            spec: spec.clone(),
+            child: None,
+            pid: None,
+            exited: CancellationToken::new(),
+            code: Arc::default(),
+        };
+        self.procs
+            .lock()
+            .expect("lock poisoned")
+            .insert(id.clone(), proc);
+        Ok(id)
+    }
+
+    async fn attach(&self, id: &str) -> Result<Attached, RuntimeError> {
+        self.record(format!("attach {id}"));
+        let mut procs = self.procs.lock().expect("lock poisoned");
+        let p = procs.get_mut(id).ok_or_else(|| gone(id))?;
+        let (program, args) = p.spec.cmd.split_first().ok_or_else(|| gone(id))?;
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        for kv in &p.spec.env {
+            if let Some((k, v)) = kv.split_once('=') {
+                if k != "HOME" {
+                    cmd.env(k, v);
+                }
+            }
+        }
+        let mut child = cmd.spawn().map_err(|err| RuntimeError::Io {
+            about: "spawning the process sandbox",
+            err,
+        })?;
+        let stdin = child.stdin.take().ok_or_else(|| gone(id))?;
+        let stdout = child.stdout.take().ok_or_else(|| gone(id))?;
+        let stderr = child.stderr.take().ok_or_else(|| gone(id))?;
+        p.pid = child.id();
+        p.child = Some(child);
+        let out = reader_stream(stdout, Chunk::Stdout);
+        let err = reader_stream(stderr, Chunk::Stderr);
+        let output = futures::stream::select(out, err).boxed();
+        Ok(Attached {
+            input: Box::pin(stdin),
+            output,
+        })
+    }
+
+    async fn start(&self, id: &str) -> Result<(), RuntimeError> {
+        self.record(format!("start {id}"));
+        let (mut child, exited, code) = {
+            let mut procs = self.procs.lock().expect("lock poisoned");
+            let p = procs.get_mut(id).ok_or_else(|| gone(id))?;
+            (
+                p.child.take().ok_or_else(|| gone(id))?,
+                p.exited.clone(),
+                p.code.clone(),
+            )
+        };
+        tokio::spawn(async move {
+            let status = child.wait().await;
+            use std::os::unix::process::ExitStatusExt;
+            let c = status
+                .map(|s| {
+                    s.code()
+                        .map(i64::from)
+                        .unwrap_or_else(|| 128 + i64::from(s.signal().unwrap_or(9)))
+                })
+                .unwrap_or(-1);
+            *code.lock().expect("lock poisoned") = Some(c);
+            exited.cancel();
+        });
+        Ok(())
+    }
+
+    async fn wait(&self, id: &str) -> Result<i64, RuntimeError> {
+        let (exited, code) = {
+            let procs = self.procs.lock().expect("lock poisoned");
+            let p = procs.get(id).ok_or_else(|| gone(id))?;
+            (p.exited.clone(), p.code.clone())
+        };
+        exited.cancelled().await;
+        let c = code.lock().expect("lock poisoned").unwrap_or(-1);
+        Ok(c)
+    }
+
+    async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
+        self.record(format!("kill {id}"));
+        if let Some(pid) = self.pid_of(id) {
+            // SAFETY: kill(2) on a pid we spawned; no memory is touched.
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+        Ok(())
+    }
+
+    async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+        self.record(format!("remove {id}"));
+        self.kill(id).await?;
+        self.procs.lock().expect("lock poisoned").remove(id);
+        Ok(())
+    }
+
+    async fn list_managed(&self) -> Result<Vec<ManagedContainer>, RuntimeError> {
+        let procs = self.procs.lock().expect("lock poisoned");
+        Ok(procs
+            .iter()
+            .map(|(id, p)| ManagedContainer {
+                id: id.clone(),
+                labels: p.spec.labels.clone().into_iter().collect(),
+            })
+            .collect())
+    }
+}
+
+fn reader_stream<R>(
+    reader: R,
+    wrap: fn(bytes::Bytes) -> Chunk,
+) -> futures::stream::BoxStream<'static, Result<Chunk, RuntimeError>>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+{
+    futures::stream::unfold(reader, move |mut r| async move {
+        let mut buf = vec![0u8; 8192];
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(wrap(bytes::Bytes::from(buf))), r))
+            }
+        }
+    })
+    .boxed()
+}

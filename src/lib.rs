@@ -1,0 +1,24 @@
+//! mcp-code-bridge: one MCP tool, `run_python`, that runs model-written Python in a persistent,
+//! locked-down container and lets it reach the user's other MCP servers.
+//!
+//! # Layout
+//! - [`config`]: environment (and config files) → validated, immutable settings. Leaf.
+//! - [`container`]: the [`container::ContainerRuntime`] trait; bollard for podman and docker.
+//! - [`bridge`]: the sandbox actor, one container session, the frame protocol, and the
+//!   dispatcher every sandbox→host request passes.
+//! - [`format`]: a [`report::RunReport`] rendered as compact text or TOON. Pure.
+//! - [`server`]: the MCP face (rmcp); decides whose error an error is.
+//! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`.
+//!
+//! Dependencies point one way: `server → {bridge, format} → container`; `config`, `report` and
+//! `shutdown` are leaves. See ARCHITECTURE.md for the data flow of one call.
+#![warn(missing_docs, clippy::unwrap_used)]
+
+pub mod app;
+pub mod bridge;
+pub mod config;
+pub mod container;
+pub mod format;
+pub mod report;
+pub mod server;
+pub mod shutdown;

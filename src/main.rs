@@ -1,0 +1,142 @@
+//! The `mcp-code-bridge` command: CLI parsing, logging to stderr, and exit codes.
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use mcp_code_bridge::app::App;
+use mcp_code_bridge::bridge::RunRequest;
+use mcp_code_bridge::config::Settings;
+use mcp_code_bridge::{format, server, shutdown};
+
+/// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP over stdin/stdout (logs go to stderr).
+    Run,
+    /// Run one snippet through the same path and print the result; non-zero exit on error.
+    Exec {
+        /// Python code, or `-` to read it from stdin.
+        code: String,
+        /// MCP servers to load, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        servers: Vec<String>,
+        /// Timeout in seconds (default MCP_BRIDGE_TIMEOUT, capped at MCP_BRIDGE_MAX_TIMEOUT).
+        #[arg(long)]
+        timeout: Option<u64>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::from_env() {
+        Ok(s) => Arc::new(s),
+        Err(e) => {
+            eprintln!("mcp-code-bridge: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(&settings.log_level);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcp-code-bridge: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli.command, settings)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("mcp-code-bridge: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run => run(settings).await,
+        Command::Exec {
+            code,
+            servers,
+            timeout,
+        } => exec(settings, code, servers, timeout).await,
+    }
+}
+
+async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
+    let app = App::with_engine(settings.clone());
+    let handler = server::BridgeServer::new(app.sandbox.clone(), settings);
+    let transport = rmcp::transport::stdio_pipes();
+    let result = tokio::select! {
+        r = server::serve(handler, transport, app.ct.clone()) => r,
+        _ = shutdown::signalled() => Ok(()),
+    };
+    app.shutdown().await;
+    result.map_err(anyhow::Error::msg)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn exec(
+    settings: Arc<Settings>,
+    code: String,
+    servers: Vec<String>,
+    timeout: Option<u64>,
+) -> anyhow::Result<ExitCode> {
+    let code = if code == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .context("reading code from stdin")?;
+        buf
+    } else {
+        code
+    };
+    let app = App::with_engine(settings.clone());
+    let req = RunRequest {
+        code,
+        servers,
+        timeout: settings.call_timeout(timeout),
+        arrived: tokio::time::Instant::now(),
+        cancel: app.ct.child_token(),
+    };
+    let report = tokio::select! {
+        r = app.sandbox.run(req) => r,
+        _ = shutdown::signalled() => {
+            app.shutdown().await;
+            return Ok(ExitCode::from(130));
+        }
+    };
+    app.shutdown().await;
+    let text = format::render(&report, settings.output_mode);
+    println!("{}", text.trim_end_matches('\n'));
+    Ok(if report.is_error() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn init_logging(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_target(false)
+        .init();
+}

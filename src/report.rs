@@ -1,0 +1,59 @@
+//! [`RunReport`]: the outcome of one `run_python` call, as data. Produced by `bridge`,
+//! rendered by `format`, returned as `structuredContent` by `server`.
+
+use serde::Serialize;
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The code ran to completion.
+    #[default]
+    Ok,
+    /// The code raised an exception.
+    Error,
+    /// The run hit its timeout.
+    Timeout,
+    /// The client cancelled the call.
+    Cancelled,
+    /// The sandbox could not run the code (no runtime, image missing, sandbox died, ...).
+    SandboxError,
+}
+
+/// The outcome of one run. Empty fields are omitted when serialized.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RunReport {
+    /// How the run ended.
+    pub status: RunStatus,
+    /// What the code printed (cut with a marker if over the output limit).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stdout: String,
+    /// What the code wrote to stderr.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub stderr: String,
+    /// Traceback or bridge error message.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Something the caller must know, e.g. that the sandbox was restarted and state lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+    /// MCP servers loaded for this run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<String>,
+}
+
+impl RunReport {
+    /// A report for a run that failed before or around the code, with `status` and `message`.
+    pub fn failed(status: RunStatus, message: impl Into<String>) -> Self {
+        RunReport {
+            status,
+            error: Some(message.into()),
+            ..Default::default()
+        }
+    }
+
+    /// True unless the run completed normally.
+    pub fn is_error(&self) -> bool {
+        self.status != RunStatus::Ok
+    }
+}

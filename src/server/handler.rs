@@ -1,0 +1,135 @@
+//! [`BridgeServer`]: our MCP face. One tool, one resource; decides whose error an error is.
+//!
+//! A failure of the user's code, a timeout or a sandbox problem is a tool result with
+//! `isError: true`; a request we cannot route (unknown tool, bad arguments) is a JSON-RPC error.
+//! Knows the sandbox only through the [`Sandbox`] handle.
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tokio::time::Instant;
+
+use super::resources::{CAPABILITIES, CAPABILITIES_URI};
+use super::tool::{self, TOOL_NAME};
+use crate::bridge::{RunRequest, Sandbox};
+use crate::config::Settings;
+use crate::format;
+
+/// The bridge's MCP server handler; cheap to clone.
+#[derive(Clone)]
+pub struct BridgeServer {
+    sandbox: Sandbox,
+    settings: Arc<Settings>,
+}
+
+impl BridgeServer {
+    /// A handler running code in `sandbox` with `settings`.
+    pub fn new(sandbox: Sandbox, settings: Arc<Settings>) -> Self {
+        BridgeServer { sandbox, settings }
+    }
+
+    /// Runs one `run_python` call and renders it as a tool result.
+    ///
+    /// # Errors
+    /// Invalid arguments, as a JSON-RPC invalid-params error.
+    pub async fn run_python(
+        &self,
+        args: Option<&rmcp::model::JsonObject>,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<CallToolResult, ErrorData> {
+        let arrived = Instant::now();
+        let args = tool::parse_args(args).map_err(|m| ErrorData::invalid_params(m, None))?;
+        let req = RunRequest {
+            code: args.code,
+            servers: args.servers,
+            timeout: self.settings.call_timeout(args.timeout),
+            arrived,
+            cancel,
+        };
+        let report = self.sandbox.run(req).await;
+        let text = format::render(&report, self.settings.output_mode);
+        let mut result = if report.is_error() {
+            CallToolResult::error(vec![ContentBlock::text(text)])
+        } else {
+            CallToolResult::success(vec![ContentBlock::text(text)])
+        };
+        result.structured_content = Some(format::structured(&report));
+        Ok(result)
+    }
+}
+
+impl ServerHandler for BridgeServer {
+    fn get_info(&self) -> ServerConfig {
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_resources()
+            .build();
+        ServerConfig::new(caps)
+            .with_server_info(Implementation::new(
+                "mcp-code-bridge",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions("Use run_python; see its description for the sandbox helpers.")
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(vec![tool::definition()]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name != TOOL_NAME {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown tool '{}'; the only tool is {TOOL_NAME}",
+                    request.name
+                ),
+                None,
+            ));
+        }
+        self.run_python(request.arguments.as_ref(), context.ct)
+            .await
+            .map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resource = Resource::new(CAPABILITIES_URI, "capabilities")
+            .with_description("Sandbox helpers and how to load MCP servers")
+            .with_mime_type("text/markdown");
+        Ok(ListResourcesResult::with_all_items(vec![resource]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != CAPABILITIES_URI {
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
+        }
+        let contents =
+            ResourceContents::text(CAPABILITIES, CAPABILITIES_URI).with_mime_type("text/markdown");
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}

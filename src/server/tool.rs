@@ -1,0 +1,147 @@
+//! The `run_python` tool: its definition (kept small and constant) and argument parsing.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool};
+use serde_json::{json, Value};
+
+/// The one tool's name.
+pub const TOOL_NAME: &str = "run_python";
+
+/// The tool description: the sandbox helpers in brief, never any server's documentation.
+pub const DESCRIPTION: &str = "Run Python in a persistent sandbox (no network; pandas, numpy, \
+matplotlib). Variables and imports persist between calls; top-level await works; print what you \
+need. MCP servers: pass servers=[\"name\"], then await mcp_<name>.<tool>(arg=...). Discover with \
+`from mcp import runtime`: runtime.list_servers_sync(), runtime.search_tool_docs_sync(\"query\"), \
+runtime.query_tool_docs_sync(server, tool, detail=\"full\").";
+
+/// The tool definition returned by `tools/list`.
+pub fn definition() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "Python source"},
+            "servers": {"type": "array", "items": {"type": "string"}, "description": "MCP servers to load"},
+            "timeout": {"type": "integer", "minimum": 1, "description": "Seconds"}
+        },
+        "required": ["code"]
+    });
+    let Value::Object(schema) = schema else {
+        unreachable!("a json object literal")
+    };
+    Tool::new(TOOL_NAME, DESCRIPTION, Arc::new(schema))
+}
+
+/// Validated `run_python` arguments.
+#[derive(Debug, PartialEq)]
+pub struct RunArgs {
+    /// Python source.
+    pub code: String,
+    /// Servers to load.
+    pub servers: Vec<String>,
+    /// Requested timeout in seconds.
+    pub timeout: Option<u64>,
+}
+
+/// Parses and validates the arguments of a `run_python` call.
+///
+/// # Errors
+/// A message for a JSON-RPC invalid-params error.
+pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
+    let empty = JsonObject::new();
+    let args = args.unwrap_or(&empty);
+    if let Some(unknown) = args
+        .keys()
+        .find(|k| !matches!(k.as_str(), "code" | "servers" | "timeout"))
+    {
+        return Err(format!(
+            "unknown argument '{unknown}'; run_python takes code, servers and timeout"
+        ));
+    }
+    let code = match args.get("code") {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err("'code' must be a string".into()),
+        None => return Err("missing required argument 'code'".into()),
+    };
+    let servers = match args.get("servers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or("'servers' must be an array of strings")
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("'servers' must be an array of strings".into()),
+    };
+    let timeout = match args.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => Some(n),
+            _ => return Err("'timeout' must be a whole number of seconds, at least 1".into()),
+        },
+    };
+    Ok(RunArgs {
+        code,
+        servers,
+        timeout,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> JsonObject {
+        match v {
+            Value::Object(o) => o,
+            _ => panic!("object expected"),
+        }
+    }
+
+    #[test]
+    fn valid_arguments() {
+        let a = parse_args(Some(&obj(
+            json!({"code": "print(1)", "servers": ["a"], "timeout": 5}),
+        )))
+        .expect("valid");
+        assert_eq!(
+            a,
+            RunArgs {
+                code: "print(1)".into(),
+                servers: vec!["a".into()],
+                timeout: Some(5)
+            }
+        );
+    }
+
+    #[test]
+    fn invalid_arguments_say_why() {
+        for (args, needle) in [
+            (json!({}), "missing required argument 'code'"),
+            (json!({"code": 1}), "'code' must be a string"),
+            (json!({"code": "x", "servers": "a"}), "'servers'"),
+            (json!({"code": "x", "servers": [1]}), "'servers'"),
+            (json!({"code": "x", "timeout": 0}), "'timeout'"),
+            (json!({"code": "x", "timeout": "5"}), "'timeout'"),
+            (json!({"code": "x", "timeout": 1.5}), "'timeout'"),
+            (json!({"code": "x", "cmd": "y"}), "unknown argument 'cmd'"),
+        ] {
+            let err = parse_args(Some(&obj(args))).expect_err("invalid");
+            assert!(err.contains(needle), "{err}");
+        }
+        assert!(parse_args(None).is_err());
+    }
+
+    #[test]
+    fn definition_is_small() {
+        let bytes = serde_json::to_string(&definition())
+            .expect("serializes")
+            .len();
+        assert!(
+            bytes < 1000,
+            "tools/list entry is {bytes} bytes; keep it under ~250 tokens"
+        );
+    }
+}

@@ -1,0 +1,217 @@
+//! The sandbox actor driving the real Python entrypoint as a local process (no engine needed).
+
+use std::time::{Duration, Instant};
+
+use mcp_code_bridge::report::RunStatus;
+
+use crate::support::{process_app, req};
+
+#[tokio::test]
+async fn state_persists_and_errors_do_not_break_the_session() {
+    let (app, _rt) = process_app(&[]);
+    let r = app
+        .sandbox
+        .run(req(
+            "import math\nx = 41\ndef f(v):\n    return v + 1\nprint('hi')",
+            10,
+        ))
+        .await;
+    assert_eq!(r.status, RunStatus::Ok, "{r:?}");
+    assert_eq!(r.stdout, "hi\n");
+    let r = app.sandbox.run(req("1/0", 10)).await;
+    assert_eq!(r.status, RunStatus::Error);
+    let tb = r.error.expect("traceback");
+    assert!(tb.contains("ZeroDivisionError"), "{tb}");
+    let r = app
+        .sandbox
+        .run(req(
+            "import asyncio\nawait asyncio.sleep(0.01)\nprint(f(x), math.pi > 3)",
+            10,
+        ))
+        .await;
+    assert_eq!(r.stdout, "42 True\n", "{r:?}");
+    assert!(r.notice.is_none());
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn timeout_interrupts_and_keeps_state() {
+    let (app, _rt) = process_app(&[]);
+    app.sandbox.run(req("keep = 'me'", 10)).await;
+    let start = Instant::now();
+    let r = app
+        .sandbox
+        .run(req("import time\nprint('before')\ntime.sleep(100)", 1))
+        .await;
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_eq!(r.status, RunStatus::Timeout, "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("interrupted"),
+        "{r:?}"
+    );
+    assert_eq!(
+        r.stdout, "before\n",
+        "output printed before the timeout is kept"
+    );
+    let r = app.sandbox.run(req("print(keep)", 10)).await;
+    assert_eq!(r.stdout, "me\n", "{r:?}");
+    assert!(r.notice.is_none(), "state survived, so no reset notice");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn code_ignoring_interrupts_gets_the_sandbox_killed_and_replaced() {
+    let (app, rt) = process_app(&[]);
+    app.sandbox.run(req("lost = 1", 10)).await;
+    let r = app
+        .sandbox
+        .run(req(
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+            1,
+        ))
+        .await;
+    assert_eq!(r.status, RunStatus::Timeout);
+    assert!(r.error.as_deref().unwrap_or("").contains("killed"), "{r:?}");
+    let r = app.sandbox.run(req("print('lost' in globals())", 10)).await;
+    assert_eq!(r.stdout, "False\n");
+    assert!(
+        r.notice.as_deref().unwrap_or("").contains("restarted"),
+        "{r:?}"
+    );
+    assert!(
+        rt.calls
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|c| *c == "create")
+            .count()
+            == 2
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn sandbox_killed_during_and_between_calls() {
+    let (app, rt) = process_app(&[]);
+    app.sandbox.run(req("x = 1", 10)).await;
+    let id = rt.live_ids().pop().expect("one sandbox");
+    let pid = rt.pid_of(&id).expect("pid");
+    // Killed from outside during a call: reported on that call, promptly.
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let start = Instant::now();
+    let r = app
+        .sandbox
+        .run(req("import time\ntime.sleep(30)", 20))
+        .await;
+    killer.await.expect("killer");
+    assert_eq!(r.status, RunStatus::SandboxError, "{r:?}");
+    assert!(r.error.as_deref().unwrap_or("").contains("died"), "{r:?}");
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "death noticed in {:?}",
+        start.elapsed()
+    );
+    let r = app.sandbox.run(req("print('again')", 10)).await;
+    assert_eq!(r.stdout, "again\n");
+    assert!(r.notice.is_some(), "told that state was reset");
+    // Killed between calls: the next call starts a fresh sandbox and says so.
+    let id = rt.live_ids().pop().expect("one sandbox");
+    unsafe { libc::kill(rt.pid_of(&id).expect("pid") as i32, libc::SIGKILL) };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = app.sandbox.run(req("print('third')", 10)).await;
+    assert_eq!(r.status, RunStatus::Ok, "{r:?}");
+    assert!(
+        r.notice.as_deref().unwrap_or("").contains("stopped"),
+        "{r:?}"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn queued_calls_count_their_wait_against_the_timeout() {
+    let (app, _rt) = process_app(&[]);
+    app.sandbox.run(req("pass", 10)).await;
+    let slow = {
+        let sb = app.sandbox.clone();
+        tokio::spawn(async move { sb.run(req("import time\ntime.sleep(2.5)", 10)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let queued = app.sandbox.run(req("print('late')", 1)).await;
+    assert_eq!(queued.status, RunStatus::Timeout, "{queued:?}");
+    assert!(
+        queued.error.as_deref().unwrap_or("").contains("waiting"),
+        "{queued:?}"
+    );
+    assert_eq!(slow.await.expect("slow run").status, RunStatus::Ok);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn idle_sandbox_is_stopped_and_the_next_call_is_told() {
+    let (app, rt) = process_app(&[("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "1")]);
+    app.sandbox.run(req("y = 2", 10)).await;
+    assert_eq!(rt.live_ids().len(), 1);
+    tokio::time::sleep(Duration::from_millis(1800)).await;
+    assert!(rt.live_ids().is_empty(), "idle sandbox removed");
+    let r = app.sandbox.run(req("print('y' in globals())", 10)).await;
+    assert_eq!(r.stdout, "False\n");
+    assert!(r.notice.as_deref().unwrap_or("").contains("idle"), "{r:?}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn huge_output_is_cut_with_a_marker() {
+    let (app, _rt) = process_app(&[("MCP_BRIDGE_MAX_OUTPUT", "1000")]);
+    let r = app
+        .sandbox
+        .run(req("print('a' * 5_000_000)\nprint('END')", 20))
+        .await;
+    assert_eq!(r.status, RunStatus::Ok);
+    assert!(r.stdout.len() < 2000, "{} bytes", r.stdout.len());
+    assert!(r.stdout.contains("characters cut"), "{}", r.stdout);
+    assert!(r.stdout.trim_end().ends_with("END"), "the tail is kept");
+    let r = app.sandbox.run(req("print('still fine')", 10)).await;
+    assert_eq!(r.stdout, "still fine\n");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn many_concurrent_requests_to_the_host() {
+    let (app, _rt) = process_app(&[]);
+    let code = "from mcp import runtime\nimport asyncio\nr = await asyncio.gather(*[runtime.ping(i) for i in range(200)])\nprint(sum(r), runtime.ping_sync('s'))";
+    let r = app.sandbox.run(req(code, 20)).await;
+    assert_eq!(r.stdout, "19900 s\n", "{r:?}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_removes_the_sandbox() {
+    let (app, rt) = process_app(&[]);
+    app.sandbox.run(req("pass", 10)).await;
+    assert_eq!(rt.live_ids().len(), 1);
+    app.shutdown().await;
+    assert!(rt.live_ids().is_empty());
+}
+
+#[tokio::test]
+async fn engine_failure_is_reported_and_the_next_call_recovers() {
+    let (app, rt) = process_app(&[]);
+    *rt.fail_create.lock().expect("lock") = Some("disk full".into());
+    let r = app.sandbox.run(req("print(1)", 10)).await;
+    assert_eq!(r.status, RunStatus::SandboxError);
+    assert!(
+        r.error.as_deref().unwrap_or("").contains("disk full"),
+        "{r:?}"
+    );
+    *rt.fail_create.lock().expect("lock") = None;
+    let r = app.sandbox.run(req("print(1)", 10)).await;
+    assert_eq!(r.stdout, "1\n");
+    app.shutdown().await;
+}

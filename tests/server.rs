@@ -1,0 +1,125 @@
+//! The MCP face over in-memory pipes, with rmcp's client.
+
+use mcp_code_bridge::server::{BridgeServer, CAPABILITIES_URI};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceRequestParams,
+};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt;
+use serde_json::json;
+
+use crate::support::process_app;
+
+async fn client() -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
+    let (app, _rt) = process_app(&[]);
+    let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let ct = app.ct.clone();
+    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, b, ct).await });
+    let client = ().serve(a).await.expect("handshake");
+    (client, app)
+}
+
+async fn call(
+    client: &RunningService<RoleClient, ()>,
+    args: serde_json::Value,
+) -> Result<CallToolResult, rmcp::ServiceError> {
+    let serde_json::Value::Object(args) = args else {
+        panic!("object")
+    };
+    match client
+        .call_tool_once(CallToolRequestParams::new("run_python").with_arguments(args))
+        .await?
+    {
+        CallToolResponse::Complete(r) => Ok(r),
+        other => panic!("unexpected response {other:?}"),
+    }
+}
+
+fn text(r: &CallToolResult) -> String {
+    r.content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn lists_exactly_one_small_tool_and_runs_code() {
+    let (client, app) = client().await;
+    let tools = client.list_all_tools().await.expect("tools/list");
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0].name, "run_python");
+    let bytes = serde_json::to_string(&tools).expect("json").len();
+    assert!(bytes < 1000, "tools/list is {bytes} bytes");
+
+    let r = call(&client, json!({"code": "print(6*7)"}))
+        .await
+        .expect("call");
+    assert_eq!(r.is_error, Some(false));
+    assert_eq!(text(&r), "42\n");
+    let sc = r.structured_content.expect("structured content");
+    assert_eq!(
+        sc,
+        json!({"status": "ok", "stdout": "42\n"}),
+        "empty fields dropped"
+    );
+
+    let r = call(
+        &client,
+        json!({"code": "import sys\nprint('e', file=sys.stderr)\nraise ValueError('boom')"}),
+    )
+    .await
+    .expect("call");
+    assert_eq!(r.is_error, Some(true));
+    let t = text(&r);
+    assert!(
+        t.contains("--- stderr ---\ne") && t.contains("ValueError: boom"),
+        "{t}"
+    );
+    client.cancel().await.expect("close");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_requests_are_invalid_params_errors() {
+    let (client, app) = client().await;
+    for args in [
+        json!({}),
+        json!({"code": 5}),
+        json!({"code": "x", "timeout": -1}),
+    ] {
+        let err = call(&client, args).await.expect_err("invalid params");
+        assert!(
+            err.to_string().contains("-32602")
+                || err.to_string().to_lowercase().contains("invalid"),
+            "{err}"
+        );
+    }
+    let err = client
+        .call_tool_once(CallToolRequestParams::new("rm_rf"))
+        .await
+        .expect_err("unknown tool");
+    assert!(err.to_string().contains("rm_rf"), "{err}");
+    // Still serving after bad requests.
+    let r = call(&client, json!({"code": "print('ok')"}))
+        .await
+        .expect("call");
+    assert_eq!(text(&r), "ok\n");
+    client.cancel().await.expect("close");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn capabilities_resource_is_listed_and_readable() {
+    let (client, app) = client().await;
+    let list = client.list_all_resources().await.expect("resources/list");
+    assert!(list.iter().any(|r| r.uri == CAPABILITIES_URI));
+    let read = client
+        .read_resource(ReadResourceRequestParams::new(CAPABILITIES_URI))
+        .await
+        .expect("read");
+    let body = serde_json::to_string(&read).expect("json");
+    assert!(body.contains("search_tool_docs"), "{body}");
+    client.cancel().await.expect("close");
+    app.shutdown().await;
+}

@@ -1,0 +1,47 @@
+//! Shared test helpers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use mcp_code_bridge::app::App;
+use mcp_code_bridge::bridge::{Connector, NoHostCalls, RunRequest};
+use mcp_code_bridge::config::Settings;
+use mcp_code_bridge::container::process::ProcessRuntime;
+use mcp_code_bridge::container::{Connection, ContainerRuntime};
+use tokio_util::sync::CancellationToken;
+
+/// Settings from defaults plus `pairs`.
+pub fn settings(pairs: &[(&str, &str)]) -> Arc<Settings> {
+    let map: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Arc::new(Settings::from_lookup(|k| map.get(k).cloned()).expect("valid test settings"))
+}
+
+/// A bridge whose "containers" are local processes running the real entrypoint.
+pub fn process_app(pairs: &[(&str, &str)]) -> (App, Arc<ProcessRuntime>) {
+    let rt = ProcessRuntime::new();
+    let for_connector = rt.clone();
+    let connector: Connector = Arc::new(move || {
+        let runtime: Arc<dyn ContainerRuntime> = for_connector.clone();
+        async move { Ok(Connection::from_runtime(runtime, "process")) }.boxed()
+    });
+    (
+        App::new(settings(pairs), connector, Arc::new(NoHostCalls)),
+        rt,
+    )
+}
+
+/// A run request for `code` with `timeout_secs`.
+pub fn req(code: &str, timeout_secs: u64) -> RunRequest {
+    RunRequest {
+        code: code.to_string(),
+        servers: Vec::new(),
+        timeout: Duration::from_secs(timeout_secs),
+        arrived: tokio::time::Instant::now(),
+        cancel: CancellationToken::new(),
+    }
+}

@@ -1,0 +1,10 @@
+//! Integration tests: one binary, one module per area.
+
+// Shared helpers: settings, a bridge on the process test runtime, an MCP client over pipes.
+mod support;
+
+// The sandbox actor against the real entrypoint (timeouts, restarts, output, requests).
+mod sandbox;
+
+// The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
+mod server;
