@@ -92,10 +92,12 @@ runtime="$(podman info --format '{{.Host.OCIRuntime.Name}}')"
 [ "$runtime" = runc ] || die "podman uses OCI runtime '$runtime', expected runc (check $CONF)"
 log "podman $(podman version --format '{{.Client.Version}}') works (runtime $runtime, storage $(podman info --format '{{.Store.GraphDriverName}}'))"
 
-if podman image exists "$IMAGE"; then
-    log "image $IMAGE exists (rebuild: $REPO_DIR/container/build.sh --engine podman)"
+want_recipe="$(sed -n 's/^RECIPE_VERSION=//p' "$REPO_DIR/container/build.sh")"
+have_recipe="$(podman image inspect --format '{{ index .Config.Labels "mcp-code-bridge.image-recipe" }}' "$IMAGE" 2>/dev/null || true)"
+if [ -n "$have_recipe" ] && [ "$have_recipe" = "$want_recipe" ]; then
+    log "image $IMAGE exists at recipe $have_recipe (rebuild: $REPO_DIR/container/build.sh --engine podman)"
 else
-    log "building $IMAGE"
+    log "building $IMAGE (have recipe '${have_recipe:-none}', want $want_recipe)"
     "$REPO_DIR/container/build.sh" --engine podman
 fi
 

@@ -32,7 +32,7 @@ PULL_TIMEOUT="${MCB_PULL_TIMEOUT:-20}"
 BASE_PACKAGES="python3,ca-certificates"
 APT_PACKAGES="python3-pandas python3-numpy python3-matplotlib python3-munkres python3-ufolib2"
 # Bump when the offline recipe (trim, upgrade, packages) changes: invalidates cached rootfs.
-RECIPE_VERSION=2
+RECIPE_VERSION=3
 
 log()  { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'build.sh: warning: %s\n' "$*" >&2; }
@@ -173,7 +173,7 @@ trim_rootfs() {
     : > "$d"/etc/machine-id 2>/dev/null || true
     mkdir -p "$d"/workspace "$d"/tmp "$d"/var/tmp
     chmod 1777 "$d"/tmp "$d"/var/tmp
-    chmod 0755 "$d"/workspace
+    chmod 1777 "$d"/workspace  # podman keeps an image dir's mode under a tmpfs mount
 }
 
 ROOTFS_DIR=""
@@ -271,6 +271,7 @@ build_offline() {
         --change 'ENV MPLCONFIGDIR=/tmp/matplotlib' \
         --change 'ENV PYTHONDONTWRITEBYTECODE=1' \
         --change 'WORKDIR /workspace' \
+        --change "LABEL mcp-code-bridge.image-recipe=$RECIPE_VERSION" \
         --change 'CMD ["python3"]' \
         "$tarball" "$TAG" >/dev/null
 }

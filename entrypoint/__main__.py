@@ -107,7 +107,8 @@ def serve(runner, execq, writer):
             frame = execq.get()
             if frame is None:
                 return
-            signal.signal(signal.SIGINT, runner.state.on_sigint)  # sandbox code may have replaced it
+            # sandbox code may have replaced the handler; this one is the interrupt contract
+            signal.signal(signal.SIGINT, runner.state.on_sigint)
             writer.send(runner.run(frame))
         except KeyboardInterrupt:  # only possible after several interrupts in a row
             protocol.log("interrupt outside sandbox code ignored")

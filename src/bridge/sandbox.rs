@@ -189,17 +189,18 @@ impl Actor {
     /// Makes sure a live session exists, replacing a dead one.
     async fn ensure_session(&mut self) -> Result<(), BridgeError> {
         if let Some(s) = &self.session {
-            match s.death() {
-                None => return Ok(()),
-                Some(d) => {
-                    let reason = explain_exit(d.code, self.settings.memory_bytes);
-                    self.notice = Some(format!(
-                        "The sandbox had stopped since the last call ({reason}) and was started afresh: variables and imports from earlier calls are gone."
-                    ));
-                    if let Some(s) = self.session.take() {
-                        self.tracker.spawn(s.kill());
-                    }
-                }
+            if !s.has_ended() {
+                return Ok(());
+            }
+            let reason = match s.death() {
+                Some(d) => explain_exit(d.code, self.settings.memory_bytes),
+                None => "it exited".to_string(),
+            };
+            self.notice = Some(format!(
+                "The sandbox had stopped since the last call ({reason}) and was started afresh: variables and imports from earlier calls are gone."
+            ));
+            if let Some(s) = self.session.take() {
+                self.tracker.spawn(s.kill());
             }
         }
         if self.conn.is_none() {

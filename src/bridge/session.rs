@@ -51,6 +51,8 @@ struct Running {
 }
 
 struct Shared {
+    /// Set the moment the output stream ends, before the exit code is known.
+    ended: std::sync::atomic::AtomicBool,
     running: Mutex<Option<Running>>,
     ready: Mutex<Option<oneshot::Sender<Result<(), String>>>>,
     stderr_tail: Mutex<VecDeque<String>>,
@@ -153,6 +155,7 @@ impl Session {
         let (death_tx, death) = watch::channel(None);
         let (ready_tx, ready_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
+            ended: std::sync::atomic::AtomicBool::new(false),
             running: Mutex::new(None),
             ready: Mutex::new(Some(ready_tx)),
             stderr_tail: Mutex::new(VecDeque::new()),
@@ -255,6 +258,12 @@ impl Session {
     /// The exit of the container, once known.
     pub fn death(&self) -> Option<Death> {
         self.death.borrow().clone()
+    }
+
+    /// True once the container's output has ended (it is dead or dying), even before
+    /// its exit code is known.
+    pub fn has_ended(&self) -> bool {
+        self.death().is_some() || self.shared.ended.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Waits until the container has ended.

@@ -25,6 +25,7 @@ pub const REQUEST_TIMEOUT_SECS: u64 = 60;
 pub struct DockerRuntime {
     docker: Docker,
     engine: String,
+    unix_path: Option<String>,
 }
 
 impl DockerRuntime {
@@ -36,7 +37,9 @@ impl DockerRuntime {
         let docker =
             Docker::connect_with_unix(path, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
                 .map_err(|e| transport("engine", "connect", e))?;
-        Self::identify(docker).await
+        let mut rt = Self::identify(docker).await?;
+        rt.unix_path = Some(path.to_string());
+        Ok(rt)
     }
 
     /// Connects to a `tcp://` or `http://` engine address.
@@ -65,7 +68,11 @@ impl DockerRuntime {
             .iter()
             .any(|c| c.name.to_ascii_lowercase().contains("podman"));
         let engine = if is_podman { "podman" } else { "docker" }.to_string();
-        Ok(DockerRuntime { docker, engine })
+        Ok(DockerRuntime {
+            docker,
+            engine,
+            unix_path: None,
+        })
     }
 
     fn err(&self, action: &'static str, e: BollardError) -> RuntimeError {
@@ -266,11 +273,19 @@ impl ContainerRuntime for DockerRuntime {
             filters: Some(filters),
             ..Default::default()
         };
-        let list = self
-            .docker
-            .list_containers(Some(options))
-            .await
-            .map_err(|e| self.err("list sandboxes", e))?;
+        let list = match self.docker.list_containers(Some(options)).await {
+            Ok(list) => list,
+            Err(e @ BollardError::JsonDataError { .. })
+            | Err(e @ BollardError::JsonSerdeError { .. }) => {
+                // podman reports states bollard does not know ("stopped"): read ids and labels only.
+                let Some(path) = &self.unix_path else {
+                    return Err(self.err("list sandboxes", e));
+                };
+                tracing::debug!(cause = %e, "typed container list failed; using the raw list");
+                return super::raw_list::list_managed(&self.engine, path).await;
+            }
+            Err(e) => return Err(self.err("list sandboxes", e)),
+        };
         Ok(list
             .into_iter()
             .filter_map(|c| {

@@ -35,6 +35,8 @@ impl PodmanService {
         let mut cmd = Command::new("podman");
         cmd.args(["system", "service", "--time=0"])
             .arg(format!("unix://{}", socket.display()))
+            // conmon drops files such as `oom` in its working directory: keep them private.
+            .current_dir(dir)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -1,0 +1,324 @@
+"""Timeouts, sandbox deaths, bridge exits and huge output (CONTRACT §4, §5).
+
+Every test gets its own bridge (these tests kill things).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+
+import pytest
+
+STATE_RESET = re.compile(r"state|variables|gone|afresh|restarted", re.I)
+
+
+def _proc_cmdlines_containing(needle: str) -> list[tuple[int, str]]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if needle in cmd:
+            found.append((int(entry), cmd.strip()))
+    return found
+
+
+def _warm(bridge, name: str = "warm") -> None:
+    """Starts the sandbox so later timings exclude the container start."""
+    r = bridge.run(f"print('{name}')")
+    assert not r.is_error and r.text.strip() == name, str(r)
+
+
+def _own_running_container(bridge, helpers) -> str:
+    cids = helpers.poll(lambda: bridge.containers(running_only=True), timeout=10)
+    assert len(cids) == 1, f"expected exactly one running sandbox for bridge {bridge.pid}, got {cids}"
+    return cids[0]
+
+
+# --- timeouts -------------------------------------------------------------------------------------
+
+
+def test_busy_loop_times_out_promptly(bridge):
+    _warm(bridge)
+    t0 = time.monotonic()
+    r = bridge.run("while True:\n    pass\n", timeout=2)
+    wall = time.monotonic() - t0
+    assert r.is_error, str(r)
+    assert r.status == "timeout", str(r)
+    assert re.search(r"timed out", r.text, re.I), str(r)
+    assert wall < 4.0, f"timeout=2 took {wall:.2f} s of wall time\n{r}"
+
+    nxt = bridge.run("print('after busy loop')")
+    assert not nxt.is_error and "after busy loop" in nxt.text, str(nxt)
+
+
+def test_sleep_is_interrupted_and_state_survives(bridge):
+    r = bridge.run("lc_x = 5")
+    assert not r.is_error, str(r)
+    t0 = time.monotonic()
+    r = bridge.run("import time\ntime.sleep(100)\n", timeout=2)
+    wall = time.monotonic() - t0
+    assert r.is_error, str(r)
+    assert r.status == "timeout", str(r)
+    assert "interrupted" in r.text.lower(), str(r)
+    assert wall < 4.0, f"timeout=2 took {wall:.2f} s of wall time\n{r}"
+
+    nxt = bridge.run("print(lc_x)")
+    assert not nxt.is_error, str(nxt)
+    assert nxt.text.strip() == "5", str(nxt)
+    assert "notice" not in (nxt.structured or {}), str(nxt)
+
+
+def test_default_timeout_is_capped_by_max_timeout(bridge_factory):
+    # MCP_BRIDGE_MAX_TIMEOUT caps what a call may ask for.
+    b = bridge_factory(env={"MCP_BRIDGE_TIMEOUT": "1", "MCP_BRIDGE_MAX_TIMEOUT": "2"}, name="maxtimeout")
+    try:
+        _warm(b)
+        t0 = time.monotonic()
+        r = b.run("import time\ntime.sleep(60)\n", timeout=100)
+        wall = time.monotonic() - t0
+        assert r.is_error and r.status == "timeout", str(r)
+        assert wall < 4.0, f"asked for 100 s with MCP_BRIDGE_MAX_TIMEOUT=2, took {wall:.2f} s\n{r}"
+        t0 = time.monotonic()
+        r = b.run("import time\ntime.sleep(60)\n")
+        wall = time.monotonic() - t0
+        assert r.is_error and r.status == "timeout", str(r)
+        assert wall < 3.0, f"default MCP_BRIDGE_TIMEOUT=1 took {wall:.2f} s\n{r}"
+    finally:
+        b.close()
+
+
+# --- the sandbox dies -----------------------------------------------------------------------------
+
+
+def test_container_killed_between_calls(bridge, helpers):
+    r = bridge.run("lc_y = 'doomed'\nprint('set')")
+    assert not r.is_error, str(r)
+    cid = _own_running_container(bridge, helpers)
+    helpers.kill_container(cid)
+    gone = helpers.poll(lambda: cid not in bridge.containers(running_only=True), timeout=10)
+    assert gone, f"container {cid} still running after kill"
+    # "Between calls": give the bridge a moment to observe the death (a call racing the kill
+    # is covered by test_call_right_after_outside_kill below).
+    time.sleep(1.0)
+
+    r = bridge.run("print('after kill', 'lc_y' in globals())")
+    assert not r.is_error, f"the call after an outside kill should work\n{r}\n{bridge.stderr_tail()}"
+    assert r.text.strip().endswith("after kill False"), str(r)
+    notice = (r.structured or {}).get("notice", "")
+    assert notice and STATE_RESET.search(notice), f"the result must say that state was reset\n{r}"
+    assert "[note]" in r.text, str(r)
+
+    # And the session continues normally, without repeating the notice.
+    again = bridge.run("print('steady')")
+    assert not again.is_error and "notice" not in (again.structured or {}), str(again)
+
+
+def test_call_right_after_outside_kill(bridge, helpers):
+    r = bridge.run("lc_z = 1")
+    assert not r.is_error, str(r)
+    cid = _own_running_container(bridge, helpers)
+    helpers.kill_container(cid)
+    r = bridge.run("print('right after kill')")
+    assert not r.is_error, f"{r}\n{bridge.stderr_tail()}"
+    assert "right after kill" in r.text and (r.structured or {}).get("notice"), str(r)
+
+
+def test_container_killed_during_call(bridge, helpers):
+    _warm(bridge)
+    cid = _own_running_container(bridge, helpers)
+    fut = bridge.run_async("import time\ntime.sleep(30)\nprint('should not get here')", timeout=60)
+    time.sleep(1.0)
+    assert not fut.done(), "the sleep call ended early"
+    killed_at = [0.0]
+
+    def killer() -> None:
+        killed_at[0] = time.monotonic()
+        helpers.kill_container(cid)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    t.join(30)
+    r = fut.result(30)
+    after_kill = time.monotonic() - killed_at[0]
+    assert after_kill < 10.0, f"the call took {after_kill:.1f} s to return after the kill\n{r}"
+    assert r.is_error, str(r)
+    assert "should not get here" not in r.text, str(r)
+    assert re.search(r"died|killed|stopped|exit", r.text, re.I), str(r)
+
+    nxt = bridge.run("print('after kill during call')")
+    assert not nxt.is_error, f"{nxt}\n{bridge.stderr_tail()}"
+    assert "after kill during call" in nxt.text, str(nxt)
+    notice = (nxt.structured or {}).get("notice", "")
+    assert notice and STATE_RESET.search(notice), str(nxt)
+
+
+# --- the bridge exits -----------------------------------------------------------------------------
+
+
+def test_sigkilled_bridge_leftovers_are_removed_by_the_next_bridge(bridge_factory, helpers):
+    first = bridge_factory(name="doomed-bridge")
+    dead_pid = first.pid
+    try:
+        r = first.run("print('first bridge')")
+        assert not r.is_error, str(r)
+        before = first.containers()
+        assert before, "the first bridge should own a sandbox container"
+        first.sigkill()
+        assert helpers.poll(lambda: not helpers.pid_alive(dead_pid), timeout=10), "bridge survived SIGKILL"
+        # Its private podman service must not outlive it either (PR_SET_PDEATHSIG).
+        service = helpers.poll(lambda: not _proc_cmdlines_containing(f"podman-{dead_pid}.sock"), timeout=10)
+        assert service, f"podman service of the killed bridge still runs: {_proc_cmdlines_containing(f'podman-{dead_pid}.sock')}"
+    finally:
+        first.close()
+
+    second = bridge_factory(name="next-bridge")
+    try:
+        r = second.run("print('second bridge')")
+        assert not r.is_error, str(r)
+        left = helpers.poll(lambda: not helpers.bridge_containers(dead_pid), timeout=10)
+        assert left, f"containers of dead bridge {dead_pid} remain: {helpers.bridge_containers(dead_pid)}"
+        # The new bridge kept its own sandbox.
+        assert second.containers(running_only=True), "the new bridge's sandbox should be running"
+    finally:
+        second.close()
+
+
+def _unused_pid() -> int:
+    pid_max = int(open("/proc/sys/kernel/pid_max").read())
+    for pid in range(pid_max - 1, 1, -1):
+        if not os.path.exists(f"/proc/{pid}"):
+            return pid
+    raise AssertionError("no free pid")
+
+
+def _start_ticks(pid: int) -> str:
+    stat = open(f"/proc/{pid}/stat").read()
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+def test_start_removes_only_leftovers_of_dead_bridges_on_this_host(bridge_factory, helpers):
+    """Planted containers: a dead bridge's on this host must go; a live one's and another
+    host's must stay (the bridge never touches anything that is not provably its leftover)."""
+    import subprocess
+    import uuid
+
+    eng = helpers.engine
+    tag = uuid.uuid4().hex[:8]
+    dead = _unused_pid()
+    me = os.getpid()
+    plants = {
+        "dead-here": {"mcp-code-bridge.pid": str(dead), "mcp-code-bridge.host": helpers.HOSTNAME,
+                      "mcp-code-bridge.pid-start": "1"},
+        "live-here": {"mcp-code-bridge.pid": str(me), "mcp-code-bridge.host": helpers.HOSTNAME,
+                      "mcp-code-bridge.pid-start": _start_ticks(me)},
+        "dead-elsewhere": {"mcp-code-bridge.pid": str(dead), "mcp-code-bridge.host": f"e2e-other-host-{tag}",
+                           "mcp-code-bridge.pid-start": "1"},
+    }
+    ids: dict[str, str] = {}
+    try:
+        for name, labels in plants.items():
+            cmd = [eng, "create", "--name", f"e2e-plant-{name}-{tag}", "--label", "mcp-code-bridge=1",
+                   "--label", f"e2e-plant={tag}"]
+            for k, v in labels.items():
+                cmd += ["--label", f"{k}={v}"]
+            cmd += [helpers.IMAGE, "true"]
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+            ids[name] = out.stdout.strip()
+
+        b = bridge_factory(name="janitor")
+        try:
+            r = b.run("print('janitor')")
+            assert not r.is_error, str(r)
+
+            def present(cid: str) -> bool:
+                return cid in helpers.containers({"e2e-plant": tag})
+
+            assert helpers.poll(lambda: not present(ids["dead-here"]), timeout=10), (
+                f"leftover of dead bridge pid {dead} on this host was not removed\n{b.stderr_tail()}"
+            )
+            assert present(ids["live-here"]), "a container of a live process was removed"
+            assert present(ids["dead-elsewhere"]), "a container of another host's bridge was removed"
+        finally:
+            b.close()
+    finally:
+        for cid in ids.values():
+            subprocess.run([eng, "rm", "-f", cid], capture_output=True, timeout=60)
+
+
+def test_bridge_exit_removes_its_container(bridge_factory, helpers):
+    b = bridge_factory(name="clean-exit")
+    pid = b.pid
+    r = b.run("print('about to exit')")
+    assert not r.is_error, str(r)
+    assert b.containers(), "the bridge should own a sandbox container"
+    t0 = time.monotonic()
+    b.close()  # closes the bridge's stdin, as MCP clients do
+    exited = helpers.poll(lambda: not helpers.pid_alive(pid), timeout=15)
+    exit_s = time.monotonic() - t0
+    assert exited, "the bridge did not exit after its stdin closed"
+    gone = helpers.poll(lambda: not helpers.bridge_containers(pid), timeout=10)
+    assert gone, f"containers left by bridge {pid}: {helpers.bridge_containers(pid)}\n{b.stderr_tail()}"
+    assert helpers.poll(lambda: not _proc_cmdlines_containing(f"podman-{pid}.sock"), timeout=10), (
+        f"podman service of bridge {pid} still runs"
+    )
+    log = b.stderr_path.read_text(errors="replace")
+    assert exit_s < 12, f"exit took {exit_s:.1f} s"
+    assert "MCP session ended" in log or "input stream terminated" in log, b.stderr_tail()
+
+
+def test_bridge_exits_on_stdin_close_without_being_signalled(bridge_factory, helpers):
+    # Measured from the moment stdin closes: the MCP SDK escalates to SIGTERM after 2 s, so a
+    # bridge that shuts down cleanly on EOF must be gone well before that.
+    b = bridge_factory(name="prompt-exit")
+    pid = b.pid
+    assert not b.run("print(1)").is_error
+    t0 = time.monotonic()
+    b.close()
+    helpers.poll(lambda: not helpers.pid_alive(pid), timeout=15, interval=0.02)
+    exit_s = time.monotonic() - t0
+    assert exit_s < 2.0, (
+        f"the bridge took {exit_s:.2f} s to exit after stdin closed (the SDK SIGTERMs at 2 s)\n{b.stderr_tail()}"
+    )
+
+
+# --- output ---------------------------------------------------------------------------------------
+
+
+def test_huge_output_is_cut_and_the_session_survives(bridge):
+    _warm(bridge)
+    t0 = time.monotonic()
+    r = bridge.run("print('x' * 50_000_000)", timeout=60)
+    wall = time.monotonic() - t0
+    assert not r.is_error, str(r)
+    assert wall < 20.0, f"50 MB of output took {wall:.1f} s"
+    assert "characters cut" in r.text, str(r)
+    m = re.search(r"(\d+) characters cut", r.text)
+    assert m and int(m.group(1)) > 49_000_000, str(r)
+    assert len(r.text.encode()) < 200_000, f"text is {len(r.text.encode())} bytes"
+    whole = r.raw.model_dump_json(by_alias=True, exclude_none=True) if hasattr(r.raw, "model_dump_json") else json.dumps(r.structured)
+    assert len(whole.encode()) < 200_000, f"the whole result is {len(whole.encode())} bytes"
+    # Head and tail are kept around the marker.
+    assert r.text.startswith("xxxx") and r.text.rstrip("\n").endswith("xxxx"), str(r)
+
+    nxt = bridge.run("print('after huge output')")
+    assert not nxt.is_error and nxt.text.strip() == "after huge output", str(nxt)
+
+
+def test_huge_stderr_is_cut_too(bridge):
+    r = bridge.run("import sys\nsys.stderr.write('e' * 5_000_000)\nprint('out ok')", timeout=60)
+    assert not r.is_error, str(r)
+    s = r.structured or {}
+    assert s.get("stdout") == "out ok\n", str(r)
+    assert "characters cut" in s.get("stderr", ""), str(r)
+    assert len(s.get("stderr", "")) < 100_000, len(s.get("stderr", ""))
+    assert not bridge.run("print(1)").is_error
