@@ -109,6 +109,7 @@ def serve(runner, execq, writer):
                 return
             # sandbox code may have replaced the handler; this one is the interrupt contract
             signal.signal(signal.SIGINT, runner.state.on_sigint)
+            writer.send({"t": "started", "id": frame["id"]})  # the host may retry until this
             writer.send(runner.run(frame))
         except KeyboardInterrupt:  # only possible after several interrupts in a row
             protocol.log("interrupt outside sandbox code ignored")
@@ -124,8 +125,8 @@ def serve(runner, execq, writer):
 def main(leftover=b""):
     """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
     in_fd, out_fd = claim_fds()
-    writer = protocol.FrameWriter(out_fd)
     state = ExecState()
+    writer = protocol.FrameWriter(out_fd, main_guard=state)
     calls = protocol.CallTable(writer.send, lambda: state.last_exec)
     sandbox_api.install(calls)
     runner = Runner(state, Capture("<stdout>", sys.stdout), Capture("<stderr>", sys.stderr),

@@ -11,11 +11,7 @@ import os
 import queue
 import threading
 
-
-class BridgeCallError(Exception):
-    """A host call failed: the host answered {"ok": false, "error": message}."""
-
-    __module__ = "mcp"  # what sandbox code sees in tracebacks: mcp.BridgeCallError
+from .errors import BridgeCallError, from_reply
 
 
 class FrameError(ValueError):
@@ -89,17 +85,28 @@ def read_lines(fd, leftover=b"", chunk_size=1 << 16):
 class FrameWriter:
     """Serializes frames onto `fd` from one daemon thread, in the order `send` was called."""
 
-    def __init__(self, fd):
+    def __init__(self, fd, main_guard=None):
         self.fd = fd
         self.lock = threading.Lock()
         self.broken = False
+        # Context manager that defers SIGINT while the main thread writes (runner.ExecState).
+        # With it, the main thread writes its frames directly instead of via the thread: one
+        # thread hop less per call.
+        self.main_guard = main_guard
+        self._main = threading.main_thread()
         self._queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="mcp-frame-writer", daemon=True)
         self._thread.start()
 
     def send(self, frame):
-        """Queue a frame. Encoding errors raise here, in the caller (e.g. non-JSON params)."""
-        self._queue.put(encode(frame))
+        """Send a frame. Encoding errors raise here, in the caller (e.g. non-JSON params)."""
+        data = encode(frame)
+        guard = self.main_guard
+        if guard is not None and threading.current_thread() is self._main:
+            with guard:
+                self.write_now(data)
+        else:
+            self._queue.put(data)
 
     def write_now(self, data):
         """Write encoded bytes immediately (writer thread, or tests); a whole frame per lock."""
@@ -132,7 +139,8 @@ class CallTable:
 
     `call` (async) parks an asyncio future that the reader thread settles through
     `loop.call_soon_threadsafe`; `call_sync` parks a threading.Event, so it also works while the
-    event loop is blocked by the caller."""
+    event loop is blocked by the caller. A failed reply raises the exception of its "kind"
+    (errors.py); `where` = (server, tool) the call is about fills its `server`/`tool`."""
 
     def __init__(self, send, current_exec):
         self._send = send  # frame dict -> None
@@ -147,7 +155,7 @@ class CallTable:
             raise TypeError("method must be a str")
         with self._lock:
             if self._closed:
-                raise BridgeCallError(self._closed)
+                raise BridgeCallError(self._closed, None, *entry[3])
             cid = next(self._ids)
             self._pending[cid] = entry
         try:
@@ -162,28 +170,28 @@ class CallTable:
         with self._lock:
             self._pending.pop(cid, None)
 
-    async def call(self, method, params=None):
+    async def call(self, method, params=None, where=(None, None)):
         """Ask the host to run `method`; returns the reply value or raises BridgeCallError."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        cid = self._open(("future", loop, fut), method, params)
+        cid = self._open(("future", loop, fut, where), method, params)
         try:
             return await fut
         finally:
             self._drop(cid)
 
-    def call_sync(self, method, params=None):
+    def call_sync(self, method, params=None, where=(None, None)):
         """Blocking `call` for synchronous code (safe inside a running event loop too)."""
         box = {}
         event = threading.Event()
-        cid = self._open(("event", event, box), method, params)
+        cid = self._open(("event", event, box, where), method, params)
         try:
             event.wait()
         finally:
             self._drop(cid)
         if box["ok"]:
             return box["value"]
-        raise BridgeCallError(box["error"])
+        raise box["error"]
 
     def resolve(self, frame):
         """Settle the call a reply frame answers (reader thread). Unknown ids are logged."""
@@ -193,12 +201,7 @@ class CallTable:
         if entry is None:
             log("reply for unknown call id %r ignored" % (cid,))
             return
-        ok = frame.get("ok") is True
-        error = frame.get("error")
-        if not isinstance(error, str):
-            error = "host call failed" + ("" if error is None else ": %r" % (error,))
-        outcome = (ok, frame.get("value"), error)
-        self._settle(entry, outcome)
+        self._settle(entry, frame)
 
     def close(self, reason):
         """The host is gone: fail every pending call and refuse new ones."""
@@ -206,11 +209,13 @@ class CallTable:
             self._closed = reason
             entries, self._pending = list(self._pending.values()), {}
         for entry in entries:
-            self._settle(entry, (False, None, reason))
+            self._settle(entry, {"ok": False, "error": reason})
 
     @staticmethod
-    def _settle(entry, outcome):
-        kind, waker, target = entry
+    def _settle(entry, frame):
+        kind, waker, target, where = entry
+        ok = frame.get("ok") is True
+        outcome = (ok, frame.get("value") if ok else None, None if ok else from_reply(frame, where))
         if kind == "event":
             target["ok"], target["value"], target["error"] = outcome
             waker.set()
@@ -228,4 +233,4 @@ def _settle_future(fut, outcome):
     if ok:
         fut.set_result(value)
     else:
-        fut.set_exception(BridgeCallError(error))
+        fut.set_exception(error)

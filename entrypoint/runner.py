@@ -28,6 +28,8 @@ class ExecState:
         self.interrupt_for = None  # exec id an interrupt frame asked to stop
         self.fired = False  # a KeyboardInterrupt was raised for the running exec
         self.last_exec = 0
+        self.writing = False  # the main thread is writing a frame: defer the interrupt
+        self.deferred = False  # an interrupt arrived while writing
 
     def begin(self, exec_id):
         self.interrupt_for, self.fired, self.last_exec = None, False, exec_id
@@ -46,8 +48,25 @@ class ExecState:
         a late or stray signal can never break result sending."""
         target = self.interrupt_for
         if target is not None and target == self.running:
+            if self.writing:  # never cut a frame in half: raise once it is written
+                self.deferred = True
+                return
             self.interrupt_for, self.fired = None, True
             raise KeyboardInterrupt
+
+    def __enter__(self):
+        """Main thread writes a frame: interrupts wait until it is complete."""
+        self.writing = True
+        return self
+
+    def __exit__(self, *exc):
+        self.writing = False
+        if self.deferred:
+            self.deferred = False
+            if self.interrupt_for is not None and self.interrupt_for == self.running:
+                self.interrupt_for, self.fired = None, True
+                raise KeyboardInterrupt
+        return False
 
 
 class _Interrupted(BaseException):
@@ -61,7 +80,7 @@ class Runner:
 
     def __init__(self, state, stdout, stderr, prepare=None, main_module=False):
         self.state, self.stdout, self.stderr = state, stdout, stderr
-        self.prepare = prepare  # (namespace, servers) -> None, run before each exec
+        self.prepare = prepare  # (namespace, exec frame) -> None, run before each exec
         self.module = types.ModuleType("__main__")
         self.namespace = self.module.__dict__
         self.namespace["__builtins__"] = builtins
@@ -99,7 +118,7 @@ class Runner:
                 sys.stdout, sys.stderr = self.stdout, self.stderr
                 self.stdout.start(limit)
                 self.stderr.start(limit)
-                outcome = self._execute(code, frame.get("servers"))
+                outcome = self._execute(code, frame)
             finally:
                 st.running = None
                 self._leave()
@@ -120,7 +139,7 @@ class Runner:
             if key not in self._outputs:
                 self._outputs[key] = cap.stop()
 
-    def _execute(self, code, servers):
+    def _execute(self, code, frame):
         try:
             if not isinstance(code, str):
                 raise TypeError("malformed exec frame: \"code\" must be a string")
@@ -128,7 +147,7 @@ class Runner:
             if self.main_module:
                 sys.modules["__main__"] = self.module
             if self.prepare is not None:
-                self.prepare(self.namespace, servers if isinstance(servers, list) else [])
+                self.prepare(self.namespace, frame)
             compiled = compile(code, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
                                dont_inherit=True)
             self._remember(compiled, code)

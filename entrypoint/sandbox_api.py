@@ -1,51 +1,17 @@
-"""The `mcp` package that sandbox code imports (CONTRACT.md section 3): `mcp.runtime` helpers
-(async, each with a blocking `_sync` twin) that call host methods over the frame channel, and the
-`mcp.servers` package under which per-server proxy modules (`mcp.servers.<alias>`) are published.
-The modules live only in sys.modules (no files) and are re-published before every exec, so sandbox
-code that deletes or replaces them cannot break the next call. Owns no I/O: it uses the CallTable
-given to `install`."""
+"""The `mcp` package that sandbox code imports (CONTRACT.md section 3), published as modules that
+live only in sys.modules (no files): `mcp` and `mcp.runtime` (the helpers of runtime.py and the
+exceptions of errors.py), and `mcp.servers.<alias>`, one per server proxy (proxies.py). Before every
+exec it binds the exec's servers (`mcp_<alias>`, `mcp_servers`) and re-publishes the modules, so
+sandbox code that deletes or replaces them cannot break the next call. Owns no I/O."""
+import importlib.abc
 import sys
 import types
 
-from .protocol import BridgeCallError
+from . import errors, proxies, runtime
 
-_calls = None  # the protocol.CallTable, set by install()
 _modules = {}  # dotted name -> module object we publish in sys.modules
-
-
-def _host():
-    if _calls is None:
-        raise BridgeCallError("the sandbox is not connected to the bridge")
-    return _calls
-
-
-async def call_host(method, params=None):
-    """Call host `method` with a JSON-able dict of params; returns the reply value."""
-    return await _host().call(method, params)
-
-
-def call_host_sync(method, params=None):
-    """Blocking `call_host` (works in plain code and inside a running event loop)."""
-    return _host().call_sync(method, params)
-
-
-# -- mcp.runtime helpers: one async function + a `_sync` twin per host method ----------------
-
-async def ping(value=None):
-    """Send `value` to the bridge and back; returns it. Measures the round trip."""
-    return _echoed(await call_host("ping", {"value": value}))
-
-
-def ping_sync(value=None):
-    """Blocking `ping`."""
-    return _echoed(call_host_sync("ping", {"value": value}))
-
-
-def _echoed(reply):
-    return reply.get("value") if isinstance(reply, dict) else reply
-
-
-RUNTIME_EXPORTS = (ping, ping_sync)
+_registry = proxies.Registry()
+_loaded = proxies.ServerDict()  # the current exec's servers
 
 
 # -- module publication -----------------------------------------------------------------------
@@ -64,28 +30,55 @@ def _export(module, functions):
     for fn in functions:
         fn.__module__ = module.__name__
         setattr(module, fn.__name__, fn)
-    module.__all__ = sorted(set(getattr(module, "__all__", ())) | {f.__name__ for f in functions})
+    for cls in errors.EXCEPTIONS:  # keep __module__ "mcp": tracebacks read mcp.ToolError
+        setattr(module, cls.__name__, cls)
+    names = {f.__name__ for f in functions} | {c.__name__ for c in errors.EXCEPTIONS}
+    module.__all__ = sorted(set(getattr(module, "__all__", ())) | names)
 
 
 def install(calls):
     """Build the `mcp` modules and bind them to `calls` (a protocol.CallTable)."""
-    global _calls
-    _calls = calls
+    runtime.bind(calls)
     root = _module("mcp", "The MCP bridge API: `from mcp import runtime`.", package=True)
-    root.BridgeCallError = BridgeCallError
-    runtime = _module("mcp.runtime", "Discovery and host helpers (async + _sync twins).")
-    _export(runtime, RUNTIME_EXPORTS)
-    _module("mcp.servers", "One module per loaded server: mcp.servers.<alias>.", package=True)
+    _export(root, ())
+    root.__all__ = sorted(set(root.__all__) | {"runtime", "servers"})
+    rt = _module("mcp.runtime", "Discovery and host helpers (async + _sync twins).")
+    _export(rt, runtime.EXPORTS)
+    _module("mcp.servers", "One module per loaded server: `from mcp.servers.<alias> import *`.",
+            package=True)
     publish()
 
 
-def server_module(alias, attributes, doc=None):
-    """Create or update `mcp.servers.<alias>` with `attributes` (name -> object); returns it."""
-    mod = _module("mcp.servers." + alias, doc or "Tools of MCP server %r." % alias)
-    mod.__dict__.update(attributes)
-    mod.__all__ = sorted(k for k in mod.__dict__ if not k.startswith("_"))
-    publish()
+def server_module(alias, proxy):
+    """Create or refresh `mcp.servers.<alias>`: one async function per tool of `proxy`, named by
+    tool alias, and `__all__`; other names are looked up on the proxy (helpful errors)."""
+    mod = _module("mcp.servers." + alias, None)
+    mod.__doc__ = "Tools of MCP server %r (async functions)." % (proxy._mcp_server,)
+    for name in getattr(mod, "__all__", ()):
+        mod.__dict__.pop(name, None)
+    functions = proxy._mcp_exports()
+    mod.__dict__.update(functions)
+    mod.__all__ = sorted(functions)
+    mod.__getattr__ = proxy.__getattr__
+    mod._proxy = proxy
     return mod
+
+
+class _ServerModuleFinder(importlib.abc.MetaPathFinder):
+    """Turns `import mcp.servers.<alias>` of a server that is not loaded into a clear error."""
+
+    def find_spec(self, name, path=None, target=None):
+        prefix, _, alias = name.rpartition(".")
+        if prefix != "mcp.servers" or name in _modules:
+            return None
+        raise ModuleNotFoundError(
+            "No module named %r: no loaded MCP server has the alias %r (loaded: %s); name the "
+            "server in run_python's `servers`" % (name, alias, ", ".join(
+                "%s -> mcp.servers.%s" % (server, proxies.alias(server))
+                for server in sorted(_loaded)) or "none"), name=name)
+
+
+_FINDER = _ServerModuleFinder()
 
 
 def publish():
@@ -96,9 +89,19 @@ def publish():
         parent, _, child = name.rpartition(".")
         if parent in _modules:
             setattr(_modules[parent], child, mod)
+    if _FINDER not in sys.meta_path:
+        sys.meta_path.append(_FINDER)
 
 
-def prepare_exec(namespace, servers):
-    """Called by the runner before each exec with the exec frame's `servers` list. Today it only
-    re-publishes the modules; server proxies (`mcp_<alias>`, `mcp_servers`) will be bound here."""
+def prepare_exec(namespace, frame):
+    """Called by the runner before each exec: builds the proxies of the exec frame's servers
+    ("tools": {server: [tool, ...]}) and binds `mcp_<alias>`, `mcp_servers` and the
+    `mcp.servers.<alias>` modules. Proxies of servers loaded earlier stay in the namespace (the
+    host refuses calls to servers the current run did not load)."""
+    global _loaded
+    _loaded = _registry.load(frame.get("tools"), frame.get("servers"))
+    for alias, proxy in proxies.by_alias(_loaded).items():
+        namespace["mcp_" + alias] = proxy
+        server_module(alias, proxy)
+    namespace["mcp_servers"] = _loaded
     publish()

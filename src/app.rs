@@ -8,9 +8,10 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::bridge::{Connector, Dispatcher, HostCalls, NoHostCalls, Sandbox};
-use crate::config::Settings;
+use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
+use crate::config::{self, Settings};
 use crate::container;
+use crate::upstream::{UpstreamHostCalls, UpstreamPool};
 
 /// How long shutdown may take before the process exits anyway.
 pub const SHUTDOWN_TIMEOUT_SECS: u64 = 10;
@@ -23,18 +24,47 @@ pub struct App {
     pub sandbox: Sandbox,
     /// Root cancellation: cancelling it stops everything.
     pub ct: CancellationToken,
+    /// The user's MCP servers, when configured through [`App::with_engine`].
+    pub pool: Option<Arc<UpstreamPool>>,
     tracker: TaskTracker,
 }
 
 impl App {
-    /// A bridge that finds a real container engine on first use.
+    /// A bridge that finds a real container engine on first use and serves the MCP servers
+    /// found in the configured sources.
     pub fn with_engine(settings: Arc<Settings>) -> App {
         let s = settings.clone();
         let connector: Connector = Arc::new(move || {
             let s = s.clone();
             async move { container::connect(&s).await }.boxed()
         });
-        App::new(settings, connector, Arc::new(NoHostCalls))
+        let servers = Arc::new(config::discover(&settings.server_sources));
+        tracing::info!(
+            servers = servers.specs.len(),
+            problems = servers.issues.len(),
+            "MCP servers discovered"
+        );
+        let pool = Arc::new(UpstreamPool::new(servers, &settings.state_dir));
+        let mut app = App::new(
+            settings,
+            connector,
+            Arc::new(UpstreamHostCalls::new(pool.clone())),
+        );
+        app.pool = Some(pool);
+        app
+    }
+
+    /// Indexes, in the background, the tools of servers with no cached tool list.
+    pub fn index_in_background(&self) {
+        if let Some(pool) = self.pool.clone() {
+            let ct = self.ct.clone();
+            self.tracker.spawn(async move {
+                tokio::select! {
+                    _ = pool.index_missing() => {}
+                    _ = ct.cancelled() => {}
+                }
+            });
+        }
     }
 
     /// A bridge with an explicit connector and host-call backend (tests use this).
@@ -52,6 +82,7 @@ impl App {
             settings,
             sandbox,
             ct,
+            pool: None,
             tracker,
         }
     }
@@ -61,6 +92,9 @@ impl App {
     pub async fn shutdown(self) {
         self.ct.cancel();
         self.tracker.close();
+        if let Some(pool) = &self.pool {
+            pool.shutdown().await;
+        }
         if tokio::time::timeout(
             Duration::from_secs(SHUTDOWN_TIMEOUT_SECS),
             self.tracker.wait(),

@@ -22,3 +22,4 @@ pub mod format;
 pub mod report;
 pub mod server;
 pub mod shutdown;
+pub mod upstream;

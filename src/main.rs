@@ -34,6 +34,8 @@ enum Command {
         #[arg(long)]
         timeout: Option<u64>,
     },
+    /// List the discovered MCP servers, where each was defined, and config problems.
+    Servers,
 }
 
 fn main() -> ExitCode {
@@ -74,11 +76,13 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             servers,
             timeout,
         } => exec(settings, code, servers, timeout).await,
+        Command::Servers => Ok(list_servers(&settings)),
     }
 }
 
 async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     let app = App::with_engine(settings.clone());
+    app.index_in_background();
     let handler = server::BridgeServer::new(app.sandbox.clone(), settings);
     let transport = rmcp::transport::stdio_pipes();
     let result = tokio::select! {
@@ -131,7 +135,13 @@ async fn exec(
 }
 
 fn init_logging(level: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
+    // rmcp logs every child exit and session end at info: keep it to warnings unless asked.
+    let directive = if level.contains("rmcp") {
+        level.to_string()
+    } else {
+        format!("{level},rmcp=warn")
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(directive)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
@@ -139,4 +149,52 @@ fn init_logging(level: &str) {
         .with_ansi(false)
         .with_target(false)
         .init();
+}
+
+fn list_servers(settings: &Settings) -> ExitCode {
+    let found = mcp_code_bridge::config::discover(&settings.server_sources);
+    let pool =
+        mcp_code_bridge::upstream::UpstreamPool::new(Arc::new(found.clone()), &settings.state_dir);
+    if found.specs.is_empty() {
+        println!(
+            "no MCP servers configured (looked in {})",
+            describe_sources(settings)
+        );
+    }
+    for s in &found.specs {
+        let state = match (s.disabled, pool.is_cached(s)) {
+            (true, _) => "disabled",
+            (false, true) => "indexed",
+            (false, false) => "not indexed yet",
+        };
+        println!(
+            "{}\t{}\t{}\t{}",
+            s.name,
+            s.transport.kind(),
+            s.source.display(),
+            state
+        );
+    }
+    for i in &found.issues {
+        println!("problem\t{}\t{}", i.source, i.message);
+    }
+    if found.issues.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(3)
+    }
+}
+
+fn describe_sources(settings: &Settings) -> String {
+    let src = &settings.server_sources;
+    let mut parts: Vec<String> = src
+        .dir
+        .iter()
+        .map(|d| format!("{}/*.json", d.display()))
+        .collect();
+    parts.extend(src.extra_file.iter().map(|f| f.display().to_string()));
+    if !src.client_files.is_empty() {
+        parts.push("client config files".into());
+    }
+    parts.join(", ")
 }

@@ -12,5 +12,5 @@ echo "== entrypoint unit tests (python3 -m unittest)"
 python3 -m unittest discover -s entrypoint/tests -t . 2>&1
 
 echo "== end-to-end (pytest, real container runtime)"
-cargo build --bin mcp-code-bridge 2>&1
+cargo build --bins 2>&1
 python3 -m pytest tests/e2e -q -p no:cacheprovider

@@ -6,5 +6,8 @@ mod support;
 // The sandbox actor against the real entrypoint (timeouts, restarts, output, requests).
 mod sandbox;
 
+// The upstream pool against the real stub MCP server (start, call, crash, deadline, cache).
+mod upstream;
+
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;

@@ -55,6 +55,7 @@ class Sandbox:
             env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"})
         self.frames = queue.Queue()
         self.raw_lines = []
+        self.started = []  # exec ids of the `started` frames seen (recv skips them by default)
         self.stderr_chunks = []
         self._next_id = 0
         self._threads = [threading.Thread(target=self._read_stdout, daemon=True),
@@ -93,20 +94,29 @@ class Sandbox:
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
-    def recv(self, timeout=20.0):
-        try:
-            frame = self.frames.get(timeout=timeout)
-        except queue.Empty:
-            raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr))
-        if frame is None:
-            raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
-        assert frame["t"] in ("result", "call", "ready"), frame
-        return frame
+    def recv(self, timeout=20.0, skip_started=True):
+        while True:
+            try:
+                frame = self.frames.get(timeout=timeout)
+            except queue.Empty:
+                raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr))
+            if frame is None:
+                raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
+            assert frame["t"] in ("result", "call", "ready", "started"), frame
+            if frame["t"] == "started":
+                self.started.append(frame["id"])
+                if skip_started:
+                    continue
+            return frame
 
-    def start_exec(self, code, output_limit=65536, servers=()):
+    def start_exec(self, code, output_limit=65536, servers=(), tools=None):
+        """Send an exec frame; `tools` ({server: [tool, ...]}) also names the loaded servers."""
         self._next_id += 1
-        self.send({"t": "exec", "id": self._next_id, "code": code, "servers": list(servers),
-                   "output_limit": output_limit})
+        frame = {"t": "exec", "id": self._next_id, "code": code,
+                 "servers": list(servers or (tools or ())), "output_limit": output_limit}
+        if tools is not None:
+            frame["tools"] = tools
+        self.send(frame)
         return self._next_id
 
     def wait_result(self, exec_id, on_call=echo_host, timeout=20.0):
@@ -119,8 +129,9 @@ class Sandbox:
             assert frame["t"] == "result" and frame["id"] == exec_id, frame
             return frame
 
-    def run(self, code, output_limit=65536, on_call=echo_host, timeout=20.0):
-        return self.wait_result(self.start_exec(code, output_limit), on_call, timeout)
+    def run(self, code, output_limit=65536, on_call=echo_host, timeout=20.0, tools=None):
+        return self.wait_result(self.start_exec(code, output_limit, tools=tools), on_call,
+                                timeout)
 
     def close(self, timeout=10.0):
         """Send shutdown (if still running), wait for exit; returns the exit code. Idempotent."""

@@ -6,7 +6,7 @@ import threading
 import unittest
 from unittest import mock
 
-from entrypoint import protocol
+from entrypoint import errors, protocol
 
 
 class CodecTest(unittest.TestCase):
@@ -106,6 +106,23 @@ class CallTableTest(unittest.TestCase):
         self.reply_later({"t": "reply", "id": 1, "ok": False, "error": "no such tool"})
         with self.assertRaisesRegex(protocol.BridgeCallError, "no such tool"):
             self.table.call_sync("call_tool", {})
+
+    def test_error_kind_and_where_pick_the_exception(self):
+        self.reply_later({"t": "reply", "id": 1, "ok": False, "error": "no tool x",
+                          "kind": "unknown_tool"})
+        with self.assertRaises(errors.UnknownToolError) as ctx:
+            self.table.call_sync("call_tool", {}, ("gh", "x"))
+        self.assertEqual((str(ctx.exception), ctx.exception.kind, ctx.exception.server,
+                          ctx.exception.tool), ("no tool x", "unknown_tool", "gh", "x"))
+
+        async def scenario():
+            self.reply_later({"t": "reply", "id": 2, "ok": False, "error": "down",
+                              "kind": "server"})
+            await self.table.call("list_tools", {"server": "gh"}, ("gh", None))
+
+        with self.assertRaises(errors.ServerError) as ctx:
+            asyncio.run(scenario())
+        self.assertEqual((ctx.exception.server, ctx.exception.tool), ("gh", None))
 
     def test_async_calls_resolve_out_of_order(self):
         async def scenario():

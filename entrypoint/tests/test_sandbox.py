@@ -85,8 +85,9 @@ class BootEdgeTest(unittest.TestCase):
         code, out, err = self.spawn(data)  # stdin then closes: EOF means exit 0
         self.assertEqual(code, 0, err)
         frames = [json.loads(line) for line in out.splitlines()]
-        self.assertEqual([f["t"] for f in frames], ["ready", "result"])
-        self.assertEqual(frames[1]["stdout"], "early\n")
+        self.assertEqual([f["t"] for f in frames], ["ready", "started", "result"])
+        self.assertEqual(frames[1], {"t": "started", "id": 1})
+        self.assertEqual(frames[2]["stdout"], "early\n")
 
     def test_eof_exits_0(self):
         sb = Sandbox()

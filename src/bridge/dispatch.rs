@@ -4,9 +4,11 @@
 //! its parameters before anything is routed, and is where allowlists, argument validation and
 //! audit belong. Built-in methods are answered here; the rest go to a [`HostCalls`] backend.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio::time::Instant;
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
@@ -15,27 +17,70 @@ pub struct CallContext {
     pub exec_id: u64,
     /// Servers the run loaded (`servers` argument of `run_python`).
     pub servers: Arc<[String]>,
+    /// When the run's time is up; every downstream call must finish by then.
+    pub deadline: Instant,
 }
+
+/// A failed host call, as raised in the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    /// Error class for the sandbox (`tool`, `not_loaded`, `unknown_server`, `unknown_tool`,
+    /// `server`, `bad_request`); see ARCHITECTURE.md.
+    pub kind: &'static str,
+    /// The message.
+    pub message: String,
+}
+
+impl CallError {
+    /// A `bad_request` error.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        CallError {
+            kind: "bad_request",
+            message: message.into(),
+        }
+    }
+}
+
+/// Tool names of the servers loaded for a run, by server name.
+pub type LoadedTools = BTreeMap<String, Vec<String>>;
 
 /// A backend answering host methods (MCP servers, discovery helpers).
 #[async_trait::async_trait]
 pub trait HostCalls: Send + Sync + 'static {
-    /// Answers `method` with `params`, or returns a message raised in the sandbox.
-    async fn call(&self, ctx: &CallContext, method: &str, params: Value) -> Result<Value, String>;
+    /// Starts (if needed) the servers a run names and returns their tool names.
+    async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, String>;
+    /// Answers `method` with `params`.
+    async fn call(
+        &self,
+        ctx: &CallContext,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, CallError>;
 }
 
-/// A backend with no methods beyond the built-ins.
+/// A backend with no servers and no methods beyond the built-ins.
 pub struct NoHostCalls;
 
 #[async_trait::async_trait]
 impl HostCalls for NoHostCalls {
+    async fn load(&self, servers: &[String], _deadline: Instant) -> Result<LoadedTools, String> {
+        match servers.first() {
+            None => Ok(LoadedTools::new()),
+            Some(s) => Err(format!(
+                "unknown MCP server '{s}': no servers are configured"
+            )),
+        }
+    }
+
     async fn call(
         &self,
         _ctx: &CallContext,
         method: &str,
         _params: Value,
-    ) -> Result<Value, String> {
-        Err(format!("unknown host method '{method}'"))
+    ) -> Result<Value, CallError> {
+        Err(CallError::bad_request(format!(
+            "unknown host method '{method}'"
+        )))
     }
 }
 
@@ -51,16 +96,24 @@ impl Dispatcher {
         Dispatcher { backend }
     }
 
+    /// Loads the servers a run names; see [`HostCalls::load`].
+    ///
+    /// # Errors
+    /// A message naming the server that could not be loaded.
+    pub async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, String> {
+        self.backend.load(servers, deadline).await
+    }
+
     /// Handles one request from sandbox code.
     ///
     /// # Errors
-    /// A message for the sandbox, raised there as an exception.
+    /// A [`CallError`] raised in the sandbox as an exception of its kind.
     pub async fn handle(
         &self,
         ctx: &CallContext,
         method: &str,
         params: Value,
-    ) -> Result<Value, String> {
+    ) -> Result<Value, CallError> {
         match method {
             "ping" => Ok(params),
             _ => self.backend.call(ctx, method, params).await,
@@ -78,15 +131,16 @@ mod tests {
         let ctx = CallContext {
             exec_id: 1,
             servers: Arc::from(Vec::new()),
+            deadline: Instant::now(),
         };
-        assert_eq!(
-            d.handle(&ctx, "ping", serde_json::json!({"x": 1})).await,
-            Ok(serde_json::json!({"x": 1}))
-        );
+        let echoed = d.handle(&ctx, "ping", serde_json::json!({"x": 1})).await;
+        assert_eq!(echoed, Ok(serde_json::json!({"x": 1})));
         let err = d
             .handle(&ctx, "rm_rf", Value::Null)
             .await
             .expect_err("unknown");
-        assert!(err.contains("rm_rf"));
+        assert!(err.message.contains("rm_rf") && err.kind == "bad_request");
+        assert!(d.load(&["gh".to_string()], Instant::now()).await.is_err());
+        assert_eq!(d.load(&[], Instant::now()).await, Ok(LoadedTools::new()));
     }
 }

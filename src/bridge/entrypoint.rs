@@ -19,8 +19,11 @@ pub const FILES: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../entrypoint/__init__.py")),
     ("__main__.py", include_str!("../../entrypoint/__main__.py")),
     ("capture.py", include_str!("../../entrypoint/capture.py")),
+    ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
+    ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),
+    ("runtime.py", include_str!("../../entrypoint/runtime.py")),
     (
         "sandbox_api.py",
         include_str!("../../entrypoint/sandbox_api.py"),

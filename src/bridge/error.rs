@@ -23,6 +23,8 @@ pub enum BridgeError {
         reason: String,
         /// The last lines the container wrote to stderr.
         stderr_tail: String,
+        /// True when the running exec had not been acknowledged (`started`): its code never ran.
+        before_start: bool,
     },
     /// The sandbox broke the frame protocol.
     #[error("{0}")]

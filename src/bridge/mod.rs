@@ -13,7 +13,7 @@ mod protocol;
 mod sandbox;
 mod session;
 
-pub use dispatch::{CallContext, Dispatcher, HostCalls, NoHostCalls};
+pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;
 pub use frame::{FrameEvent, LineAssembler};
 pub use protocol::{parse_inbound, Inbound, Outbound, ResultFrame};

@@ -22,6 +22,11 @@ pub enum Inbound {
         #[serde(default)]
         python: Option<String>,
     },
+    /// The entrypoint took exec `id` off its queue and is about to run it.
+    Started {
+        /// The exec id.
+        id: u64,
+    },
     /// An exec finished.
     Result(ResultFrame),
     /// Sandbox code asks the host for something.
@@ -86,6 +91,8 @@ pub enum Outbound<'a> {
         code: &'a str,
         /// Servers loaded for this exec.
         servers: &'a [String],
+        /// Tool names of each loaded server.
+        tools: &'a std::collections::BTreeMap<String, Vec<String>>,
         /// Characters kept per output stream.
         output_limit: usize,
     },
@@ -105,6 +112,9 @@ pub enum Outbound<'a> {
         /// The error message when `ok` is false.
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// The error class when `ok` is false.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<&'static str>,
     },
     /// Exit cleanly.
     Shutdown,
@@ -156,6 +166,10 @@ mod tests {
                 ..Default::default()
             }))
         );
+        assert_eq!(
+            parse_inbound(br#"{"t":"started","id":4}"#),
+            Ok(Inbound::Started { id: 4 })
+        );
         let c = parse_inbound(br#"{"t":"call","id":3,"exec":7,"method":"ping","params":{"a":1}}"#);
         assert!(matches!(c, Ok(Inbound::Call { id: 3, exec: 7, .. })));
     }
@@ -178,10 +192,12 @@ mod tests {
 
     #[test]
     fn outbound_lines_are_single_json_lines() {
+        let tools = std::collections::BTreeMap::new();
         let line = Outbound::Exec {
             id: 1,
             code: "print('a\\nb')\nx=1",
             servers: &[],
+            tools: &tools,
             output_limit: 10,
         }
         .to_line();
@@ -194,10 +210,12 @@ mod tests {
             ok: false,
             value: Value::Null,
             error: Some("no".into()),
+            kind: Some("tool"),
         }
         .to_line();
         let v: Value = serde_json::from_slice(&reply).expect("valid json");
         assert_eq!(v["error"], "no");
+        assert_eq!(v["kind"], "tool");
         assert_eq!(
             String::from_utf8_lossy(&Outbound::Shutdown.to_line()),
             "{\"t\":\"shutdown\"}\n"

@@ -48,6 +48,14 @@ pub struct RunRequest {
     pub cancel: CancellationToken,
 }
 
+/// What to do after an exec attempt.
+enum Retry {
+    /// Done: report this.
+    No(RunReport),
+    /// The sandbox died before the code started; run it again on a fresh sandbox.
+    OnFreshSandbox,
+}
+
 enum Command {
     Run(RunRequest, oneshot::Sender<RunReport>),
 }
@@ -178,8 +186,28 @@ impl Actor {
             return RunReport::failed(RunStatus::SandboxError, err.to_string());
         }
         deadline += startup.elapsed();
-        let notice = self.notice.take();
-        let mut report = self.exec(req, deadline).await;
+        let mut notice = self.notice.take();
+        let mut report = match self.exec(&req, deadline).await {
+            Retry::No(report) => report,
+            Retry::OnFreshSandbox => {
+                // The sandbox died before it started this code (e.g. it was killed just before
+                // the call): the code never ran, so running it on a fresh sandbox is safe.
+                tracing::info!("sandbox died before the code started; retrying on a fresh one");
+                if let Err(err) = self.ensure_session().await {
+                    return RunReport::failed(RunStatus::SandboxError, err.to_string());
+                }
+                notice = notice.or(Some(
+                    "The sandbox had stopped before this call and was started afresh: variables and imports from earlier calls are gone."
+                        .into(),
+                ));
+                match self.exec(&req, deadline).await {
+                    Retry::No(report) => report,
+                    Retry::OnFreshSandbox => self.sandbox_died(BridgeError::Protocol(
+                        "the sandbox died twice before it could start the code".into(),
+                    )),
+                }
+            }
+        };
         if report.notice.is_none() {
             report.notice = notice;
         }
@@ -267,28 +295,35 @@ impl Actor {
         }
     }
 
-    async fn exec(&mut self, req: RunRequest, deadline: Instant) -> RunReport {
+    async fn exec(&mut self, req: &RunRequest, deadline: Instant) -> Retry {
         let secs = req.timeout.as_secs();
         let id = self.next_exec;
         self.next_exec += 1;
         let limit = self.settings.max_output;
-        let session = self.session.as_ref().expect("ensure_session succeeded");
         let servers: Arc<[String]> = req.servers.clone().into();
-        let mut rx = match session.exec(id, &req.code, servers, limit).await {
+        let tools = match self.dispatcher.load(&req.servers, deadline).await {
+            Ok(t) => t,
+            Err(msg) => return Retry::No(RunReport::failed(RunStatus::Error, msg)),
+        };
+        let session = self.session.as_ref().expect("ensure_session succeeded");
+        let mut rx = match session
+            .exec(id, &req.code, servers, &tools, deadline, limit)
+            .await
+        {
             Ok(rx) => rx,
-            Err(err) => return self.sandbox_died(err),
+            Err(err) => return self.died_or_retry(err),
         };
         let why = tokio::select! {
             r = &mut rx => return match r {
-                Ok(Ok(frame)) => shape_result(frame, limit),
-                Ok(Err(err)) => self.sandbox_died(err),
-                Err(_) => self.sandbox_died(BridgeError::Protocol("the sandbox session ended".into())),
+                Ok(Ok(frame)) => Retry::No(shape_result(frame, limit)),
+                Ok(Err(err)) => self.died_or_retry(err),
+                Err(_) => Retry::No(self.sandbox_died(BridgeError::Protocol("the sandbox session ended".into()))),
             },
             _ = tokio::time::sleep_until(deadline) => RunStatus::Timeout,
             _ = req.cancel.cancelled() => RunStatus::Cancelled,
             _ = self.ct.cancelled() => {
                 if let Some(s) = self.session.take() { s.kill().await; }
-                return RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
+                return Retry::No(RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down"));
             }
         };
         let what = match why {
@@ -296,39 +331,55 @@ impl Actor {
             _ => "Cancelled by the client".to_string(),
         };
         session.interrupt(id).await;
-        match tokio::time::timeout(Duration::from_millis(INTERRUPT_GRACE_MS), &mut rx).await {
-            Ok(Ok(Ok(frame))) => {
-                let mut report = shape_result(frame, limit);
-                let interrupted = report.status == RunStatus::Error;
-                report.status = why;
-                let msg = if interrupted {
-                    format!("{what}: the code was interrupted (KeyboardInterrupt). The sandbox and its state are kept.")
-                } else {
-                    format!("{what}, but the code finished as it was being interrupted. The sandbox and its state are kept.")
-                };
-                report.error = Some(match report.error.take() {
-                    Some(tb) => format!("{msg}\n{tb}"),
-                    None => msg,
-                });
-                report
-            }
-            Ok(Ok(Err(err))) => self.sandbox_died(err),
-            _ => {
-                if let Some(s) = self.session.take() {
-                    s.kill().await;
+        Retry::No(
+            match tokio::time::timeout(Duration::from_millis(INTERRUPT_GRACE_MS), &mut rx).await {
+                Ok(Ok(Ok(frame))) => {
+                    let mut report = shape_result(frame, limit);
+                    let interrupted = report.status == RunStatus::Error;
+                    report.status = why;
+                    let msg = if interrupted {
+                        format!("{what}: the code was interrupted (KeyboardInterrupt). The sandbox and its state are kept.")
+                    } else {
+                        format!("{what}, but the code finished as it was being interrupted. The sandbox and its state are kept.")
+                    };
+                    report.error = Some(match report.error.take() {
+                        Some(tb) => format!("{msg}\n{tb}"),
+                        None => msg,
+                    });
+                    report
                 }
-                self.notice = Some(
+                Ok(Ok(Err(err))) => self.sandbox_died(err),
+                _ => {
+                    if let Some(s) = self.session.take() {
+                        s.kill().await;
+                    }
+                    self.notice = Some(
                     "The sandbox was restarted after a timeout: variables and imports from earlier calls are gone.".into(),
                 );
-                RunReport::failed(
+                    RunReport::failed(
                     why,
                     format!(
                         "{what}: the code did not stop within {INTERRUPT_GRACE_MS} ms of an interrupt, so the sandbox was killed. \
                          Its state is lost; the next call starts a fresh sandbox."
                     ),
                 )
+                }
+            },
+        )
+    }
+
+    /// A death before the entrypoint acknowledged the exec means the code never ran: retry.
+    fn died_or_retry(&mut self, err: BridgeError) -> Retry {
+        if let BridgeError::Died {
+            before_start: true, ..
+        } = err
+        {
+            if let Some(s) = self.session.take() {
+                self.tracker.spawn(s.kill());
             }
+            return Retry::OnFreshSandbox;
         }
+        Retry::No(self.sandbox_died(err))
     }
 
     fn sandbox_died(&mut self, err: BridgeError) -> RunReport {

@@ -46,7 +46,9 @@ type ExecReply = oneshot::Sender<Result<ResultFrame, BridgeError>>;
 
 struct Running {
     id: u64,
+    started: bool,
     servers: Arc<[String]>,
+    deadline: tokio::time::Instant,
     done: ExecReply,
 }
 
@@ -66,8 +68,11 @@ impl Shared {
         t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
     }
 
-    fn fail_running(&self, err: BridgeError) {
+    fn fail_running(&self, mut err: BridgeError) {
         if let Some(r) = self.running.lock().expect("running lock").take() {
+            if let BridgeError::Died { before_start, .. } = &mut err {
+                *before_start = !r.started;
+            }
             let _ = r.done.send(Err(err));
         }
     }
@@ -94,6 +99,7 @@ impl Shared {
             self.fail_running(BridgeError::Died {
                 reason,
                 stderr_tail: self.tail(),
+                before_start: false,
             });
         }
     }
@@ -213,6 +219,7 @@ impl Session {
         self.writer.send(line).await.map_err(|_| BridgeError::Died {
             reason: "its stdin is closed".into(),
             stderr_tail: self.shared.tail(),
+            before_start: true,
         })
     }
 
@@ -225,6 +232,8 @@ impl Session {
         id: u64,
         code: &str,
         servers: Arc<[String]>,
+        tools: &super::dispatch::LoadedTools,
+        deadline: tokio::time::Instant,
         output_limit: usize,
     ) -> Result<oneshot::Receiver<Result<ResultFrame, BridgeError>>, BridgeError> {
         let (tx, rx) = oneshot::channel();
@@ -232,18 +241,22 @@ impl Session {
             id,
             code,
             servers: &servers,
+            tools,
             output_limit,
         }
         .to_line();
         *self.shared.running.lock().expect("running lock") = Some(Running {
             id,
+            started: false,
             servers,
+            deadline,
             done: tx,
         });
         if let Some(d) = self.death.borrow().clone() {
             self.shared.fail_running(BridgeError::Died {
                 reason: explain_exit(d.code, self.shared.memory_bytes),
                 stderr_tail: self.shared.tail(),
+                before_start: true,
             });
         }
         self.send(line).await?;
@@ -425,6 +438,17 @@ fn handle_frame(
                 let _ = tx.send(result);
             }
         }
+        Ok(Inbound::Started { id }) => {
+            if let Some(r) = shared
+                .running
+                .lock()
+                .expect("running lock")
+                .as_mut()
+                .filter(|r| r.id == id)
+            {
+                r.started = true;
+            }
+        }
         Ok(Inbound::Result(frame)) => {
             let mut running = shared.running.lock().expect("running lock");
             match running.take() {
@@ -451,15 +475,16 @@ fn handle_frame(
                 running
                     .as_ref()
                     .filter(|r| r.id == exec)
-                    .map(|r| r.servers.clone())
+                    .map(|r| (r.servers.clone(), r.deadline))
             };
             let writer = writer.clone();
-            let Some(servers) = servers else {
+            let Some((servers, deadline)) = servers else {
                 let reply = Outbound::Reply {
                     id,
                     ok: false,
                     value: serde_json::Value::Null,
                     error: Some("no run_python call is in progress".into()),
+                    kind: Some("bad_request"),
                 };
                 let _ = writer.try_send(reply.to_line());
                 return;
@@ -471,6 +496,7 @@ fn handle_frame(
                     ok: false,
                     value: serde_json::Value::Null,
                     error: Some(msg),
+                    kind: Some("bad_request"),
                 };
                 let _ = writer.try_send(reply.to_line());
                 return;
@@ -480,6 +506,7 @@ fn handle_frame(
                 let ctx = CallContext {
                     exec_id: exec,
                     servers,
+                    deadline,
                 };
                 let reply = match dispatcher.handle(&ctx, &method, params).await {
                     Ok(value) => Outbound::Reply {
@@ -487,12 +514,14 @@ fn handle_frame(
                         ok: true,
                         value,
                         error: None,
+                        kind: None,
                     },
-                    Err(msg) => Outbound::Reply {
+                    Err(e) => Outbound::Reply {
                         id,
                         ok: false,
                         value: serde_json::Value::Null,
-                        error: Some(msg),
+                        error: Some(e.message),
+                        kind: Some(e.kind),
                     },
                 };
                 let _ = writer.send(reply.to_line()).await;

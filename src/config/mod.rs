@@ -4,8 +4,12 @@
 //! about runtime state; callers receive an immutable [`Settings`] and share it as `Arc`.
 
 mod error;
+mod servers;
 mod settings;
 mod values;
 
 pub use error::ConfigError;
+pub use servers::{
+    client_config_files, discover, parse_file, ConfigIssue, ServerSpec, Servers, Sources, Transport,
+};
 pub use settings::{OutputMode, RuntimeChoice, Settings};

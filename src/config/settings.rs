@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::ConfigError;
+use super::servers::{client_config_files, Sources};
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
@@ -66,6 +67,8 @@ pub struct Settings {
     pub xdg_runtime_dir: Option<PathBuf>,
     /// The user's home directory.
     pub home: Option<PathBuf>,
+    /// Where MCP server definitions are read from.
+    pub server_sources: Sources,
 }
 
 impl Settings {
@@ -144,6 +147,26 @@ impl Settings {
             .or_else(|| dirs::state_dir().map(|d| d.join("mcp-code-bridge")))
             .or_else(|| dirs::cache_dir().map(|d| d.join("mcp-code-bridge")))
             .unwrap_or_else(|| std::env::temp_dir().join("mcp-code-bridge"));
+        let flag = |name: &'static str| {
+            parsed(name, var(name), false, |v| match v.trim() {
+                "1" | "true" | "yes" => Ok(true),
+                "0" | "false" | "no" => Ok(false),
+                _ => Err("expected 1 or 0".into()),
+            })
+        };
+        let cwd = std::env::current_dir().ok();
+        let server_sources = Sources {
+            dir: var("MCP_BRIDGE_CONFIG_DIR")
+                .map(PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join("MCPs"))),
+            extra_file: var("MCP_SERVERS_CONFIG").map(PathBuf::from),
+            client_files: if flag("MCP_BRIDGE_IMPORT_CLIENT_CONFIGS")? {
+                client_config_files(home.as_deref(), cwd.as_deref())
+            } else {
+                Vec::new()
+            },
+            allow_self: flag("MCP_BRIDGE_ALLOW_SELF_SERVER")?,
+        };
         let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
         Ok(Settings {
             runtime,
@@ -193,6 +216,7 @@ impl Settings {
             docker_host: var("DOCKER_HOST"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
             home,
+            server_sources,
         })
     }
 

@@ -352,11 +352,15 @@ class Bridge:
             fut.cancel()
             raise AssertionError(f"no answer from the bridge within {wait} s\n{self.stderr_tail()}") from None
 
-    def run_async(self, code: str, timeout: int | None = None, wait: float = CALL_WAIT) -> concurrent.futures.Future:
-        """Starts a run_python call; the future resolves to a `Result`."""
+    def run_async(
+        self, code: str, timeout: int | None = None, wait: float = CALL_WAIT, servers: list[str] | None = None
+    ) -> concurrent.futures.Future:
+        """Starts a run_python call (loading `servers` when given); the future resolves to a `Result`."""
         args: dict[str, Any] = {"code": code}
         if timeout is not None:
             args["timeout"] = timeout
+        if servers is not None:
+            args["servers"] = list(servers)
 
         async def call(session: ClientSession) -> Result:
             t0 = time.monotonic()
@@ -365,9 +369,11 @@ class Bridge:
 
         return self.submit(call)
 
-    def run(self, code: str, timeout: int | None = None, wait: float = CALL_WAIT) -> Result:
-        """Runs code through tools/call and returns the flattened result."""
-        fut = self.run_async(code, timeout=timeout, wait=wait)
+    def run(
+        self, code: str, timeout: int | None = None, wait: float = CALL_WAIT, servers: list[str] | None = None
+    ) -> Result:
+        """Runs code through tools/call (loading `servers` when given) and returns the flattened result."""
+        fut = self.run_async(code, timeout=timeout, wait=wait, servers=servers)
         try:
             return fut.result(wait + 5)
         except concurrent.futures.TimeoutError:

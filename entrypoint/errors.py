@@ -1,0 +1,75 @@
+"""The exceptions sandbox code sees when a host call fails (ARCHITECTURE.md, "MCP proxying over the
+frame protocol"): `BridgeCallError` and one subclass per reply "kind". All are shown as `mcp.<Name>`
+in tracebacks and exported from both `mcp` and `mcp.runtime`. Pure data: no I/O."""
+
+
+class BridgeCallError(Exception):
+    """A host call failed. `str(e)` is the host's message; `kind` is the reply's error kind (None
+    when it gave none); `server` and `tool` name what the call was about (None when unknown)."""
+
+    __module__ = "mcp"  # what sandbox code sees in tracebacks: mcp.BridgeCallError
+    KIND = None
+
+    def __init__(self, message="", kind=None, server=None, tool=None):
+        super().__init__(message)
+        self.kind = self.KIND if kind is None else kind
+        self.server, self.tool = server, tool
+
+
+class ToolError(BridgeCallError):
+    """The server ran the tool and the tool reported an error; the message is the server's."""
+
+    __module__ = "mcp"
+    KIND = "tool"
+
+
+class ServerNotLoadedError(BridgeCallError):
+    """The server is configured but was not named in this run's `servers`."""
+
+    __module__ = "mcp"
+    KIND = "not_loaded"
+
+
+class UnknownServerError(BridgeCallError):
+    """No MCP server of that name is configured."""
+
+    __module__ = "mcp"
+    KIND = "unknown_server"
+
+
+class UnknownToolError(BridgeCallError):
+    """The server has no tool of that name."""
+
+    __module__ = "mcp"
+    KIND = "unknown_tool"
+
+
+class ServerError(BridgeCallError):
+    """The MCP server failed: it could not start, crashed or timed out."""
+
+    __module__ = "mcp"
+    KIND = "server"
+
+
+EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
+              UnknownToolError, ServerError)
+_BY_KIND = {cls.KIND: cls for cls in EXCEPTIONS if cls.KIND}
+
+
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
+def from_reply(frame, where=(None, None)):
+    """The exception for a failed reply frame {"ok": false, "error", "kind"?, "server"?, "tool"?}.
+
+    `where` is the (server, tool) the call was about, known from its params; "server"/"tool" in the
+    reply win over it. An unknown or missing kind gives a plain BridgeCallError (with that kind)."""
+    message = frame.get("error")
+    if not isinstance(message, str):
+        message = "host call failed" + ("" if message is None else ": %r" % (message,))
+    kind = _text(frame.get("kind"))
+    server, tool = where if isinstance(where, tuple) and len(where) == 2 else (None, None)
+    server = _text(frame.get("server")) or server
+    tool = _text(frame.get("tool")) or tool
+    return _BY_KIND.get(kind, BridgeCallError)(message, kind, server, tool)

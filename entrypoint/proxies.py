@@ -1,0 +1,149 @@
+"""Server proxies built from the exec frame's "tools" (ARCHITECTURE.md, "MCP proxying over the frame
+protocol"): `alias`, `ServerProxy` (`await mcp_github.create_issue(repo=...)` → host `call_tool`),
+and `ServerDict`, the `mcp_servers` mapping. One proxy per server name lives for the whole process
+and is updated in place when the server's tool list changes. Knows nothing about namespaces or
+modules (sandbox_api.py binds them)."""
+import re
+
+from . import runtime
+
+_NON_IDENT = re.compile(r"[^A-Za-z0-9_]")
+REPR_TOOLS = 12  # tool names shown in a proxy's repr
+
+
+def alias(name):
+    """The Python identifier for a server or tool name: every character outside [A-Za-z0-9_]
+    becomes `_`, and a leading `_` is added when it starts with a digit (`my-server.v2` →
+    `my_server_v2`, `2fa` → `_2fa`)."""
+    text = _NON_IDENT.sub("_", name)
+    return "_" + text if text[:1].isdigit() else text
+
+
+def _tool_function(server, tool, name, owner):
+    """The async function calling `tool` of `server`; `name` is its alias, `owner` e.g. mcp_x."""
+    caller = "%s.%s" % (owner, name)
+
+    async def call(arguments=None, /, **kwargs):
+        merged = runtime.tool_arguments(caller, arguments)
+        merged.update(kwargs)
+        params = {"server": server, "tool": tool, "arguments": merged}
+        return await runtime.call_host("call_tool", params, server, tool)
+
+    call.__name__, call.__qualname__ = name, caller
+    call.__doc__ = ("Call tool %r of MCP server %r (async): pass its arguments as keywords or as "
+                    "one dict; returns its result.\nParameters: "
+                    "mcp.runtime.query_tool_docs(%r, %r, detail=\"full\")." % (tool, server,
+                                                                               server, tool))
+    return call
+
+
+class ServerProxy:
+    """The tools of one MCP server as async methods named by tool alias. Unknown names raise
+    AttributeError listing the tools; `dir()` lists the tool aliases. When the host announced no
+    tool list (tools=None), any public name is sent to the host as a tool name."""
+
+    def __init__(self, server):
+        self._mcp_server = server
+        self._mcp_alias = alias(server)
+        self._mcp_tools = None  # real tool names, None when unknown
+        self._mcp_functions = {}  # tool alias -> async function
+        self._mcp_real = {}  # real tool name -> async function
+
+    def _mcp_update(self, tools):
+        """Set the tool list (real names, or None when unknown); keeps functions that still apply.
+        When two tools share an alias, the first keeps it; the other is reachable by its real
+        name with getattr(proxy, "real.name")."""
+        tools = None if tools is None else list(dict.fromkeys(tools))
+        if tools == self._mcp_tools and tools is not None:
+            return
+        old, functions, real = self._mcp_real, {}, {}
+        for tool in tools or ():
+            fn = old.get(tool) or _tool_function(self._mcp_server, tool, alias(tool),
+                                                 "mcp_" + self._mcp_alias)
+            real[tool] = fn
+            functions.setdefault(fn.__name__, fn)
+        self._mcp_tools, self._mcp_functions, self._mcp_real = tools, functions, real
+
+    def _mcp_exports(self):
+        """{tool alias: async function}, for the mcp.servers.<alias> module."""
+        return dict(self._mcp_functions)
+
+    def __getattr__(self, name):  # only reached when normal lookup fails
+        state = self.__dict__
+        if name.startswith("__") or "_mcp_functions" not in state:
+            raise AttributeError(name)
+        fn = state["_mcp_functions"].get(name) or state["_mcp_real"].get(name)
+        if fn is not None:
+            return fn
+        if state["_mcp_tools"] is None and not name.startswith("_"):
+            fn = state["_mcp_real"][name] = _tool_function(
+                state["_mcp_server"], name, alias(name), "mcp_" + state["_mcp_alias"])
+            return fn
+        listed = ", ".join(sorted(state["_mcp_functions"])) or "(none)"
+        raise AttributeError("MCP server %r has no tool %r; its tools: %s"
+                             % (state["_mcp_server"], name, listed))
+
+    def __dir__(self):
+        return sorted(self._mcp_functions)
+
+    def __repr__(self):
+        if self._mcp_tools is None:
+            return "<MCP server %r (mcp_%s): tool list not announced>" % (
+                self._mcp_server, self._mcp_alias)
+        names = sorted(self._mcp_functions)
+        shown = ", ".join(names[:REPR_TOOLS])
+        if len(names) > REPR_TOOLS:
+            shown += ", ... (%d more)" % (len(names) - REPR_TOOLS)
+        return "<MCP server %r (mcp_%s): %d tool%s: %s>" % (
+            self._mcp_server, self._mcp_alias, len(names), "" if len(names) == 1 else "s",
+            shown or "(none)")
+
+
+class ServerDict(dict):
+    """`mcp_servers`: the proxies of the servers loaded for the current run, by server name."""
+
+    def __missing__(self, key):
+        raise KeyError("MCP server %r is not loaded in this run (loaded: %s); name it in "
+                       "run_python's `servers`" % (key, ", ".join(sorted(self)) or "none"))
+
+
+class Registry:
+    """Every proxy made in this process, by server name."""
+
+    def __init__(self):
+        self.proxies = {}
+
+    def load(self, tools, servers=()):
+        """The ServerDict for one exec frame: `tools` ({server: [tool, ...]}) and `servers` (names
+        loaded without a tool list get a permissive proxy). Malformed entries are skipped."""
+        wanted = {}
+        if isinstance(tools, dict):
+            for server, names in tools.items():
+                if isinstance(server, str) and server and isinstance(names, list):
+                    wanted[server] = [n for n in (_tool_name(t) for t in names) if n]
+        for server in servers if isinstance(servers, list) else ():
+            if isinstance(server, str) and server and server not in wanted:
+                wanted[server] = None
+        loaded = ServerDict()
+        for server in sorted(wanted):
+            proxy = self.proxies.get(server)
+            if proxy is None:
+                proxy = self.proxies[server] = ServerProxy(server)
+            proxy._mcp_update(wanted[server])
+            loaded[server] = proxy
+        return loaded
+
+
+def _tool_name(entry):
+    """A tool name from the frame (a string; a {"name": ...} object is accepted too)."""
+    if isinstance(entry, dict):
+        entry = entry.get("name")
+    return entry if isinstance(entry, str) and entry else None
+
+
+def by_alias(loaded):
+    """{server alias: proxy} of a ServerDict; on an alias clash the first name (sorted) wins."""
+    result = {}
+    for server in sorted(loaded):
+        result.setdefault(alias(server), loaded[server])
+    return result

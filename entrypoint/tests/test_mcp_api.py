@@ -1,0 +1,238 @@
+"""MCP proxies, `mcp.runtime` helpers and error kinds end to end: the real bootstrap, exec frames
+with "tools", and the fake host of fake_host.py answering the calls."""
+import json
+import random
+import unittest
+
+from entrypoint.tests import Sandbox
+from entrypoint.tests.fake_host import CANNED, FakeHost
+
+TOOLS = {"my-server.v2": ["create-issue", "list.repos", "2fa"], "alpha": ["echo"]}
+KINDS = (("tool", "ToolError"), ("not_loaded", "ServerNotLoadedError"),
+         ("unknown_server", "UnknownServerError"), ("unknown_tool", "UnknownToolError"),
+         ("server", "ServerError"), ("bad_request", "BridgeCallError"), (None, "BridgeCallError"))
+
+
+class McpCase(unittest.TestCase):
+    def setUp(self):
+        self.sb = Sandbox()
+        self.sb.boot()
+
+    def tearDown(self):
+        self.assertEqual(self.sb.close(), 0, self.sb.stderr)
+
+    def run_ok(self, code, tools=None, host=None):
+        host = host or FakeHost()
+        result = self.sb.run(code, on_call=host, tools=tools)
+        self.assertTrue(result["ok"], result["error"])
+        return result["stdout"], host
+
+    def run_err(self, code, tools=None, host=None):
+        result = self.sb.run(code, on_call=host or FakeHost(), tools=tools)
+        self.assertFalse(result["ok"], result)
+        self.assertNotIn("_mcp_bridge", result["error"])
+        return result
+
+
+class ProxyTest(McpCase):
+    def test_proxies_built_from_tools(self):
+        out, host = self.run_ok(
+            "print(sorted(k for k in globals() if k.startswith('mcp_')))\n"
+            "print(dir(mcp_my_server_v2), sorted(mcp_servers))\n"
+            "print(mcp_servers['my-server.v2'] is mcp_my_server_v2, repr(mcp_alpha))\n"
+            "print(await mcp_my_server_v2._2fa(code=1))\n"
+            "print(await mcp_my_server_v2.create_issue({'title': 't'}))", TOOLS)
+        self.assertEqual(out.splitlines(), [
+            "['mcp_alpha', 'mcp_my_server_v2', 'mcp_servers']",
+            "['_2fa', 'create_issue', 'list_repos'] ['alpha', 'my-server.v2']",
+            "True <MCP server 'alpha' (mcp_alpha): 1 tool: echo>",
+            "{'server': 'my-server.v2', 'tool': '2fa', 'arguments': {'code': 1}}",
+            "{'server': 'my-server.v2', 'tool': 'create-issue', 'arguments': {'title': 't'}}"])
+        self.assertEqual(host.received(), [
+            ("call_tool", {"server": "my-server.v2", "tool": "2fa", "arguments": {"code": 1}}),
+            ("call_tool", {"server": "my-server.v2", "tool": "create-issue",
+                           "arguments": {"title": "t"}})])
+
+    def test_star_import_of_server_modules(self):
+        out, host = self.run_ok(
+            "from mcp.servers.my_server_v2 import *\nfrom mcp.servers.alpha import echo\n"
+            "import mcp.servers.my_server_v2 as m\nimport inspect\n"
+            "print(m.__all__, inspect.iscoroutinefunction(create_issue), create_issue.__name__)\n"
+            "print((await list_repos(org='x'))['tool'], (await _2fa())['tool'])\n"
+            "print((await echo({'a': 1}))['arguments'])", TOOLS)
+        self.assertEqual(out.splitlines(), ["['_2fa', 'create_issue', 'list_repos'] True "
+                                            "create_issue", "list.repos 2fa", "{'a': 1}"])
+        self.assertEqual(len(host.calls), 3)
+        result = self.run_err("import mcp.servers.nope", {"alpha": []})
+        self.assertIn("ModuleNotFoundError: No module named 'mcp.servers.nope': no loaded MCP "
+                      "server has the alias 'nope' (loaded: alpha -> mcp.servers.alpha)",
+                      result["error"])
+        result = self.run_err("from mcp.servers.alpha import nope", {"alpha": ["echo"]})
+        self.assertIn("ImportError: cannot import name 'nope'", result["error"])
+
+    def test_mcp_servers_follows_each_exec(self):
+        self.run_ok("first = mcp_servers\nb = mcp_b", {"a": ["x"], "b": ["y"]})
+        out, _ = self.run_ok(
+            "print(sorted(mcp_servers), sorted(first), mcp_b is b, dir(mcp_b), dir(mcp_c_d))\n"
+            "import mcp.servers.b\nprint(mcp.servers.b.__all__, 'mcp_a' in globals())",
+            {"b": ["y", "z"], "c.d": []})
+        self.assertEqual(out.splitlines(), [
+            "['b', 'c.d'] ['a', 'b'] True ['y', 'z'] []", "['y', 'z'] True"])
+        out, _ = self.run_ok("print(mcp_servers, mcp_b)\ntry:\n    mcp_servers['b']\n"
+                             "except KeyError as e:\n    print(e)")
+        self.assertEqual(out.splitlines(), [
+            "{} <MCP server 'b' (mcp_b): 2 tools: y, z>",
+            "\"MCP server 'b' is not loaded in this run (loaded: none); name it in "
+            "run_python's `servers`\""])
+
+    def test_keyword_and_dict_arguments(self):
+        out, host = self.run_ok(
+            "import json\ne = mcp_alpha.echo\n"
+            "for r in [await e({'a': 1, 'b': 1}, b=2, arguments=3), await e(), await e(None, x=1),"
+            " await e(**{'from': 'kw'})]:\n    print(json.dumps(r['arguments'], sort_keys=True))\n"
+            "for bad in [lambda: e(1, 2), lambda: e([1]), lambda: e('s', k=1)]:\n"
+            "    try:\n        await bad()\n"
+            "    except TypeError as exc:\n        print('TypeError', exc)",
+            {"alpha": ["echo"]})
+        lines = out.splitlines()
+        self.assertEqual(lines[:4], ['{"a": 1, "arguments": 3, "b": 2}', "{}", '{"x": 1}',
+                                     '{"from": "kw"}'])
+        self.assertTrue(lines[4].startswith("TypeError ") and "positional" in lines[4], lines)
+        self.assertEqual(lines[5], "TypeError mcp_alpha.echo() takes the tool's arguments as "
+                                   "keyword arguments or one dict, not list")
+        self.assertTrue(lines[6].endswith("not str"), lines)
+        self.assertEqual(len(host.calls), 4)  # bad calls never reach the host
+
+    def test_unknown_tool_attribute_error(self):
+        result = self.run_err("await mcp_my_server_v2.delete_repo()", TOOLS)
+        self.assertIn("line 1, in <module>", result["error"])
+        self.assertTrue(result["error"].endswith(
+            "AttributeError: MCP server 'my-server.v2' has no tool 'delete_repo'; its tools: "
+            "_2fa, create_issue, list_repos\n"), result["error"])
+
+    def test_sync_tool_call_from_plain_and_async_code(self):
+        out, host = self.run_ok(
+            "from mcp import runtime\nprint(runtime.call_tool_sync('alpha', 'echo', {'k': 1}))\n"
+            "async def inner():\n    return runtime.call_tool_sync('alpha', 'echo')\n"
+            "print((await inner())['arguments'])", {"alpha": ["echo"]})
+        self.assertEqual(out, "{'server': 'alpha', 'tool': 'echo', 'arguments': {'k': 1}}\n{}\n")
+        self.assertEqual(len(host.calls), 2)
+
+    def test_50_gathered_tool_calls_answered_out_of_order(self):
+        exec_id = self.sb.start_exec(
+            "import asyncio\n"
+            "r = await asyncio.gather(*[mcp_alpha.echo(i=i) for i in range(50)])\n"
+            "print(r == [10 * i for i in range(50)])", tools={"alpha": ["echo"]})
+        calls = [self.sb.recv() for _ in range(50)]  # all 50 are in flight before any reply
+        self.assertEqual({c["method"] for c in calls}, {"call_tool"})
+        self.assertEqual(sorted(c["params"]["arguments"]["i"] for c in calls), list(range(50)))
+        random.Random(3).shuffle(calls)
+        for call in calls:
+            self.sb.send({"t": "reply", "id": call["id"], "ok": True,
+                          "value": 10 * call["params"]["arguments"]["i"]})
+        result = self.sb.wait_result(exec_id)
+        self.assertTrue(result["ok"], result["error"])
+        self.assertEqual(result["stdout"], "True\n")
+        self.assertIn(exec_id, self.sb.started)
+
+
+class ErrorKindTest(McpCase):
+    CATCH = ("from mcp import runtime\nimport mcp\n"
+             "for f in [lambda: mcp_alpha.echo(), lambda: runtime.call_tool('alpha', 'echo'),\n"
+             "          lambda: runtime.call_tool_sync('alpha', 'echo')]:\n"
+             "    try:\n        c = f()\n        await c if hasattr(c, '__await__') else c\n"
+             "    except runtime.BridgeCallError as e:\n"
+             "        n = type(e).__name__\n"
+             "        print(n, e.kind, e.server, e.tool, str(e), getattr(mcp, n) is type(e),\n"
+             "              getattr(runtime, n) is type(e), isinstance(e, mcp.BridgeCallError))")
+
+    def test_each_kind_raises_its_class(self):
+        for kind, name in KINDS:
+            failure = {"error": "failed: %s" % kind}
+            if kind is not None:
+                failure["kind"] = kind
+            out, host = self.run_ok(self.CATCH, {"alpha": ["echo"]},
+                                    FakeHost({"call_tool": failure}))
+            want = "%s %s alpha echo failed: %s True True True" % (name, kind, kind)
+            self.assertEqual(out.splitlines(), [want] * 3, kind)
+            self.assertEqual(len(host.calls), 3)
+
+    def test_uncaught_tool_error_and_attributes_from_params(self):
+        host = FakeHost({"call_tool": {"error": "Issue not found", "kind": "tool"},
+                         "list_tools": {"error": "gamma is not loaded", "kind": "not_loaded"},
+                         "describe_server": {"error": "x", "kind": "unknown_server",
+                                             "server": "from-reply"}})
+        out, _ = self.run_ok(
+            "from mcp import runtime\nimport pickle\n"
+            "for f in [lambda: runtime.list_tools_sync('gamma'),\n"
+            "          lambda: runtime.describe_server_sync('delta')]:\n    try:\n        f()\n"
+            "    except runtime.BridgeCallError as e:\n"
+            "        e2 = pickle.loads(pickle.dumps(e))\n"
+            "        print(type(e2).__name__, e2.kind, e2.server, e2.tool)", host=host)
+        self.assertEqual(out, "ServerNotLoadedError not_loaded gamma None\n"
+                              "UnknownServerError unknown_server from-reply None\n")
+        result = self.run_err("await mcp_alpha.echo(x=1)", {"alpha": ["echo"]}, host)
+        self.assertTrue(result["error"].endswith("mcp.ToolError: Issue not found\n"),
+                        result["error"])
+        self.assertIn("await mcp_alpha.echo(x=1)", result["error"])
+
+
+class RuntimeHelperTest(McpCase):
+    CALLS = [("discovered_servers()", "discovered_servers", {}),
+             ("list_servers()", "list_servers", {}),
+             ("list_tools('alpha')", "list_tools", {"server": "alpha"}),
+             ("query_tool_docs('alpha')", "query_tool_docs",
+              {"server": "alpha", "tool": None, "detail": "summary"}),
+             ("query_tool_docs('alpha', 'echo', detail='full')", "query_tool_docs",
+              {"server": "alpha", "tool": "echo", "detail": "full"}),
+             ("search_tool_docs('issue')", "search_tool_docs",
+              {"query": "issue", "limit": 5, "detail": "summary"}),
+             ("search_tool_docs('x', 2, 'full')", "search_tool_docs",
+              {"query": "x", "limit": 2, "detail": "full"}),
+             ("describe_server('alpha')", "describe_server", {"name": "alpha"}),
+             ("list_loaded_server_metadata()", "list_loaded_server_metadata", {}),
+             ("capability_summary()", "capability_summary", {}),
+             ("call_tool('alpha', 'echo')", "call_tool",
+              {"server": "alpha", "tool": "echo", "arguments": {}}),
+             ("call_tool('alpha', 'echo', {'q': 1})", "call_tool",
+              {"server": "alpha", "tool": "echo", "arguments": {"q": 1}}),
+             ("ping(5)", "ping", {"value": 5})]
+
+    def test_every_helper_async_and_sync(self):
+        lines = ["from mcp import runtime", "import json", "out = []"]
+        for expr, _, _ in self.CALLS:
+            name, _, rest = expr.partition("(")
+            lines.append("out.append(await runtime.%s)" % expr)
+            lines.append("out.append(runtime.%s_sync(%s)" % (name, rest))
+        lines.append("print(json.dumps(out))")
+        out, host = self.run_ok("\n".join(lines), {"alpha": ["echo"]})
+        want_calls, want_values = [], []
+        for _, method, params in self.CALLS:
+            want_calls += [(method, params)] * 2
+            value = (CANNED.get(method) if method not in ("call_tool", "ping")
+                     else 5 if method == "ping" else dict(params))
+            want_values += [value] * 2
+        self.assertEqual(host.received(), want_calls)
+        self.assertEqual(json.loads(out), want_values)
+
+    def test_exports_and_signatures(self):
+        out, _ = self.run_ok(
+            "import inspect, mcp, mcp.runtime as rt\n"
+            "for n in ['query_tool_docs', 'search_tool_docs', 'call_tool', 'list_tools']:\n"
+            "    print(n, inspect.signature(getattr(rt, n)), inspect.iscoroutinefunction("
+            "getattr(rt, n)), inspect.signature(getattr(rt, n + '_sync')))\n"
+            "print(len(rt.__all__), all(hasattr(rt, n) for n in rt.__all__),"
+            " sorted(n for n in mcp.__all__))")
+        self.assertEqual(out.splitlines(), [
+            "query_tool_docs (server, tool=None, detail='summary') True "
+            "(server, tool=None, detail='summary')",
+            "search_tool_docs (query, limit=5, detail='summary') True "
+            "(query, limit=5, detail='summary')",
+            "call_tool (server, tool, args=None) True (server, tool, args=None)",
+            "list_tools (server) True (server)",
+            "26 True ['BridgeCallError', 'ServerError', 'ServerNotLoadedError', 'ToolError', "
+            "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
+
+
+if __name__ == "__main__":
+    unittest.main()

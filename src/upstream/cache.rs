@@ -1,0 +1,125 @@
+//! The on-disk tool-list cache: lets `search_tool_docs` cover servers never started this session.
+//!
+//! One JSON file per server under `<state dir>/tool-cache/`, keyed by a stable hash of the
+//! server's name and transport, so editing a server's config invalidates its entry. Written
+//! whenever a server connects; read lazily and kept in memory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::Tool;
+use serde::{Deserialize, Serialize};
+
+use crate::config::ServerSpec;
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    server: String,
+    tools: Vec<Tool>,
+}
+
+/// Cached tool lists.
+pub struct ToolCache {
+    dir: PathBuf,
+    memory: Mutex<HashMap<String, Option<Arc<Vec<Tool>>>>>,
+}
+
+impl ToolCache {
+    /// A cache stored under `state_dir`.
+    pub fn new(state_dir: &Path) -> Self {
+        ToolCache {
+            dir: state_dir.join("tool-cache"),
+            memory: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn path(&self, spec: &ServerSpec) -> PathBuf {
+        let transport = serde_json::to_string(&spec.transport).unwrap_or_default();
+        self.dir.join(format!(
+            "{:016x}.json",
+            fnv1a(&format!("{}\0{transport}", spec.name))
+        ))
+    }
+
+    /// The cached tools of `spec`, if any.
+    pub fn get(&self, spec: &ServerSpec) -> Option<Arc<Vec<Tool>>> {
+        let mut mem = self.memory.lock().expect("cache lock");
+        if let Some(hit) = mem.get(&spec.name) {
+            return hit.clone();
+        }
+        let loaded = std::fs::read(self.path(spec))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Entry>(&b).ok())
+            .filter(|e| e.server == spec.name)
+            .map(|e| Arc::new(e.tools));
+        mem.insert(spec.name.clone(), loaded.clone());
+        loaded
+    }
+
+    /// Records the tools of `spec` (memory and disk; disk failures are only logged).
+    pub fn put(&self, spec: &ServerSpec, tools: Arc<Vec<Tool>>) {
+        self.memory
+            .lock()
+            .expect("cache lock")
+            .insert(spec.name.clone(), Some(tools.clone()));
+        let entry = Entry {
+            server: spec.name.clone(),
+            tools: tools.as_ref().clone(),
+        };
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(&self.dir)?;
+            let tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+            serde_json::to_writer(std::io::BufWriter::new(tmp.as_file()), &entry)?;
+            tmp.persist(self.path(spec)).map_err(|e| e.error)?;
+            Ok(())
+        };
+        if let Err(err) = write() {
+            tracing::warn!(server = %spec.name, cause = %err, "could not write the tool cache");
+        }
+    }
+}
+
+/// 64-bit FNV-1a: a stable hash for cache keys (std's hasher may change between releases).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Transport;
+
+    fn spec(name: &str, cmd: &str) -> ServerSpec {
+        ServerSpec {
+            name: name.into(),
+            transport: Transport::Stdio {
+                command: cmd.into(),
+                args: vec![],
+                env: Default::default(),
+                cwd: None,
+            },
+            disabled: false,
+            source: "/x.json".into(),
+        }
+    }
+
+    #[test]
+    fn round_trips_and_is_keyed_by_config() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let tool = Tool::new("echo", "Echo text", Arc::new(serde_json::Map::new()));
+        ToolCache::new(d.path()).put(&spec("a", "one"), Arc::new(vec![tool]));
+        let fresh = ToolCache::new(d.path());
+        assert_eq!(
+            fresh.get(&spec("a", "one")).expect("cached")[0].name,
+            "echo"
+        );
+        assert!(
+            ToolCache::new(d.path()).get(&spec("a", "two")).is_none(),
+            "config change invalidates"
+        );
+        assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+    }
+}

@@ -1,0 +1,353 @@
+//! [`Upstream`]: one configured MCP server and its warm client.
+//!
+//! The connection (`RunningService`) is owned by a single task that waits for it to end and
+//! then marks it closed; callers share a cheap [`Live`] clone holding the `Peer`. A server is
+//! started on first use, reused while alive, restarted on the next use after it dies, and
+//! after a failed start waits an exponentially growing backoff before trying again.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ServerPeerInfo, Tool,
+};
+use rmcp::service::{Peer, RoleClient};
+use rmcp::ServiceExt;
+use tokio::io::AsyncBufReadExt;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::UpstreamError;
+use crate::config::{ServerSpec, Transport};
+
+/// Longest a server may take to start and list its tools.
+pub const START_TIMEOUT_SECS: u64 = 30;
+/// First retry delay after a failed start; doubles per failure.
+pub const BACKOFF_START_MS: u64 = 250;
+/// Longest retry delay.
+pub const BACKOFF_MAX_SECS: u64 = 30;
+/// Stderr lines kept per server for error messages.
+pub const STDERR_TAIL_LINES: usize = 20;
+
+/// A connected server: a cheap handle to its session.
+#[derive(Clone)]
+pub struct Live {
+    /// The MCP peer (clone per call; concurrent calls are fine).
+    pub peer: Peer<RoleClient>,
+    /// Its tools, as listed at connect time.
+    pub tools: Arc<Vec<Tool>>,
+    /// What the server said about itself at initialize.
+    pub info: Option<Arc<ServerPeerInfo>>,
+    closed: CancellationToken,
+    stop: CancellationToken,
+}
+
+impl Live {
+    /// True once the connection has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+}
+
+enum State {
+    Idle,
+    Live(Live),
+    Failed {
+        at: Instant,
+        failures: u32,
+        error: UpstreamError,
+    },
+}
+
+/// One configured server.
+pub struct Upstream {
+    /// Its definition.
+    pub spec: Arc<ServerSpec>,
+    state: tokio::sync::Mutex<State>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    starts: std::sync::atomic::AtomicU32,
+}
+
+impl Upstream {
+    /// A server that is not started yet.
+    pub fn new(spec: Arc<ServerSpec>) -> Self {
+        Upstream {
+            spec,
+            state: tokio::sync::Mutex::new(State::Idle),
+            stderr: Arc::default(),
+            starts: std::sync::atomic::AtomicU32::new(0),
+        }
+    }
+
+    /// How many times the server was started.
+    pub fn starts(&self) -> u32 {
+        self.starts.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The connection if it is up, without starting anything.
+    pub async fn live_now(&self) -> Option<Live> {
+        match &*self.state.lock().await {
+            State::Live(l) if !l.is_closed() => Some(l.clone()),
+            _ => None,
+        }
+    }
+
+    /// `idle`, `running`, `failed` or `closed`: for listings.
+    pub async fn state_name(&self) -> &'static str {
+        match &*self.state.lock().await {
+            State::Idle => "idle",
+            State::Live(l) if l.is_closed() => "closed",
+            State::Live(_) => "running",
+            State::Failed { .. } => "failed",
+        }
+    }
+
+    /// The connection, starting or restarting the server if needed.
+    ///
+    /// # Errors
+    /// [`UpstreamError::Start`] when it cannot be started by `deadline` (or is in backoff).
+    pub async fn connect(&self, deadline: Instant) -> Result<Live, UpstreamError> {
+        let mut state = self.state.lock().await;
+        match &*state {
+            State::Live(l) if !l.is_closed() => return Ok(l.clone()),
+            State::Failed {
+                at,
+                failures,
+                error,
+            } => {
+                let wait = backoff(*failures);
+                if at.elapsed() < wait {
+                    let UpstreamError::Start {
+                        reason,
+                        stderr_tail,
+                        ..
+                    } = error
+                    else {
+                        return Err(error.clone());
+                    };
+                    return Err(UpstreamError::Start {
+                        server: self.spec.name.clone(),
+                        reason: format!(
+                            "{reason} (retrying in {:.1} s)",
+                            (wait - at.elapsed()).as_secs_f64()
+                        ),
+                        stderr_tail: stderr_tail.clone(),
+                    });
+                }
+            }
+            _ => {}
+        }
+        let failures = match &*state {
+            State::Failed { failures, .. } => *failures,
+            _ => 0,
+        };
+        let began = Instant::now();
+        let limit = deadline.min(began + Duration::from_secs(START_TIMEOUT_SECS));
+        match tokio::time::timeout_at(limit, self.start()).await {
+            Ok(Ok(live)) => {
+                *state = State::Live(live.clone());
+                Ok(live)
+            }
+            result => {
+                let reason = match result {
+                    Ok(Err(reason)) => reason,
+                    _ => format!("no answer within {:.1} s", began.elapsed().as_secs_f64()),
+                };
+                tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up
+                let error = UpstreamError::Start {
+                    server: self.spec.name.clone(),
+                    reason,
+                    stderr_tail: self.stderr_tail(),
+                };
+                *state = State::Failed {
+                    at: Instant::now(),
+                    failures: failures + 1,
+                    error: error.clone(),
+                };
+                Err(error)
+            }
+        }
+    }
+
+    async fn start(&self) -> Result<Live, String> {
+        self.starts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::info!(server = %self.spec.name, "starting MCP server");
+        let service = match &self.spec.transport {
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args).envs(env);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+                if let Some(stderr) = stderr {
+                    tokio::spawn(drain_stderr(
+                        stderr,
+                        self.stderr.clone(),
+                        self.spec.name.clone(),
+                    ));
+                }
+                ().serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?
+            }
+            Transport::Http { url, headers } => {
+                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                for (k, v) in headers {
+                    let name = http::HeaderName::try_from(k.as_str())
+                        .map_err(|e| format!("header {k:?}: {e}"))?;
+                    let value = http::HeaderValue::try_from(v.as_str())
+                        .map_err(|e| format!("header {k:?}: {e}"))?;
+                    config.custom_headers.insert(name, value);
+                }
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                ().serve(transport)
+                    .await
+                    .map_err(|e| format!("initialize failed: {e}"))?
+            }
+            Transport::Sse { .. } => {
+                return Err(
+                    "the legacy SSE transport is not supported (the MCP SDK dropped it); \
+                            most servers also serve streamable HTTP: use \"type\": \"http\""
+                        .into(),
+                )
+            }
+        };
+        let peer = service.peer().clone();
+        let info = peer.peer_info();
+        let tools = peer
+            .list_all_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let closed = CancellationToken::new();
+        let stop = CancellationToken::new();
+        let (c, s, name) = (closed.clone(), stop.clone(), self.spec.name.clone());
+        let cancel = service.cancellation_token();
+        let stop_waiter = stop.clone();
+        tokio::spawn(async move {
+            s.cancelled().await;
+            cancel.cancel();
+        });
+        tokio::spawn(async move {
+            let reason = service.waiting().await;
+            tracing::info!(server = %name, reason = ?reason.ok(), "MCP server connection ended");
+            c.cancel();
+            stop_waiter.cancel(); // ends the stopper task too
+        });
+        Ok(Live {
+            peer,
+            tools: Arc::new(tools),
+            info,
+            closed,
+            stop,
+        })
+    }
+
+    /// Calls `tool` with `args`, finishing by `deadline`.
+    ///
+    /// # Errors
+    /// Unknown tool, start failure, crash (with stderr tail), timeout, or the tool's own error.
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        deadline: Instant,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let live = self.connect(deadline).await?;
+        if !live.tools.iter().any(|t| t.name == tool) {
+            return Err(UpstreamError::UnknownTool {
+                server: self.spec.name.clone(),
+                tool: tool.to_string(),
+                available: live.tools.iter().map(|t| t.name.to_string()).collect(),
+            });
+        }
+        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+        let secs = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64();
+        match tokio::time::timeout_at(deadline, live.peer.call_tool_once(params)).await {
+            Err(_) => Err(UpstreamError::Timeout { server: self.spec.name.clone(), tool: tool.into(), secs }),
+            Ok(Ok(CallToolResponse::Complete(r))) => Ok(r),
+            Ok(Ok(_)) => Err(UpstreamError::Tool {
+                server: self.spec.name.clone(),
+                tool: tool.into(),
+                message: "the server asked for client input or created a task; the bridge does not support that".into(),
+            }),
+            Ok(Err(rmcp::ServiceError::McpError(e))) => Err(UpstreamError::Tool {
+                server: self.spec.name.clone(),
+                tool: tool.into(),
+                message: e.message.to_string(),
+            }),
+            Ok(Err(e)) => {
+                // Transport-level failure: the server is gone or broken. Let the stderr reader
+                // and the owner task catch up, then restart on next use.
+                let _ = tokio::time::timeout(Duration::from_millis(300), live.closed.cancelled()).await;
+                live.stop.cancel();
+                Err(UpstreamError::Crashed {
+                    server: self.spec.name.clone(),
+                    tool: tool.into(),
+                    reason: e.to_string(),
+                    stderr_tail: self.stderr_tail(),
+                })
+            }
+        }
+    }
+
+    /// Closes the connection, if any.
+    pub async fn shutdown(&self) {
+        if let State::Live(l) = &*self.state.lock().await {
+            l.stop.cancel();
+            let _ = tokio::time::timeout(Duration::from_secs(3), l.closed.cancelled()).await;
+        }
+    }
+
+    fn stderr_tail(&self) -> String {
+        let t = self.stderr.lock().expect("stderr lock");
+        t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+    }
+}
+
+fn backoff(failures: u32) -> Duration {
+    let ms = BACKOFF_START_MS.saturating_mul(1u64 << failures.saturating_sub(1).min(16));
+    Duration::from_millis(ms).min(Duration::from_secs(BACKOFF_MAX_SECS))
+}
+
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<String>>>,
+    server: String,
+) {
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::debug!(target: "upstream", server = %server, "{line}");
+        let mut t = tail.lock().expect("stderr lock");
+        if t.len() == STDERR_TAIL_LINES {
+            t.pop_front();
+        }
+        t.push_back(line.chars().take(1000).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        assert_eq!(backoff(1), Duration::from_millis(250));
+        assert_eq!(backoff(2), Duration::from_millis(500));
+        assert_eq!(backoff(3), Duration::from_millis(1000));
+        assert_eq!(backoff(40), Duration::from_secs(BACKOFF_MAX_SECS));
+    }
+}

@@ -1,0 +1,18 @@
+//! The upstream layer: the user's MCP servers, their warm clients, tool docs and search.
+//!
+//! `pool.rs` holds one [`client::Upstream`] per configured server; `host.rs` answers the
+//! sandbox's host methods over the pool; `docs.rs`, `search.rs` and `result.rs` are pure.
+//! The only module that names rmcp's client role.
+
+mod cache;
+pub mod client;
+pub mod docs;
+mod error;
+mod host;
+mod pool;
+mod result;
+pub mod search;
+
+pub use error::UpstreamError;
+pub use host::UpstreamHostCalls;
+pub use pool::UpstreamPool;

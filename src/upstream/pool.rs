@@ -1,0 +1,179 @@
+//! [`UpstreamPool`]: every configured server by name, their warm clients, and the tool cache.
+//! No formatting and no policy: `host.rs` decides what a sandbox may ask for.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::Tool;
+use tokio::time::Instant;
+
+use super::cache::ToolCache;
+use super::client::{Live, Upstream, START_TIMEOUT_SECS};
+use super::UpstreamError;
+use crate::config::{ServerSpec, Servers, Transport};
+
+/// Servers indexed at once by the background indexer.
+const INDEX_PARALLELISM: usize = 4;
+
+/// All configured servers and their clients.
+pub struct UpstreamPool {
+    servers: Arc<Servers>,
+    upstreams: BTreeMap<String, Arc<Upstream>>,
+    cache: ToolCache,
+}
+
+impl UpstreamPool {
+    /// A pool for `servers`, caching tool lists under `state_dir`. Starts nothing.
+    pub fn new(servers: Arc<Servers>, state_dir: &Path) -> Self {
+        let upstreams = servers
+            .specs
+            .iter()
+            .map(|s| (s.name.clone(), Arc::new(Upstream::new(Arc::new(s.clone())))))
+            .collect();
+        UpstreamPool {
+            servers,
+            upstreams,
+            cache: ToolCache::new(state_dir),
+        }
+    }
+
+    /// The configuration the pool was built from.
+    pub fn servers(&self) -> &Servers {
+        &self.servers
+    }
+
+    /// The server named `name`.
+    ///
+    /// # Errors
+    /// [`UpstreamError::UnknownServer`] listing the configured names.
+    pub fn get(&self, name: &str) -> Result<&Arc<Upstream>, UpstreamError> {
+        self.upstreams
+            .get(name)
+            .ok_or_else(|| UpstreamError::UnknownServer {
+                name: name.to_string(),
+                available: self.servers.names(),
+            })
+    }
+
+    /// Connects `name` (starting it if needed) and refreshes its cache entry.
+    ///
+    /// # Errors
+    /// Unknown server or start failure.
+    pub async fn connect(&self, name: &str, deadline: Instant) -> Result<Live, UpstreamError> {
+        let up = self.get(name)?;
+        let live = up.connect(deadline).await?;
+        if !self
+            .cache
+            .get(&up.spec)
+            .is_some_and(|c| Arc::ptr_eq(&c, &live.tools))
+        {
+            self.cache.put(&up.spec, live.tools.clone());
+        }
+        Ok(live)
+    }
+
+    /// Loads every server in `names` concurrently; returns their tool names.
+    ///
+    /// # Errors
+    /// The first server that is unknown or fails to start.
+    pub async fn load(
+        &self,
+        names: &[String],
+        deadline: Instant,
+    ) -> Result<BTreeMap<String, Vec<String>>, UpstreamError> {
+        let results =
+            futures::future::join_all(names.iter().map(|n| self.connect(n, deadline))).await;
+        let mut out = BTreeMap::new();
+        for (name, r) in names.iter().zip(results) {
+            let live = r?;
+            out.insert(
+                name.clone(),
+                live.tools.iter().map(|t| t.name.to_string()).collect(),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The tools of `name`: live if connected, else cached, else by starting it.
+    ///
+    /// # Errors
+    /// Unknown server or start failure.
+    pub async fn tools(
+        &self,
+        name: &str,
+        deadline: Instant,
+    ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let up = self.get(name)?;
+        if let Some(live) = up.live_now().await {
+            return Ok(live.tools);
+        }
+        if let Some(cached) = self.cache.get(&up.spec) {
+            return Ok(cached);
+        }
+        Ok(self.connect(name, deadline).await?.tools)
+    }
+
+    /// Every server's tools known without starting anything (live, else cached).
+    pub async fn known_tools(&self) -> Vec<(String, Arc<Vec<Tool>>)> {
+        let mut out = Vec::new();
+        for (name, up) in &self.upstreams {
+            let tools = match up.live_now().await {
+                Some(l) => Some(l.tools),
+                None => self.cache.get(&up.spec),
+            };
+            if let Some(t) = tools {
+                out.push((name.clone(), t));
+            }
+        }
+        out
+    }
+
+    /// Whether `spec` has a cached tool list.
+    pub fn is_cached(&self, spec: &ServerSpec) -> bool {
+        self.cache.get(spec).is_some()
+    }
+
+    /// Lists the tools of every server with no cache entry, on temporary connections that are
+    /// closed afterwards (so indexing does not count as loading), a few servers at a time.
+    pub async fn index_missing(&self) {
+        let todo: Vec<Arc<ServerSpec>> = self
+            .upstreams
+            .values()
+            // Disabled servers are often broken or costly to start: index them only when used.
+            .filter(|u| !u.spec.disabled && !matches!(u.spec.transport, Transport::Sse { .. }))
+            .filter(|u| !self.is_cached(&u.spec))
+            .map(|u| u.spec.clone())
+            .collect();
+        if todo.is_empty() {
+            return;
+        }
+        tracing::info!(
+            servers = todo.len(),
+            "indexing the tools of servers not seen before"
+        );
+        let sem = Arc::new(tokio::sync::Semaphore::new(INDEX_PARALLELISM));
+        futures::future::join_all(todo.into_iter().map(|spec| {
+            let sem = sem.clone();
+            async move {
+                let _permit = sem.acquire().await;
+                let temp = Upstream::new(spec.clone());
+                let deadline = Instant::now() + Duration::from_secs(START_TIMEOUT_SECS);
+                match temp.connect(deadline).await {
+                    Ok(live) => self.cache.put(&spec, live.tools.clone()),
+                    Err(err) => {
+                        tracing::warn!(server = %spec.name, cause = %err, "could not index server")
+                    }
+                }
+                temp.shutdown().await;
+            }
+        }))
+        .await;
+    }
+
+    /// Closes every connection.
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.upstreams.values().map(|u| u.shutdown())).await;
+    }
+}

@@ -1,0 +1,75 @@
+//! Turning a downstream `CallToolResult` into the value sandbox code receives.
+
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::Value;
+
+/// The structured result if present; else the text (joined) parsed as JSON when it is JSON,
+/// else the text; non-text content comes back as a list of content objects.
+pub fn to_value(result: &CallToolResult) -> Value {
+    if let Some(sc) = &result.structured_content {
+        return sc.clone();
+    }
+    let texts: Option<Vec<&str>> = result
+        .content
+        .iter()
+        .map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    match texts {
+        Some(parts) => {
+            let text = parts.join("\n");
+            serde_json::from_str::<Value>(text.trim())
+                .ok()
+                .filter(|_| !text.trim().is_empty())
+                .unwrap_or(Value::String(text))
+        }
+        None => Value::Array(result.content.iter().map(content_value).collect()),
+    }
+}
+
+/// The error text of a result with `isError`.
+pub fn error_text(result: &CallToolResult) -> String {
+    let text: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.as_str()))
+        .collect();
+    if text.is_empty() {
+        result
+            .structured_content
+            .as_ref()
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "the tool reported an error".into())
+    } else {
+        text.join("\n")
+    }
+}
+
+fn content_value(c: &ContentBlock) -> Value {
+    serde_json::to_value(c).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn structured_then_json_then_text() {
+        let mut r = CallToolResult::success(vec![ContentBlock::text("ignored")]);
+        r.structured_content = Some(json!({"a": 1}));
+        assert_eq!(to_value(&r), json!({"a": 1}));
+        let r = CallToolResult::success(vec![ContentBlock::text("{\"sum\": 3}")]);
+        assert_eq!(to_value(&r), json!({"sum": 3}));
+        let r = CallToolResult::success(vec![
+            ContentBlock::text("hello"),
+            ContentBlock::text("world"),
+        ]);
+        assert_eq!(to_value(&r), json!("hello\nworld"));
+        let r = CallToolResult::success(vec![ContentBlock::text("42")]);
+        assert_eq!(to_value(&r), json!(42));
+        let r = CallToolResult::success(vec![ContentBlock::text("")]);
+        assert_eq!(to_value(&r), json!(""));
+        let r = CallToolResult::error(vec![ContentBlock::text("bad input")]);
+        assert_eq!(error_text(&r), "bad input");
+    }
+}

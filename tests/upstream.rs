@@ -1,0 +1,214 @@
+//! The upstream pool against the real stub MCP server binary (rmcp, stdio).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant as StdInstant};
+
+use mcp_code_bridge::config::{ServerSpec, Servers, Transport};
+use mcp_code_bridge::upstream::{UpstreamError, UpstreamPool};
+use serde_json::json;
+use tokio::time::Instant;
+
+fn stub(name: &str, args: &[&str], env: &[(&str, String)]) -> ServerSpec {
+    ServerSpec {
+        name: name.into(),
+        transport: Transport::Stdio {
+            command: env!("CARGO_BIN_EXE_stub-mcp").into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<BTreeMap<_, _>>(),
+            cwd: None,
+        },
+        disabled: false,
+        source: "/test/stub.json".into(),
+    }
+}
+
+fn pool(specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
+    let mut specs = specs;
+    specs.sort_by(|a, b| a.name.cmp(&b.name));
+    UpstreamPool::new(
+        Arc::new(Servers {
+            specs,
+            issues: vec![],
+        }),
+        dir,
+    )
+}
+
+fn soon(secs: u64) -> Instant {
+    Instant::now() + Duration::from_secs(secs)
+}
+
+fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    v.as_object().cloned().expect("object")
+}
+
+#[tokio::test]
+async fn loads_calls_and_reports_tool_errors() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let loaded = p.load(&["stub".into()], soon(20)).await.expect("load");
+    for t in ["echo", "add", "slow", "crash", "big", "fail", "whoami"] {
+        assert!(
+            loaded["stub"].iter().any(|n| n == t),
+            "missing {t}: {loaded:?}"
+        );
+    }
+    let up = p.get("stub").expect("configured");
+    let r = up
+        .call("echo", obj(json!({"text": "hi"})), soon(10))
+        .await
+        .expect("echo");
+    assert_eq!(r.structured_content, Some(json!({"text": "hi"})));
+    let r = up
+        .call("fail", obj(json!({"message": "nope"})), soon(10))
+        .await
+        .expect("a tool-level error is a result");
+    assert_eq!(r.is_error, Some(true));
+    let err = up
+        .call("nosuch", obj(json!({})), soon(10))
+        .await
+        .expect_err("unknown tool");
+    assert!(
+        matches!(err, UpstreamError::UnknownTool { .. }) && err.to_string().contains("echo"),
+        "{err}"
+    );
+    assert!(matches!(
+        p.get("ghost"),
+        Err(UpstreamError::UnknownServer { .. })
+    ));
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crashed_server_is_reported_with_stderr_and_restarted() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    let err = up
+        .call("crash", obj(json!({})), soon(10))
+        .await
+        .expect_err("crash");
+    let msg = err.to_string();
+    assert!(matches!(err, UpstreamError::Crashed { .. }), "{msg}");
+    assert!(
+        msg.contains("'stub'") && msg.contains("crashing on purpose"),
+        "names the server and its stderr: {msg}"
+    );
+    let r = up
+        .call("echo", obj(json!({"text": "back"})), soon(20))
+        .await
+        .expect("restarted");
+    assert_eq!(r.structured_content, Some(json!({"text": "back"})));
+    assert_eq!(up.starts(), 2);
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    up.connect(soon(20)).await.expect("start");
+    let t = StdInstant::now();
+    let err = up
+        .call(
+            "slow",
+            obj(json!({"seconds": 60})),
+            Instant::now() + Duration::from_millis(500),
+        )
+        .await
+        .expect_err("deadline");
+    assert!(matches!(err, UpstreamError::Timeout { .. }), "{err}");
+    assert!(t.elapsed() < Duration::from_secs(2));
+    up.call("echo", obj(json!({"text": "ok"})), soon(10))
+        .await
+        .expect("still usable");
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_that_cannot_start_backs_off() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let bad = ServerSpec {
+        name: "broken".into(),
+        transport: Transport::Stdio {
+            command: "/nonexistent/mcp".into(),
+            args: vec![],
+            env: BTreeMap::new(),
+            cwd: None,
+        },
+        disabled: false,
+        source: "/x.json".into(),
+    };
+    let p = pool(vec![bad], d.path());
+    let err = p
+        .load(&["broken".into()], soon(5))
+        .await
+        .expect_err("cannot start");
+    assert!(
+        err.to_string().contains("could not be started") && err.to_string().contains("broken"),
+        "{err}"
+    );
+    let again = p
+        .load(&["broken".into()], soon(5))
+        .await
+        .expect_err("in backoff");
+    assert!(again.to_string().contains("retrying in"), "{again}");
+}
+
+#[tokio::test]
+async fn tool_lists_are_cached_for_servers_never_started_and_indexing_stops_them() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let starts = d.path().join("starts.txt");
+    let spec = stub(
+        "cal",
+        &["--extra-tools", "20"],
+        &[("STUB_START_FILE", starts.display().to_string())],
+    );
+    let p = pool(vec![spec.clone()], d.path());
+    assert!(
+        p.known_tools().await.is_empty(),
+        "nothing known, nothing started"
+    );
+    assert!(!starts.exists(), "lazy: not started until named");
+    p.index_missing().await;
+    let known = p.known_tools().await;
+    assert_eq!(known.len(), 1);
+    assert!(known[0].1.len() >= 27, "{}", known[0].1.len());
+    assert_eq!(
+        p.get("cal").expect("cal").state_name().await,
+        "idle",
+        "indexing does not load the server"
+    );
+    // A new pool (a new bridge) finds the cache on disk without starting anything.
+    let fresh = pool(vec![spec], d.path());
+    assert_eq!(fresh.known_tools().await.len(), 1);
+    fresh.index_missing().await;
+    let lines = std::fs::read_to_string(&starts)
+        .expect("start file")
+        .lines()
+        .count();
+    assert_eq!(lines, 1, "started exactly once, by the first indexing");
+}
+
+#[tokio::test]
+async fn concurrent_calls_run_concurrently() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    up.connect(soon(20)).await.expect("start");
+    let t = StdInstant::now();
+    let calls = (0..20).map(|_| up.call("slow", obj(json!({"seconds": 0.5})), soon(20)));
+    let results = futures::future::join_all(calls).await;
+    assert!(results.iter().all(|r| r.is_ok()));
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "20 × 0.5 s in {:?}: not serialized",
+        t.elapsed()
+    );
+    p.shutdown().await;
+}
