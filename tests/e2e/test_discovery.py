@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import servers as S
+from conftest import pid_alive as _pid_alive
 
 # Tool order as the stub lists them (docs and listings keep the server's order).
 STUB_ORDER = ["echo", "add", "slow", "crash", "big", "fail", "whoami"]
@@ -47,15 +48,6 @@ def _json(bridge, code: str, servers: list[str] | None = None, timeout: int | No
     lines = [line for line in _stdout(r).splitlines() if line.strip()]
     assert lines, f"no output from:\n{code}"
     return json.loads(lines[-1])
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].split()[0] not in {"Z", "X"}
 
 
 def _start_pids(path: Path) -> list[int]:

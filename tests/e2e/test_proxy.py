@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import servers as S
+from conftest import pid_alive as _pid_alive
 
 STUB_TOOL_NAMES = sorted(S.STUB_TOOLS)
 # run_python timeout for runs that load real servers: loading counts against it, and a Python
@@ -63,15 +64,6 @@ def _assert_alive(bridge, server: str = "stub") -> None:
         servers=[server],
     )
     assert got == {"text": "still here"}
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2 :].split()[0] not in {"Z", "X"}
 
 
 def _start_lines(path: Path) -> list[str]:
