@@ -10,6 +10,7 @@ import threading
 import traceback
 
 from . import protocol, sandbox_api
+from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
 
@@ -99,7 +100,7 @@ class HostReader:
         timer.start()
 
 
-def serve(runner, execq, writer):
+def serve(runner, execq, writer, ack):
     """The exec loop (main thread): one exec at a time, in arrival order, until None."""
     while True:
         frame = None
@@ -109,8 +110,10 @@ def serve(runner, execq, writer):
                 return
             # sandbox code may have replaced the handler; this one is the interrupt contract
             signal.signal(signal.SIGINT, runner.state.on_sigint)
-            writer.send({"t": "started", "id": frame["id"]})  # the host may retry until this
-            writer.send(runner.run(frame))
+            ack.begin(frame["id"])  # the host may retry the exec until `started` is sent
+            result = runner.run(frame)
+            ack.finish()
+            writer.send(result)
         except KeyboardInterrupt:  # only possible after several interrupts in a row
             protocol.log("interrupt outside sandbox code ignored")
         except Exception:  # noqa: BLE001 - an entrypoint bug: still answer the exec
@@ -127,7 +130,13 @@ def main(leftover=b""):
     in_fd, out_fd = claim_fds()
     state = ExecState()
     writer = protocol.FrameWriter(out_fd, main_guard=state)
-    calls = protocol.CallTable(writer.send, lambda: state.last_exec)
+    ack = StartedAck(writer.send)
+
+    def send_call(frame):
+        ack.now()  # every host-visible side effect comes after `started`
+        writer.send(frame)
+
+    calls = protocol.CallTable(send_call, lambda: state.last_exec)
     sandbox_api.install(calls)
     runner = Runner(state, Capture("<stdout>", sys.stdout), Capture("<stderr>", sys.stderr),
                     prepare=sandbox_api.prepare_exec, main_module=True)
@@ -137,7 +146,7 @@ def main(leftover=b""):
     writer.send({"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3]})
     threading.Thread(target=reader.run, args=(in_fd, leftover), name="mcp-frame-reader",
                      daemon=True).start()
-    serve(runner, execq, writer)
+    serve(runner, execq, writer, ack)
     writer.close()
     for stream in (sys.__stdout__, sys.__stderr__):
         try:

@@ -85,9 +85,36 @@ class BootEdgeTest(unittest.TestCase):
         code, out, err = self.spawn(data)  # stdin then closes: EOF means exit 0
         self.assertEqual(code, 0, err)
         frames = [json.loads(line) for line in out.splitlines()]
-        self.assertEqual([f["t"] for f in frames], ["ready", "started", "result"])
-        self.assertEqual(frames[1], {"t": "started", "id": 1})
-        self.assertEqual(frames[2]["stdout"], "early\n")
+        # A quick exec sends no `started`: its result implies it (see ack.py).
+        self.assertEqual([f["t"] for f in frames], ["ready", "result"])
+        self.assertEqual(frames[1]["stdout"], "early\n")
+
+    def test_started_is_sent_for_slow_execs_and_before_any_call(self):
+        files = entrypoint_files()
+        data = (encode({"t": "boot", "v": 1, "package": "_mcp_bridge", "files": files})
+                + encode({"t": "exec", "id": 1, "code": "import time; time.sleep(0.2)"})
+                + encode({"t": "exec", "id": 2, "code": "from mcp import runtime\nruntime.ping_sync(1)"}))
+        proc = subprocess.Popen([sys.executable, "-I", "-c", boot_source()], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc.stdin.write(data)
+        proc.stdin.flush()
+        seen = []
+        for line in proc.stdout:
+            frame = json.loads(line)
+            seen.append((frame["t"], frame.get("id")))
+            if frame["t"] == "call":
+                proc.stdin.write(encode({"t": "reply", "id": frame["id"], "ok": True, "value": 1}))
+                proc.stdin.flush()
+            if frame["t"] == "result" and frame["id"] == 2:
+                break
+        proc.stdin.close()
+        proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
+        kinds = [k for k, _ in seen]
+        self.assertEqual(seen[1:3], [("started", 1), ("result", 1)], seen)
+        # exec 2: `started` precedes its first call, although it comes within the delay.
+        self.assertEqual(kinds[3:5], ["started", "call"], seen)
 
     def test_eof_exits_0(self):
         sb = Sandbox()

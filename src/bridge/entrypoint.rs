@@ -17,6 +17,7 @@ pub const BOOT: &str = include_str!("../../entrypoint/boot.py");
 /// Entrypoint sources shipped in the boot frame: every `.py` in `entrypoint/` but `boot.py`.
 pub const FILES: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../entrypoint/__init__.py")),
+    ("ack.py", include_str!("../../entrypoint/ack.py")),
     ("__main__.py", include_str!("../../entrypoint/__main__.py")),
     ("capture.py", include_str!("../../entrypoint/capture.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),

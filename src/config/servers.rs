@@ -489,7 +489,10 @@ mod tests {
     #[test]
     fn config_examples_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config-examples");
-        let s = discover(&Sources { dir: Some(dir), ..Default::default() });
+        let s = discover(&Sources {
+            dir: Some(dir),
+            ..Default::default()
+        });
         assert!(s.issues.is_empty(), "{:?}", s.issues);
         assert_eq!(s.names(), ["github", "legacy", "remote-docs", "time"]);
         let kinds: Vec<&str> = s.specs.iter().map(|x| x.transport.kind()).collect();

@@ -1,0 +1,51 @@
+"""The `started` acknowledgement of an exec, sent lazily.
+
+The host retries an exec on a fresh sandbox if the sandbox dies before `started` arrived (the
+code provably never ran). Each frame crossing a container engine's attach proxy can cost
+milliseconds, so `started` is not sent for execs that finish quickly (their `result` implies it):
+it goes out after DELAY from a helper thread, or at once before the exec's first `call` frame,
+so anything the host could observe as a side effect is always preceded by `started`."""
+import threading
+
+DELAY = 0.005  # seconds an exec may run before `started` is sent anyway
+
+
+class StartedAck:
+    """One pending acknowledgement at a time (execs run one after another)."""
+
+    def __init__(self, send, delay=DELAY):
+        self._send = send  # frame dict -> None
+        self._delay = delay
+        self._cond = threading.Condition()
+        self._pending = None  # exec id whose `started` has not been sent
+        threading.Thread(target=self._run, name="mcp-started-ack", daemon=True).start()
+
+    def begin(self, exec_id):
+        """The main thread is about to run exec `exec_id`."""
+        with self._cond:
+            self._pending = exec_id
+            self._cond.notify()
+
+    def now(self):
+        """Send the pending `started` immediately (before a `call` frame)."""
+        with self._cond:
+            pending, self._pending = self._pending, None
+        if pending is not None:
+            self._send({"t": "started", "id": pending})
+
+    def finish(self):
+        """The exec is done: its `result` implies it started."""
+        with self._cond:
+            self._pending = None
+
+    def _run(self):
+        while True:
+            with self._cond:
+                while self._pending is None:
+                    self._cond.wait()
+                pending = self._pending
+                self._cond.wait(self._delay)
+                if self._pending != pending:
+                    continue  # finished, or already sent, in time
+                self._pending = None
+            self._send({"t": "started", "id": pending})
