@@ -10,6 +10,7 @@ mod error;
 mod frame;
 mod output;
 mod protocol;
+mod reader;
 mod sandbox;
 mod session;
 

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::clients::client_config_files;
 use super::error::ConfigError;
-use super::servers::{client_config_files, Sources};
+use super::servers::Sources;
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
