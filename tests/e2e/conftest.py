@@ -42,6 +42,7 @@ import pytest
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+import servers as servers_helpers  # noqa: E402 - tests/e2e/servers.py
 
 try:  # SDK v2 name; v2 takes read timeouts as float seconds
     from mcp.shared.exceptions import MCPError as McpError
@@ -480,3 +481,12 @@ def cli_cwd(tmp_path: Path) -> Path:
     d = tmp_path / "cwd"
     d.mkdir()
     return d
+
+
+@pytest.fixture(scope="session")
+def stub_ready() -> Path:
+    """The stub server binary; a missing one is a build problem (always a failure)."""
+    b = servers_helpers.stub_bin()
+    if not (b.is_file() and os.access(b, os.X_OK)):
+        pytest.fail(f"stub-mcp not found at {b}: run `cargo build --bins` (or set MCP_STUB_BIN)", pytrace=False)
+    return b

@@ -115,13 +115,6 @@ def _home_env(home: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="session")
-def stub_ready() -> Path:
-    """The stub server binary; a missing one is a build problem (always a failure)."""
-    b = S.stub_bin()
-    if not (b.is_file() and os.access(b, os.X_OK)):
-        pytest.fail(f"stub-mcp not found at {b}: run `cargo build --bins` (or set MCP_STUB_BIN)", pytrace=False)
-    return b
 
 
 # --- config sources ------------------------------------------------------------------------------

@@ -80,13 +80,6 @@ def _start_pids(path: Path) -> list[int]:
 # --- fixtures -----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def stub_ready() -> Path:
-    """The stub server binary; a missing one is a build problem (always a failure)."""
-    b = S.stub_bin()
-    if not (b.is_file() and os.access(b, os.X_OK)):
-        pytest.fail(f"stub-mcp not found at {b}: run `cargo build --bins` (or set MCP_STUB_BIN)", pytrace=False)
-    return b
 
 
 @pytest.fixture(scope="session")
