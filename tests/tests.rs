@@ -11,3 +11,6 @@ mod upstream;
 
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
+
+// A benchmark probe of the raw engine attach round trip (ignored by default).
+mod attach_rtt;
