@@ -242,13 +242,17 @@ impl Actor {
                 }
                 .into());
             }
-            match remove_leftovers(conn.runtime.as_ref(), &self.owner).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::info!(removed = n, "cleaned up sandboxes of bridges that are gone")
+            // In the background: a container stuck in the engine must not delay this call.
+            let (runtime, owner) = (conn.runtime.clone(), self.owner.clone());
+            self.tracker.spawn(async move {
+                match remove_leftovers(runtime.as_ref(), &owner).await {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::info!(removed = n, "cleaned up sandboxes of bridges that are gone")
+                    }
+                    Err(err) => tracing::warn!(cause = %err, "could not list leftover sandboxes"),
                 }
-                Err(err) => tracing::warn!(cause = %err, "could not list leftover sandboxes"),
-            }
+            });
             self.conn = Some(conn);
         }
         let runtime = self

@@ -65,17 +65,23 @@ impl Owner {
             return labels.get(LABEL_STARTED).and_then(|s| s.parse().ok()) != self.started
                 && self.started.is_some();
         }
-        match process_start(pid) {
-            None => !process_exists(pid),
-            Some(now) => labels
+        match process_stat(pid) {
+            // A killed bridge stays a zombie until its parent reaps it: it is gone all the same.
+            Some((state, _)) if state == 'Z' || state == 'X' => true,
+            Some((_, now)) => labels
                 .get(LABEL_STARTED)
                 .and_then(|s| s.parse::<u64>().ok())
                 .is_some_and(|then| then != now),
+            None => !process_exists(pid),
         }
     }
 }
 
-/// Removes containers left by bridges that died on this host. Returns how many were removed.
+/// How long one leftover removal may take (a container stuck in the engine must not block).
+pub const REMOVE_TIMEOUT_SECS: u64 = 15;
+
+/// Removes containers left by bridges that died on this host, concurrently, each bounded by
+/// [`REMOVE_TIMEOUT_SECS`]. Returns how many were removed.
 ///
 /// # Errors
 /// Only listing failures; a container that fails to be removed is logged and skipped.
@@ -83,21 +89,35 @@ pub async fn remove_leftovers(
     runtime: &dyn ContainerRuntime,
     me: &Owner,
 ) -> Result<usize, RuntimeError> {
-    let mut removed = 0;
-    for c in runtime.list_managed().await? {
-        if me.is_dead_owner(&c.labels) {
-            match runtime.remove(&c.id).await {
-                Ok(()) => {
-                    removed += 1;
-                    tracing::info!(container = %c.id, "removed a sandbox left by a bridge that is gone");
-                }
-                Err(err) => {
-                    tracing::warn!(container = %c.id, cause = %err, "could not remove leftover sandbox")
-                }
+    let dead: Vec<String> = runtime
+        .list_managed()
+        .await?
+        .into_iter()
+        .filter(|c| me.is_dead_owner(&c.labels))
+        .map(|c| c.id)
+        .collect();
+    let removals = dead.iter().map(|id| async move {
+        let limit = std::time::Duration::from_secs(REMOVE_TIMEOUT_SECS);
+        match tokio::time::timeout(limit, runtime.remove(id)).await {
+            Ok(Ok(())) => {
+                tracing::info!(container = %id, "removed a sandbox left by a bridge that is gone");
+                true
+            }
+            Ok(Err(err)) => {
+                tracing::warn!(container = %id, cause = %err, "could not remove leftover sandbox");
+                false
+            }
+            Err(_) => {
+                tracing::warn!(container = %id, "removing a leftover sandbox timed out; skipped");
+                false
             }
         }
-    }
-    Ok(removed)
+    });
+    Ok(futures::future::join_all(removals)
+        .await
+        .into_iter()
+        .filter(|ok| *ok)
+        .count())
 }
 
 fn host_name() -> String {
@@ -112,10 +132,17 @@ fn host_name() -> String {
 
 /// Start time of `pid` in clock ticks since boot (field 22 of `/proc/PID/stat`), Linux only.
 fn process_start(pid: u32) -> Option<u64> {
+    process_stat(pid).map(|(_, start)| start)
+}
+
+/// State letter (field 3) and start time (field 22) of `pid` from `/proc/PID/stat`.
+fn process_stat(pid: u32) -> Option<(char, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
     let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    Some((state, fields.nth(18)?.parse().ok()?))
 }
 
 fn process_exists(pid: u32) -> bool {
@@ -163,5 +190,30 @@ mod tests {
             !me.is_dead_owner(&HashMap::new()),
             "unlabelled is never ours"
         );
+    }
+
+    #[test]
+    fn a_zombie_bridge_is_dead() {
+        let me = Owner::current();
+        let mut child = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        let pid = child.id();
+        // Not reaped yet: it stays a zombie until wait().
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while process_stat(pid).map(|(s, _)| s) != Some('Z') && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let zombie = Owner {
+            pid,
+            started: process_start(pid),
+            ..me.clone()
+        };
+        assert!(
+            me.is_dead_owner(&labels(&zombie)),
+            "a zombie is not a live bridge"
+        );
+        child.wait().expect("reap");
     }
 }

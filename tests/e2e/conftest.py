@@ -490,3 +490,16 @@ def stub_ready() -> Path:
     if not (b.is_file() and os.access(b, os.X_OK)):
         pytest.fail(f"stub-mcp not found at {b}: run `cargo build --bins` (or set MCP_STUB_BIN)", pytrace=False)
     return b
+
+
+def processes():
+    """Yield `(pid, argv)` for every process whose /proc entry is readable (argv as bytes)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        yield int(entry), argv

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import servers as S
-from conftest import pid_alive as _pid_alive
+from conftest import pid_alive as _pid_alive, processes
 
 # Tool order as the stub lists them (docs and listings keep the server's order).
 STUB_ORDER = ["echo", "add", "slow", "crash", "big", "fail", "whoami"]
@@ -61,20 +61,16 @@ def _stub_pids_with_start_file(start_file: Path) -> list[int]:
     """Live stub-mcp processes whose environment names `start_file` (any pid, not only recorded ones)."""
     want = f"STUB_START_FILE={start_file.resolve()}".encode()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, argv in processes():
+        if not argv[0].endswith(b"stub-mcp"):
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv0 = f.read().split(b"\0")[0]
-            if not argv0.endswith(b"stub-mcp"):
-                continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")
         except OSError:
             continue
-        if want in env and _pid_alive(int(entry)):
-            found.append(int(entry))
+        if want in env and _pid_alive(pid):
+            found.append(pid)
     return found
 
 

@@ -12,22 +12,17 @@ import threading
 import time
 
 import pytest
+from conftest import processes
 
 STATE_RESET = re.compile(r"state|variables|gone|afresh|restarted", re.I)
 
 
 def _proc_cmdlines_containing(needle: str) -> list[tuple[int, str]]:
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
+    for pid, argv in processes():
+        cmd = b" ".join(argv).decode(errors="replace")
         if needle in cmd:
-            found.append((int(entry), cmd.strip()))
+            found.append((pid, cmd.strip()))
     return found
 
 
@@ -277,18 +272,16 @@ def test_bridge_exit_removes_its_container(bridge_factory, helpers):
 
 
 def test_bridge_exits_on_stdin_close_without_being_signalled(bridge_factory, helpers):
-    # Measured from the moment stdin closes: the MCP SDK escalates to SIGTERM after 2 s, so a
-    # bridge that shuts down cleanly on EOF must be gone well before that.
+    # The bridge must end on stdin EOF by itself, not because the MCP SDK escalates to SIGTERM
+    # (after 2 s). Which path ran is read from its log, not from wall time (shared machines).
     b = bridge_factory(name="prompt-exit")
     pid = b.pid
     assert not b.run("print(1)").is_error
-    t0 = time.monotonic()
     b.close()
-    helpers.poll(lambda: not helpers.pid_alive(pid), timeout=15, interval=0.02)
-    exit_s = time.monotonic() - t0
-    assert exit_s < 2.0, (
-        f"the bridge took {exit_s:.2f} s to exit after stdin closed (the SDK SIGTERMs at 2 s)\n{b.stderr_tail()}"
-    )
+    assert helpers.poll(lambda: not helpers.pid_alive(pid), timeout=15, interval=0.02), "bridge still runs"
+    log = b.stderr_path.read_text(errors="replace")
+    assert "MCP session ended" in log, b.stderr_tail()
+    assert "SIGTERM received" not in log, f"the bridge needed a SIGTERM to exit\n{b.stderr_tail()}"
 
 
 # --- output ---------------------------------------------------------------------------------------
