@@ -4,13 +4,16 @@
 # With CI=true, end-to-end tests FAIL (never skip) when no container runtime or image is usable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A hang must fail fast with a stack dump, never stall CI: every stage has a time limit
+# (SIGABRT + PYTHONFAULTHANDLER prints every Python thread's stack; pytest-timeout per test).
+export PYTHONFAULTHANDLER=1
 
 echo "== cargo test"
-cargo test --all-targets 2>&1
+timeout -k 10 1200 cargo test --all-targets 2>&1
 
 echo "== entrypoint unit tests (python3 -m unittest)"
-python3 -m unittest discover -s entrypoint/tests -t . 2>&1
+timeout -s ABRT -k 10 300 python3 -m unittest discover -s entrypoint/tests -t . 2>&1
 
 echo "== end-to-end (pytest, real container runtime)"
 cargo build --bins 2>&1
-python3 -m pytest tests/e2e -q -p no:cacheprovider
+timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --timeout=300

@@ -91,10 +91,17 @@ class WriterTest(unittest.TestCase):
 class CallTableTest(unittest.TestCase):
     def setUp(self):
         self.sent = []
-        self.table = protocol.CallTable(self.sent.append, lambda: 7)
+        self.scripted = {}  # call id -> reply frame, answered from another thread once sent
+        self.table = protocol.CallTable(self.on_send, lambda: 7)
 
-    def reply_later(self, frame, delay=0.05):
-        threading.Timer(delay, self.table.resolve, (frame,)).start()
+    def on_send(self, frame):
+        self.sent.append(frame)
+        reply = self.scripted.pop(frame["id"], None)
+        if reply is not None:  # answered only after the call is registered: no race
+            threading.Timer(0.01, self.table.resolve, (reply,)).start()
+
+    def reply_later(self, frame):
+        self.scripted[frame["id"]] = frame
 
     def test_call_sync_gets_value_and_frame_shape(self):
         self.reply_later({"t": "reply", "id": 1, "ok": True, "value": {"echo": [1, 2]}})
