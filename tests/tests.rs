@@ -14,3 +14,5 @@ mod server;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;
+// Benchmark probe (ignored): direct rmcp client vs the upstream layer, no sandbox.
+mod upstream_rtt;

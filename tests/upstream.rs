@@ -9,7 +9,7 @@ use mcp_code_bridge::upstream::{UpstreamError, UpstreamPool};
 use serde_json::json;
 use tokio::time::Instant;
 
-fn stub(name: &str, args: &[&str], env: &[(&str, String)]) -> ServerSpec {
+pub(crate) fn stub(name: &str, args: &[&str], env: &[(&str, String)]) -> ServerSpec {
     ServerSpec {
         name: name.into(),
         transport: Transport::Stdio {
@@ -127,6 +127,32 @@ async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable() {
     up.call("echo", obj(json!({"text": "ok"})), soon(10))
         .await
         .expect("still usable");
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_oversized_message_fails_the_call_at_once_and_the_server_restarts() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    let t = StdInstant::now();
+    let big = 65 << 20; // over the 64 MiB message limit
+    let err = up
+        .call("big", obj(json!({ "bytes": big })), soon(60))
+        .await
+        .expect_err("too large");
+    assert!(matches!(err, UpstreamError::Crashed { .. }), "{err}");
+    assert!(err.to_string().contains("larger than 64 MiB"), "{err}");
+    assert!(
+        t.elapsed() < Duration::from_secs(30),
+        "failed at once, not at the deadline"
+    );
+    let r = up
+        .call("big", obj(json!({ "bytes": 20 << 20 })), soon(60))
+        .await
+        .expect("a 20 MiB result fits after the restart");
+    assert_eq!(up.starts(), 2);
+    assert!(r.content[0].as_text().expect("text").text.len() == 20 << 20);
     p.shutdown().await;
 }
 

@@ -7,7 +7,7 @@
 mod dispatch;
 pub mod entrypoint;
 mod error;
-mod frame;
+pub mod frame;
 mod output;
 mod protocol;
 mod reader;

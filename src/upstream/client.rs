@@ -14,11 +14,12 @@ use rmcp::model::{
 };
 use rmcp::service::{Peer, RoleClient};
 use rmcp::ServiceExt;
-use tokio::io::AsyncBufReadExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::transport::{ChildTransport, EndReason};
 use super::UpstreamError;
+use crate::bridge::frame::{FrameEvent, LineAssembler};
 use crate::config::{ServerSpec, Transport};
 
 /// Longest a server may take to start and list its tools.
@@ -29,6 +30,8 @@ pub const BACKOFF_START_MS: u64 = 250;
 pub const BACKOFF_MAX_SECS: u64 = 30;
 /// Stderr lines kept per server for error messages.
 pub const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line buffered; longer ones are replaced by a note.
+pub const STDERR_LINE_MAX: usize = 64 << 10;
 
 /// A connected server: a cheap handle to its session.
 #[derive(Clone)]
@@ -66,6 +69,7 @@ pub struct Upstream {
     pub spec: Arc<ServerSpec>,
     state: tokio::sync::Mutex<State>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    ended: EndReason,
     starts: std::sync::atomic::AtomicU32,
 }
 
@@ -76,6 +80,7 @@ impl Upstream {
             spec,
             state: tokio::sync::Mutex::new(State::Idle),
             stderr: Arc::default(),
+            ended: Arc::default(),
             starts: std::sync::atomic::AtomicU32::new(0),
         }
     }
@@ -186,10 +191,10 @@ impl Upstream {
                 if let Some(dir) = cwd {
                     cmd.current_dir(dir);
                 }
-                let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+                *self.ended.lock().expect("end reason lock") = None;
+                let (transport, stderr) =
+                    ChildTransport::spawn(cmd, &self.spec.name, self.ended.clone())
+                        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
                 if let Some(stderr) = stderr {
                     tokio::spawn(drain_stderr(
                         stderr,
@@ -294,10 +299,14 @@ impl Upstream {
                 // and the owner task catch up, then restart on next use.
                 let _ = tokio::time::timeout(Duration::from_millis(300), live.closed.cancelled()).await;
                 live.stop.cancel();
+                let reason = match self.ended.lock().expect("end reason lock").clone() {
+                    Some(why) => why,
+                    None => e.to_string(),
+                };
                 Err(UpstreamError::Crashed {
                     server: self.spec.name.clone(),
                     tool: tool.into(),
-                    reason: e.to_string(),
+                    reason,
                     stderr_tail: self.stderr_tail(),
                 })
             }
@@ -324,18 +333,33 @@ fn backoff(failures: u32) -> Duration {
 }
 
 async fn drain_stderr(
-    stderr: tokio::process::ChildStderr,
+    mut stderr: tokio::process::ChildStderr,
     tail: Arc<Mutex<VecDeque<String>>>,
     server: String,
 ) {
-    let mut lines = tokio::io::BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::debug!(target: "upstream", server = %server, "{line}");
-        let mut t = tail.lock().expect("stderr lock");
-        if t.len() == STDERR_TAIL_LINES {
-            t.pop_front();
+    use tokio::io::AsyncReadExt;
+    let mut lines = LineAssembler::new(STDERR_LINE_MAX);
+    let mut chunk = vec![0u8; 16 << 10];
+    let mut events = Vec::new();
+    while let Ok(n) = stderr.read(&mut chunk).await {
+        if n == 0 {
+            break;
         }
-        t.push_back(line.chars().take(1000).collect());
+        lines.push(&chunk[..n], &mut events);
+        for ev in events.drain(..) {
+            let line = match ev {
+                FrameEvent::Line(l) => String::from_utf8_lossy(&l).into_owned(),
+                FrameEvent::TooLong { seen } => {
+                    format!("[a stderr line over {seen} bytes was cut]")
+                }
+            };
+            tracing::debug!(target: "upstream", server = %server, "{line}");
+            let mut t = tail.lock().expect("stderr lock");
+            if t.len() == STDERR_TAIL_LINES {
+                t.pop_front();
+            }
+            t.push_back(line.chars().take(1000).collect());
+        }
     }
 }
 

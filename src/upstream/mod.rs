@@ -12,6 +12,7 @@ mod host;
 mod pool;
 mod result;
 pub mod search;
+mod transport;
 
 pub use error::UpstreamError;
 pub use host::UpstreamHostCalls;

@@ -17,7 +17,8 @@
 //!
 //! Flags: `--name NAME` (`server_info` name, default `stub`), `--extra-tools N`,
 //! `--garbage-stdout` (print a non-JSON line on stdout once the client sends `initialized`).
-//! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup.
+//! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup;
+//! `STUB_LOG_CALLS` — log every tool call to stderr.
 //! Logs go to stderr only; stdout carries nothing but the protocol (unless `--garbage-stdout`).
 // Tool argument helpers return a ready CallToolResult as their error on purpose.
 #![allow(clippy::result_large_err)]
@@ -276,6 +277,8 @@ fn start_count() -> Option<usize> {
 struct Stub {
     name: String,
     garbage_stdout: bool,
+    /// `STUB_LOG_CALLS` set: one stderr line per tool call.
+    log_calls: bool,
     tools: Vec<Tool>,
 }
 
@@ -407,7 +410,9 @@ impl ServerHandler for Stub {
                 None,
             ));
         }
-        eprintln!("stub-mcp[{}]: call {name}", self.name);
+        if self.log_calls {
+            eprintln!("stub-mcp[{}]: call {name}", self.name);
+        }
         let args = request.arguments.unwrap_or_default();
         let result = match self.call(name, &args, &context).await {
             Ok(r) | Err(r) => r,
@@ -440,6 +445,7 @@ async fn main() {
         tools: build_tools(&opts),
         name: opts.name,
         garbage_stdout: opts.garbage_stdout,
+        log_calls: std::env::var_os("STUB_LOG_CALLS").is_some(),
     };
     eprintln!(
         "stub-mcp[{}]: pid {} serving {} tools on stdio",

@@ -1,0 +1,244 @@
+//! [`ChildTransport`]: the stdio transport to a downstream MCP server process.
+//!
+//! rmcp's own child transport drops an over-long message silently (the call then waits for its
+//! deadline) and kills only the direct child. This one bounds messages and ends the connection
+//! with a recorded reason when one is too long, skips non-JSON lines a server prints on stdout
+//! (logged), runs the server in its own process group and kills the whole group when dropped, so
+//! `npx`-style launchers leave nothing behind.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, ChildStdin, ChildStdout};
+
+use crate::bridge::frame::{FrameEvent, LineAssembler};
+
+/// Largest JSON-RPC message accepted from a server, in bytes.
+pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
+/// How long a server may take to exit after its stdin is closed.
+const EXIT_GRACE: Duration = Duration::from_secs(3);
+
+/// Why the connection was ended by the transport, if it was (shared with the caller).
+pub type EndReason = Arc<Mutex<Option<String>>>;
+
+/// The stdio transport of one spawned server.
+pub struct ChildTransport {
+    child: Option<Child>,
+    pgid: Option<i32>,
+    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    stdout: ChildStdout,
+    lines: LineAssembler,
+    ready: VecDeque<RxJsonRpcMessage<RoleClient>>,
+    chunk: Vec<u8>,
+    server: String,
+    ended: EndReason,
+}
+
+impl ChildTransport {
+    /// Spawns `cmd` (stdin/stdout piped, stderr piped and returned) in its own process group.
+    ///
+    /// # Errors
+    /// The spawn error.
+    pub fn spawn(
+        mut cmd: tokio::process::Command,
+        server: &str,
+        ended: EndReason,
+    ) -> std::io::Result<(ChildTransport, Option<tokio::process::ChildStderr>)> {
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        let mut child = cmd.spawn()?;
+        let stdin = child.stdin.take();
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let stderr = child.stderr.take();
+        let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+        Ok((
+            ChildTransport {
+                child: Some(child),
+                pgid,
+                stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
+                stdout,
+                lines: LineAssembler::new(MAX_MESSAGE_BYTES),
+                ready: VecDeque::new(),
+                chunk: vec![0; 64 << 10],
+                server: server.to_string(),
+                ended,
+            },
+            stderr,
+        ))
+    }
+
+    fn end(&self, reason: String) {
+        tracing::warn!(server = %self.server, "{reason}");
+        *self.ended.lock().expect("end reason lock") = Some(reason);
+    }
+
+    fn kill_group(&self) {
+        if let Some(pgid) = self.pgid {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for ChildTransport {
+    fn drop(&mut self) {
+        self.kill_group();
+    }
+}
+
+impl Transport<RoleClient> for ChildTransport {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl std::future::Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let stdin = self.stdin.clone();
+        async move {
+            let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            let mut guard = stdin.lock().await;
+            let pipe = guard
+                .as_mut()
+                .ok_or_else(|| std::io::Error::other("the server's stdin is closed"))?;
+            pipe.write_all(&line).await?;
+            pipe.flush().await
+        }
+    }
+
+    /// Cancel safe: partial lines stay in the assembler, parsed messages in `ready`.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
+        loop {
+            if let Some(msg) = self.ready.pop_front() {
+                return Some(msg);
+            }
+            let n = match self.stdout.read(&mut self.chunk).await {
+                Ok(0) => return None,
+                Ok(n) => n,
+                Err(e) => {
+                    self.end(format!("reading its stdout failed: {e}"));
+                    return None;
+                }
+            };
+            let mut events = Vec::new();
+            self.lines.push(&self.chunk[..n], &mut events);
+            for ev in events {
+                match ev {
+                    FrameEvent::Line(line) => {
+                        if let Some(msg) = parse_line(&line, &self.server) {
+                            self.ready.push_back(msg);
+                        }
+                    }
+                    FrameEvent::TooLong { .. } => {
+                        self.end(format!(
+                            "it sent a message larger than {} MiB; the connection was closed",
+                            MAX_MESSAGE_BYTES >> 20
+                        ));
+                        self.kill_group();
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        drop(self.stdin.lock().await.take());
+        if let Some(mut child) = self.child.take() {
+            if tokio::time::timeout(EXIT_GRACE, child.wait())
+                .await
+                .is_err()
+            {
+                self.kill_group();
+                let _ = child.wait().await;
+            }
+        }
+        self.kill_group(); // whatever the launcher left in its group
+        Ok(())
+    }
+}
+
+/// One stdout line as a message. Blank lines are skipped; a line that is not JSON-RPC is logged
+/// and skipped; a malformed *response* (it has an id) becomes an error response for that id, so
+/// the waiting call fails at once instead of at its deadline.
+fn parse_line(line: &[u8], server: &str) -> Option<RxJsonRpcMessage<RoleClient>> {
+    let line = line
+        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    let err = match serde_json::from_slice(line) {
+        Ok(msg) => return Some(msg),
+        Err(e) => e,
+    };
+    let value: Option<serde_json::Value> = serde_json::from_slice(line).ok();
+    let id = value.as_ref().and_then(|v| {
+        let id = v.get("id").filter(|id| id.is_i64() || id.is_string())?;
+        (v.get("result").is_some() || v.get("error").is_some()).then(|| id.clone())
+    });
+    match id {
+        Some(id) => {
+            let message = format!("the server sent a malformed response: {err}");
+            tracing::warn!(server = %server, "{message}");
+            let reply = serde_json::json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": {"code": -32603, "message": message},
+            });
+            serde_json::from_value(reply).ok()
+        }
+        None => {
+            tracing::warn!(
+                server = %server,
+                "ignored a stdout line that is not a JSON-RPC message ({err}): {}",
+                String::from_utf8_lossy(&line[..line.len().min(200)])
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_become_messages_errors_or_nothing() {
+        assert!(parse_line(b"  ", "s").is_none());
+        assert!(parse_line(b"garbage from a server", "s").is_none());
+        let ok = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
+        assert!(matches!(
+            parse_line(ok, "s"),
+            Some(rmcp::model::JsonRpcMessage::Response(_))
+        ));
+        let mut bom = b"\xEF\xBB\xBF".to_vec();
+        bom.extend_from_slice(ok);
+        bom.push(b'\r');
+        assert!(parse_line(&bom, "s").is_some());
+        let bad = br#"{"jsonrpc":"2.0","id":4,"result":{"content":"not a list"},"error":7}"#;
+        match parse_line(bad, "s") {
+            Some(rmcp::model::JsonRpcMessage::Error(e)) => {
+                assert_eq!(e.id, Some(rmcp::model::NumberOrString::Number(4)));
+                assert!(
+                    e.error.message.contains("malformed response"),
+                    "{}",
+                    e.error.message
+                );
+            }
+            other => panic!("expected an error response, got {other:?}"),
+        }
+    }
+}
