@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use rmcp::model::Tool;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
@@ -17,12 +18,61 @@ const MAX_SEARCH_LIMIT: usize = 100;
 /// Host methods backed by the upstream pool.
 pub struct UpstreamHostCalls {
     pool: Arc<UpstreamPool>,
+    search: tokio::sync::Mutex<Option<Arc<SearchIndex>>>,
+}
+
+/// The search index over every known tool list, with the lists it was built from.
+struct SearchIndex {
+    /// The tool lists, by server (identity is the cache key).
+    lists: Vec<(String, Arc<Vec<Tool>>)>,
+    /// Per index entry: (server, its tools, position in them).
+    refs: Vec<(String, Arc<Vec<Tool>>, usize)>,
+    index: search::Index,
 }
 
 impl UpstreamHostCalls {
     /// A backend over `pool`.
     pub fn new(pool: Arc<UpstreamPool>) -> Self {
-        UpstreamHostCalls { pool }
+        UpstreamHostCalls {
+            pool,
+            search: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// The index over the tools known now, rebuilt only when a tool list changed.
+    async fn search_index(&self) -> Arc<SearchIndex> {
+        let known = self.pool.known_tools().await;
+        let mut slot = self.search.lock().await;
+        if let Some(ix) = slot.as_ref() {
+            let same = ix.lists.len() == known.len()
+                && ix
+                    .lists
+                    .iter()
+                    .zip(&known)
+                    .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y));
+            if same {
+                return ix.clone();
+            }
+        }
+        let mut refs = Vec::new();
+        let mut entries = Vec::new();
+        for (server, tools) in &known {
+            for (i, t) in tools.iter().enumerate() {
+                refs.push((server.clone(), tools.clone(), i));
+                entries.push(Entry {
+                    server: server.clone(),
+                    tool: t.name.to_string(),
+                    description: t.description.as_deref().unwrap_or("").to_string(),
+                });
+            }
+        }
+        let ix = Arc::new(SearchIndex {
+            lists: known,
+            refs,
+            index: search::Index::build(&entries),
+        });
+        *slot = Some(ix.clone());
+        ix
     }
 }
 
@@ -160,25 +210,14 @@ impl HostCalls for UpstreamHostCalls {
                     .min(MAX_SEARCH_LIMIT as u64) as usize;
                 let detail =
                     Detail::parse(opt_str(&p, "detail")?).map_err(CallError::bad_request)?;
-                let known = pool.known_tools().await;
-                let mut refs = Vec::new();
-                let mut entries = Vec::new();
-                for (server, tools) in &known {
-                    for t in tools.iter() {
-                        refs.push((server.as_str(), t));
-                        entries.push(Entry {
-                            server: server.clone(),
-                            tool: t.name.to_string(),
-                            description: t.description.as_deref().unwrap_or("").to_string(),
-                        });
-                    }
-                }
-                let ranked = search::rank(&entries, query, limit);
+                let index = self.search_index().await;
+                let ranked = index.index.rank(query, limit);
                 Ok(Value::Array(
                     ranked
                         .into_iter()
                         .map(|(i, score)| {
-                            let mut d = docs::doc(refs[i].0, refs[i].1, detail);
+                            let (server, tools, t) = &index.refs[i];
+                            let mut d = docs::doc(server, &tools[*t], detail);
                             d["score"] = json!((score * 1000.0).round() / 1000.0);
                             d
                         })
