@@ -1,6 +1,7 @@
 """Process entry of the sandbox: claims fds 0/1 for the frame channel, sends `ready`, runs the
 reader thread (host frames -> exec queue, reply resolution, interrupts) and the exec loop on the
-main thread. Exits 0 on stdin EOF or a `shutdown` frame. Only this file touches fds 0/1/2."""
+main thread. Frames use fds 0/1, or the socket channel when the boot frame offers one (channel.py).
+Exits 0 on EOF or a `shutdown` frame. Only this file touches fds 0/1/2."""
 import fcntl
 import os
 import queue
@@ -9,7 +10,7 @@ import sys
 import threading
 import traceback
 
-from . import protocol, sandbox_api
+from . import channel, protocol, sandbox_api
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
@@ -125,9 +126,20 @@ def serve(runner, execq, writer, ack):
                              "stdout_dropped": 0, "stderr_dropped": 0, "interrupted": False})
 
 
-def main(leftover=b""):
+def main(leftover=b"", channel_offer=None):
     """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
     in_fd, out_fd = claim_fds()
+    ready = {"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3], "channel": "stdio"}
+    if channel_offer is not None:
+        fd, why = channel.connect(channel_offer)
+        if fd is None:
+            ready["channel_error"] = why
+        else:  # every frame moves to the socket; stdin is no longer read
+            os.close(in_fd)
+            in_fd = out_fd = _dup_private(fd)
+            os.close(fd)
+            leftover = b""
+            ready["channel"] = "socket"
     state = ExecState()
     writer = protocol.FrameWriter(out_fd, main_guard=state)
     ack = StartedAck(writer.send)
@@ -143,7 +155,7 @@ def main(leftover=b""):
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
     execq = queue.Queue()
     reader = HostReader(state, calls, execq, threading.get_ident())
-    writer.send({"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3]})
+    writer.send(ready)
     threading.Thread(target=reader.run, args=(in_fd, leftover), name="mcp-frame-reader",
                      daemon=True).start()
     serve(runner, execq, writer, ack)

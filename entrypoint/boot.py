@@ -1,6 +1,7 @@
 """Sandbox bootstrap (`python3 -I -c "$(cat boot.py)"`): read the boot frame from fd 0 with raw
 os.read, install its files as an in-memory package (nothing touches the disk), then run
-<package>.__main__.main(bytes_after_the_boot_line). Stdlib only; any boot failure exits 2."""
+<package>.__main__.main(bytes_after_the_boot_line, channel_offer). Stdlib only; any boot failure
+exits 2."""
 import importlib.abc, importlib.util, json, linecache, os, sys, traceback
 
 
@@ -50,7 +51,7 @@ def _boot():
     except Exception as exc:  # noqa: BLE001 - any boot failure is fatal and reported
         traceback.print_exc()
         _fail("bad boot frame or package: %s: %s" % (type(exc).__name__, exc))
-    return entry.main(bytes(buf[nl + 1:]))
+    return entry.main(bytes(buf[nl + 1:]), frame.get("channel"))
 
 
 rc = _boot()  # main() flushes its own streams; os._exit skips joining user threads

@@ -83,6 +83,9 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
 async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     let app = App::with_engine(settings.clone());
     app.index_in_background();
+    if settings.prewarm {
+        app.sandbox.prewarm();
+    }
     let handler = server::BridgeServer::new(app.sandbox.clone(), settings);
     let transport = rmcp::transport::stdio_pipes();
     let result = tokio::select! {

@@ -215,3 +215,102 @@ async fn engine_failure_is_reported_and_the_next_call_recovers() {
     assert_eq!(r.stdout, "1\n");
     app.shutdown().await;
 }
+
+const HAS_SOCKET: &str = "import os, stat\n# the entrypoint keeps its frame fds at 100 and above
+print(any(stat.S_ISSOCK(os.fstat(int(f)).st_mode) for f in os.listdir('/proc/self/fd') if f.isdigit() and int(f) >= 100 and os.path.exists('/proc/self/fd/' + f)))";
+
+#[tokio::test]
+async fn frames_use_the_socket_channel_by_default_and_stdio_when_it_is_off() {
+    let (app, _rt) = process_app(&[]);
+    let r = app.sandbox.run(req(HAS_SOCKET, 10)).await;
+    assert_eq!(r.stdout, "True\n", "{r:?}");
+    app.shutdown().await;
+
+    let (app, _rt) = process_app(&[("MCP_BRIDGE_CHANNEL", "stdio")]);
+    let r = app.sandbox.run(req(HAS_SOCKET, 10)).await;
+    assert_eq!(r.stdout, "False\n", "{r:?}");
+    let code = "from mcp import runtime\nimport asyncio\nr = await asyncio.gather(*[runtime.ping(i) for i in range(200)])\nprint(sum(r), runtime.ping_sync('s'))";
+    let r = app.sandbox.run(req(code, 20)).await;
+    assert_eq!(r.stdout, "19900 s\n", "{r:?}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn sandbox_code_closing_the_channel_gets_a_fresh_sandbox() {
+    let (app, _rt) = process_app(&[]);
+    app.sandbox.run(req("kept = 1", 10)).await;
+    let close = "import os, socket, stat\nfor f in os.listdir('/proc/self/fd'):\n    try:\n        if stat.S_ISSOCK(os.fstat(int(f)).st_mode):\n            socket.socket(fileno=os.dup(int(f))).shutdown(socket.SHUT_RDWR)\n    except OSError:\n        pass\nimport time\ntime.sleep(30)";
+    let r = app.sandbox.run(req(close, 20)).await;
+    assert_eq!(r.status, RunStatus::SandboxError, "{r:?}");
+    let r = app.sandbox.run(req("print('kept' in globals())", 10)).await;
+    assert_eq!(r.stdout, "False\n", "{r:?}");
+    assert!(r.notice.is_some(), "told that state was reset: {r:?}");
+    app.shutdown().await;
+}
+
+async fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let until = std::time::Instant::now() + Duration::from_secs(15);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < until,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn prewarm_starts_the_sandbox_before_the_first_call() {
+    let (app, rt) = process_app(&[]);
+    assert!(rt.live_ids().is_empty(), "nothing starts by itself");
+    app.sandbox.prewarm();
+    wait_for("the prewarmed sandbox", || rt.live_ids().len() == 1).await;
+    let r = app.sandbox.run(req("print(2 + 2)", 10)).await;
+    assert_eq!(r.stdout, "4\n", "{r:?}");
+    assert!(
+        r.notice.is_none(),
+        "a prewarmed sandbox is not a reset: {r:?}"
+    );
+    let creates = rt
+        .calls
+        .lock()
+        .expect("calls")
+        .iter()
+        .filter(|c| *c == "create")
+        .count();
+    assert_eq!(creates, 1, "the call used the prewarmed sandbox");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_killed_sandbox_is_replaced_before_the_next_call_unless_prewarm_is_off() {
+    let stuck =
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass";
+    for prewarm in ["1", "0"] {
+        let (app, rt) = process_app(&[("MCP_BRIDGE_PREWARM", prewarm)]);
+        app.sandbox.run(req("pass", 10)).await;
+        let old = rt.live_ids();
+        let r = app.sandbox.run(req(stuck, 1)).await;
+        assert_eq!(r.status, RunStatus::Timeout, "{r:?}");
+        if prewarm == "1" {
+            wait_for("the replacement sandbox", || {
+                let ids = rt.live_ids();
+                ids.len() == 1 && ids != old
+            })
+            .await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert!(
+                rt.live_ids().is_empty(),
+                "no replacement with MCP_BRIDGE_PREWARM=0"
+            );
+        }
+        let r = app.sandbox.run(req("print('fresh')", 10)).await;
+        assert_eq!(r.stdout, "fresh\n", "{r:?}");
+        assert!(
+            r.notice.as_deref().unwrap_or("").contains("restarted"),
+            "{r:?}"
+        );
+        app.shutdown().await;
+    }
+}

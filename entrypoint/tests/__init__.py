@@ -80,9 +80,14 @@ class Sandbox:
     def stderr(self):
         return b"".join(self.stderr_chunks).decode("utf-8", "replace")
 
-    def boot(self, files=None):
-        self.send({"t": "boot", "v": 1, "package": PACKAGE,
-                   "files": entrypoint_files() if files is None else files})
+    def boot(self, files=None, channel=None):
+        frame = {"t": "boot", "v": 1, "package": PACKAGE,
+                 "files": entrypoint_files() if files is None else files}
+        if channel is not None:
+            frame["channel"] = channel
+        self.send(frame)
+        if channel is not None:
+            return None  # `ready` comes on the socket, or on stdout when it fails: caller reads
         ready = self.recv()
         assert ready["t"] == "ready", ready
         return ready

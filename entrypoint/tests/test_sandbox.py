@@ -24,7 +24,7 @@ class SandboxCase(unittest.TestCase):
 
 class BootTest(SandboxCase):
     def test_ready_frame(self):
-        self.assertEqual(self.ready, {"t": "ready", "v": 1,
+        self.assertEqual(self.ready, {"t": "ready", "v": 1, "channel": "stdio",
                                       "python": "%d.%d.%d" % sys.version_info[:3]})
 
     def test_every_output_line_is_a_frame_and_stray_writes_go_to_stderr(self):

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-use super::protocol::{Outbound, PROTOCOL_VERSION};
+use super::protocol::{ChannelOffer, Outbound, PROTOCOL_VERSION};
 
 /// Package name the entrypoint is installed under inside the sandbox.
 pub const PACKAGE: &str = "_mcp_bridge";
@@ -20,6 +20,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("ack.py", include_str!("../../entrypoint/ack.py")),
     ("__main__.py", include_str!("../../entrypoint/__main__.py")),
     ("capture.py", include_str!("../../entrypoint/capture.py")),
+    ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
@@ -39,18 +40,17 @@ pub fn command() -> Vec<String> {
         .collect()
 }
 
-/// The boot frame, serialized once.
-pub fn boot_frame() -> &'static [u8] {
-    static FRAME: OnceLock<Vec<u8>> = OnceLock::new();
-    FRAME.get_or_init(|| {
-        let files: BTreeMap<&'static str, &'static str> = FILES.iter().copied().collect();
-        Outbound::Boot {
-            v: PROTOCOL_VERSION,
-            package: PACKAGE,
-            files: &files,
-        }
-        .to_line()
-    })
+/// The boot frame, offering the socket channel `channel` when given.
+pub fn boot_frame(channel: Option<ChannelOffer<'_>>) -> Vec<u8> {
+    static FILES_MAP: OnceLock<BTreeMap<&'static str, &'static str>> = OnceLock::new();
+    let files = FILES_MAP.get_or_init(|| FILES.iter().copied().collect());
+    Outbound::Boot {
+        v: PROTOCOL_VERSION,
+        package: PACKAGE,
+        files,
+        channel,
+    }
+    .to_line()
 }
 
 #[cfg(test)]

@@ -2,12 +2,14 @@
 //!
 //! `sandbox.rs` (the actor) drives `session.rs` (one container's stdio) which speaks
 //! `protocol.rs` frames reassembled by `frame.rs`; `dispatch.rs` is the one place sandbox
-//! requests pass. Knows containers only through the `container::ContainerRuntime` trait.
+//! requests pass; `channel.rs` is the optional socket that carries frames instead of stdio.
+//! Knows containers only through the `container::ContainerRuntime` trait.
 
+mod channel;
 mod dispatch;
 pub mod entrypoint;
 mod error;
-pub mod frame;
+mod frame;
 mod output;
 mod protocol;
 mod reader;

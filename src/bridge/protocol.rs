@@ -21,6 +21,12 @@ pub enum Inbound {
         /// Python version in the sandbox.
         #[serde(default)]
         python: Option<String>,
+        /// `socket` when frames moved to the socket channel, else `stdio`.
+        #[serde(default)]
+        channel: Option<String>,
+        /// Why an offered channel was not used.
+        #[serde(default)]
+        channel_error: Option<String>,
     },
     /// The entrypoint took exec `id` off its queue and is about to run it.
     Started {
@@ -82,6 +88,9 @@ pub enum Outbound<'a> {
         package: &'a str,
         /// File name → source.
         files: &'a BTreeMap<&'static str, &'static str>,
+        /// The socket frame channel to switch to, if offered.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        channel: Option<ChannelOffer<'a>>,
     },
     /// Run code.
     Exec {
@@ -130,6 +139,15 @@ impl Outbound<'_> {
     }
 }
 
+/// The socket channel named in the boot frame.
+#[derive(Debug, Serialize)]
+pub struct ChannelOffer<'a> {
+    /// Socket path inside the sandbox.
+    pub path: &'a str,
+    /// Secret to send in the hello frame.
+    pub token: &'a str,
+}
+
 /// Parses one line from the sandbox.
 ///
 /// # Errors
@@ -151,7 +169,9 @@ mod tests {
             parse_inbound(br#"{"t":"ready","v":1,"python":"3.11.2"}"#),
             Ok(Inbound::Ready {
                 v: 1,
-                python: Some("3.11.2".into())
+                python: Some("3.11.2".into()),
+                channel: None,
+                channel_error: None,
             })
         );
         let r =

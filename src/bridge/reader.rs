@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::dispatch::{CallContext, Dispatcher};
@@ -17,25 +18,52 @@ use super::session::{
 };
 use crate::container::Chunk;
 
-/// Serves the container's output until it ends.
+/// What every frame handler needs; cloned into each read loop.
+#[derive(Clone)]
+pub(super) struct FrameSink {
+    pub(super) shared: Arc<Shared>,
+    pub(super) writer: mpsc::Sender<Vec<u8>>,
+    pub(super) dispatcher: Dispatcher,
+    pub(super) max_frame: usize,
+    /// In-flight sandbox requests, shared by both channels.
+    pub(super) calls: Arc<Semaphore>,
+}
+
+impl FrameSink {
+    /// A sink for one session.
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        writer: mpsc::Sender<Vec<u8>>,
+        dispatcher: Dispatcher,
+        max_frame: usize,
+    ) -> Self {
+        FrameSink {
+            shared,
+            writer,
+            dispatcher,
+            max_frame,
+            calls: Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS)),
+        }
+    }
+}
+
+/// Serves the container's output (stdout frames, stderr) until it ends, then marks the
+/// session dead.
 pub(super) async fn read_loop(
     mut output: futures::stream::BoxStream<'static, Result<Chunk, crate::container::RuntimeError>>,
-    shared: Arc<Shared>,
-    writer: mpsc::Sender<Vec<u8>>,
-    dispatcher: Dispatcher,
-    max_frame: usize,
+    sink: FrameSink,
     mut exit_rx: watch::Receiver<Option<i64>>,
 ) {
-    let mut frames = LineAssembler::new(max_frame);
+    let shared = sink.shared.clone();
+    let mut frames = LineAssembler::new(sink.max_frame);
     let mut stderr = LineAssembler::new(STDERR_LINE_MAX);
-    let calls = Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS));
     let mut events = Vec::new();
     while let Some(chunk) = output.next().await {
         match chunk {
             Ok(Chunk::Stdout(bytes)) => {
                 frames.push(&bytes, &mut events);
                 for ev in events.drain(..) {
-                    handle_frame(ev, max_frame, &shared, &writer, &dispatcher, &calls);
+                    handle_frame(ev, &sink);
                 }
             }
             Ok(Chunk::Stderr(bytes)) => {
@@ -65,6 +93,9 @@ pub(super) async fn read_loop(
             "sandbox output ended inside a frame"
         );
     }
+    shared
+        .ended
+        .store(true, std::sync::atomic::Ordering::SeqCst);
     let code = tokio::time::timeout(
         Duration::from_millis(EXIT_CODE_WAIT_MS),
         exit_rx.wait_for(|c| c.is_some()),
@@ -76,14 +107,44 @@ pub(super) async fn read_loop(
     shared.mark_dead(code);
 }
 
-fn handle_frame(
-    event: FrameEvent,
-    max_frame: usize,
-    shared: &Arc<Shared>,
-    writer: &mpsc::Sender<Vec<u8>>,
-    dispatcher: &Dispatcher,
-    calls: &Arc<Semaphore>,
-) {
+/// Serves frames from the socket channel. When the sandbox closes it (it died, or hostile code
+/// closed it), the session is over: it is marked dead and the next call gets a fresh sandbox.
+pub(super) async fn socket_read_loop(mut socket: tokio::net::unix::OwnedReadHalf, sink: FrameSink) {
+    let mut frames = LineAssembler::new(sink.max_frame);
+    let mut events = Vec::new();
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match socket.read(&mut buf).await {
+            Ok(0) => break,
+            Ok(n) => {
+                frames.push(&buf[..n], &mut events);
+                for ev in events.drain(..) {
+                    handle_frame(ev, &sink);
+                }
+            }
+            Err(err) => {
+                tracing::warn!(cause = %err, "reading the sandbox's frame channel failed");
+                break;
+            }
+        }
+    }
+    // Give the output stream a moment to end first: it knows the exit code.
+    tokio::time::sleep(Duration::from_millis(EXIT_CODE_WAIT_MS)).await;
+    if sink.shared.death.borrow().is_none() {
+        tracing::warn!("the sandbox closed its frame channel; it will be replaced");
+        sink.shared.mark_dead(None);
+    }
+}
+
+fn handle_frame(event: FrameEvent, sink: &FrameSink) {
+    let FrameSink {
+        shared,
+        writer,
+        dispatcher,
+        max_frame,
+        calls,
+    } = sink;
+    let max_frame = *max_frame;
     let line = match event {
         FrameEvent::Line(line) => line,
         FrameEvent::TooLong { .. } => {
@@ -94,7 +155,19 @@ fn handle_frame(
         }
     };
     match parse_inbound(&line) {
-        Ok(Inbound::Ready { v, .. }) => {
+        Ok(Inbound::Ready {
+            v,
+            channel,
+            channel_error,
+            ..
+        }) => {
+            match (channel.as_deref(), channel_error) {
+                (_, Some(why)) => {
+                    tracing::info!("frames stay on stdio: the socket channel failed: {why}")
+                }
+                (Some(ch), None) => tracing::debug!(channel = ch, "sandbox ready"),
+                _ => {}
+            }
             let result = if v == PROTOCOL_VERSION {
                 Ok(())
             } else {

@@ -15,13 +15,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::channel::ChannelListener;
 use super::dispatch::Dispatcher;
 use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
 use super::output::shape_result;
 use super::session::Session;
-use crate::config::Settings;
-use crate::container::{remove_leftovers, Connection, Owner, RuntimeError, SandboxSpec};
+use crate::config::{ChannelMode, Settings};
+use crate::container::{
+    private_dir, remove_leftovers, Connection, ContainerRuntime, Owner, RuntimeError, SandboxSpec,
+};
 use crate::report::{RunReport, RunStatus};
 
 /// How long interrupted code gets to stop before the sandbox is killed.
@@ -58,6 +61,7 @@ enum Retry {
 
 enum Command {
     Run(RunRequest, oneshot::Sender<RunReport>),
+    Prewarm,
 }
 
 /// Handle to the sandbox actor; cheap to clone.
@@ -86,12 +90,20 @@ impl Sandbox {
             notice: None,
             next_exec: 1,
             generation: 0,
+            channel_refused: false,
+            respawn_due: false,
             last_used: Instant::now(),
             ct,
             tracker: tracker.clone(),
         };
         tracker.spawn(actor.run(rx));
         Sandbox { tx }
+    }
+
+    /// Starts the sandbox in the background if none is running, so the first call does not
+    /// wait for it. A failure is only logged: the next call reports it.
+    pub fn prewarm(&self) {
+        let _ = self.tx.try_send(Command::Prewarm);
     }
 
     /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
@@ -116,6 +128,11 @@ struct Actor {
     notice: Option<String>,
     next_exec: u64,
     generation: u64,
+    /// The engine refused the channel mount once: stay on stdio for this bridge.
+    channel_refused: bool,
+    /// A sandbox was lost (killed after a timeout, died): start its replacement as soon as
+    /// no call is waiting, so the next call does not pay for it (`MCP_BRIDGE_PREWARM`).
+    respawn_due: bool,
     last_used: Instant,
     ct: CancellationToken,
     tracker: TaskTracker,
@@ -129,6 +146,7 @@ impl Actor {
                 _ => None,
             };
             tokio::select! {
+                biased;
                 _ = self.ct.cancelled() => break,
                 cmd = rx.recv() => match cmd {
                     None => break,
@@ -137,7 +155,11 @@ impl Actor {
                         self.last_used = Instant::now();
                         let _ = reply.send(report);
                     }
+                    Some(Command::Prewarm) => self.prewarm().await,
                 },
+                _ = std::future::ready(()), if self.respawn_due && self.settings.prewarm => {
+                    self.prewarm().await;
+                }
                 _ = sleep_until_opt(idle_deadline) => {
                     if let Some(s) = self.session.take() {
                         tracing::info!("stopping the idle sandbox");
@@ -157,6 +179,22 @@ impl Actor {
             c.close().await;
         }
         tracing::debug!("sandbox actor stopped");
+    }
+
+    async fn prewarm(&mut self) {
+        self.respawn_due = false;
+        if self.session.is_some() {
+            return;
+        }
+        let started = Instant::now();
+        match self.ensure_session().await {
+            Ok(()) => tracing::debug!(
+                ms = started.elapsed().as_millis() as u64,
+                "sandbox started ahead of use"
+            ),
+            Err(err) => tracing::info!(cause = %err, "could not start the sandbox ahead of use"),
+        }
+        self.last_used = Instant::now();
     }
 
     async fn run_one(&mut self, req: RunRequest) -> RunReport {
@@ -232,7 +270,9 @@ impl Actor {
             }
         }
         if self.conn.is_none() {
+            let began = Instant::now();
             let conn = (self.connector)().await?;
+            tracing::debug!(ms = began.elapsed().as_millis() as u64, endpoint = %conn.endpoint, "engine connected");
             if !conn.runtime.image_present(&self.settings.image).await? {
                 let engine = conn.runtime.engine().to_string();
                 conn.close().await;
@@ -267,21 +307,46 @@ impl Actor {
             self.generation,
             nonce()
         );
-        let spec = SandboxSpec::new(
+        let mut spec = SandboxSpec::new(
             &self.settings,
             name,
             entrypoint::command(),
             self.owner.labels(),
         );
-        match Session::start(
-            runtime,
+        let channel = self.channel_for(runtime.as_ref());
+        spec.channel_dir = channel
+            .as_ref()
+            .map(|(l, inside)| (l.host_dir().to_path_buf(), inside.clone()));
+        let mut started = Session::start(
+            runtime.clone(),
             &spec,
             self.dispatcher.clone(),
             self.settings.max_frame,
             self.settings.memory_bytes,
+            channel.map(|(l, _)| l),
         )
-        .await
+        .await;
+        if spec.channel_dir.is_some()
+            && matches!(
+                started,
+                Err(BridgeError::Runtime(RuntimeError::Engine { .. }))
+            )
         {
+            // E.g. an engine that cannot see this machine's files: go on without the socket.
+            tracing::info!("the engine refused the frame-channel mount; frames use stdio");
+            self.channel_refused = true;
+            spec.channel_dir = None;
+            started = Session::start(
+                runtime,
+                &spec,
+                self.dispatcher.clone(),
+                self.settings.max_frame,
+                self.settings.memory_bytes,
+                None,
+            )
+            .await;
+        }
+        match started {
             Ok(s) => {
                 tracing::info!(container = %s.id(), "sandbox started");
                 self.session = Some(s);
@@ -357,6 +422,7 @@ impl Actor {
                     if let Some(s) = self.session.take() {
                         s.kill().await;
                     }
+                    self.respawn_due = true;
                     self.notice = Some(
                     "The sandbox was restarted after a timeout: variables and imports from earlier calls are gone.".into(),
                 );
@@ -390,6 +456,7 @@ impl Actor {
         if let Some(s) = self.session.take() {
             self.tracker.spawn(s.kill());
         }
+        self.respawn_due = true;
         self.notice = Some(
             "The sandbox was restarted after it died: variables and imports from earlier calls are gone.".into(),
         );
@@ -404,6 +471,32 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+impl Actor {
+    /// A socket channel for the next sandbox and where it appears inside, when the settings
+    /// and the engine allow one.
+    fn channel_for(&self, runtime: &dyn ContainerRuntime) -> Option<(ChannelListener, String)> {
+        if self.settings.channel == ChannelMode::Stdio || self.channel_refused {
+            return None;
+        }
+        let base = private_dir(&self.settings);
+        ChannelListener::remove_stale(&base);
+        // Unique per process, even with several bridges in one process (tests).
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("ch-{}-{n}", self.owner.pid);
+        match ChannelListener::bind(&base, &name) {
+            Ok(listener) => {
+                let inside = runtime.channel_target(listener.host_dir())?;
+                Some((listener, inside))
+            }
+            Err(err) => {
+                tracing::warn!(cause = %err, dir = %base.display(), "no frame channel socket; frames use stdio");
+                None
+            }
+        }
     }
 }
 

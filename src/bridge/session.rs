@@ -10,14 +10,18 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
+use std::pin::Pin;
+
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::AbortOnDropHandle;
 
+use super::channel::{ChannelListener, SOCKET_NAME};
 use super::dispatch::Dispatcher;
 use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
-use super::protocol::{Outbound, ResultFrame};
+use super::protocol::{ChannelOffer, Outbound, ResultFrame};
+use super::reader::FrameSink;
 use crate::container::{ContainerRuntime, SandboxSpec};
 
 /// How long the entrypoint may take to answer the boot frame.
@@ -110,12 +114,15 @@ pub struct Session {
     writer: mpsc::Sender<Vec<u8>>,
     shared: Arc<Shared>,
     death: watch::Receiver<Option<Death>>,
+    /// The container's stdin, held open while frames use the socket channel.
+    _stdin: Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
     _tasks: Vec<AbortOnDropHandle<()>>,
 }
 
 impl Session {
     /// Creates, attaches and starts a container for `spec`, boots the entrypoint and waits
-    /// until it is ready.
+    /// until it is ready. With `channel` (and `spec.channel_dir` naming where it is mounted),
+    /// frames move to that socket once the entrypoint connects; otherwise they stay on stdio.
     ///
     /// # Errors
     /// [`BridgeError::Runtime`] when the engine refuses; [`BridgeError::Boot`] when the
@@ -126,14 +133,22 @@ impl Session {
         dispatcher: Dispatcher,
         max_frame: usize,
         memory_bytes: u64,
+        channel: Option<ChannelListener>,
     ) -> Result<Session, BridgeError> {
+        let began = tokio::time::Instant::now();
         let id = runtime.create(spec).await?;
+        tracing::debug!(
+            ms = began.elapsed().as_millis() as u64,
+            "sandbox container created"
+        );
+        let channel = channel.zip(spec.channel_dir.as_ref().map(|(_, inside)| inside.clone()));
         match Self::boot(
             runtime.clone(),
             id.clone(),
             dispatcher,
             max_frame,
             memory_bytes,
+            channel,
         )
         .await
         {
@@ -153,11 +168,17 @@ impl Session {
         dispatcher: Dispatcher,
         max_frame: usize,
         memory_bytes: u64,
+        channel: Option<(ChannelListener, String)>,
     ) -> Result<Session, BridgeError> {
+        let began = tokio::time::Instant::now();
         let attached = runtime.attach(&id).await?;
         runtime.start(&id).await?;
+        tracing::debug!(
+            ms = began.elapsed().as_millis() as u64,
+            "sandbox attached and started"
+        );
         let (death_tx, death) = watch::channel(None);
-        let (ready_tx, ready_rx) = oneshot::channel();
+        let (ready_tx, mut ready_rx) = oneshot::channel();
         let shared = Arc::new(Shared {
             ended: std::sync::atomic::AtomicBool::new(false),
             running: Mutex::new(None),
@@ -168,8 +189,8 @@ impl Session {
         });
         let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
         let (exit_tx, exit_rx) = watch::channel(None);
-        let tasks = vec![
-            AbortOnDropHandle::new(tokio::spawn(write_loop(attached.input, write_rx))),
+        let sink = FrameSink::new(shared.clone(), writer.clone(), dispatcher, max_frame);
+        let mut tasks = vec![
             AbortOnDropHandle::new(tokio::spawn(wait_loop(
                 runtime.clone(),
                 id.clone(),
@@ -178,27 +199,72 @@ impl Session {
             ))),
             AbortOnDropHandle::new(tokio::spawn(super::reader::read_loop(
                 attached.output,
-                shared.clone(),
-                writer.clone(),
-                dispatcher,
-                max_frame,
+                sink.clone(),
                 exit_rx,
             ))),
         ];
+        let boot_err = |reason: String| BridgeError::Boot {
+            reason,
+            stderr_tail: shared.tail(),
+        };
+        let mut stdin = attached.input;
+        let offer = channel
+            .as_ref()
+            .map(|(listener, dir)| (listener, format!("{dir}/{SOCKET_NAME}")));
+        let frame = entrypoint::boot_frame(offer.as_ref().map(|(l, path)| ChannelOffer {
+            path,
+            token: l.token(),
+        }));
+        if let Err(err) = write_line(&mut stdin, &frame).await {
+            return Err(boot_err(format!("could not send the boot frame: {err}")));
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(BOOT_TIMEOUT_SECS);
+        // The entrypoint either connects to the channel and sends `ready` there, or gives up
+        // and sends `ready` on stdout.
+        let mut early_ready = None;
+        let mut socket = None;
+        if let Some((listener, _)) = &channel {
+            tokio::select! {
+                r = &mut ready_rx => early_ready = Some(r),
+                r = tokio::time::timeout_at(deadline, listener.accept()) => match r {
+                    Ok(Ok(stream)) => socket = Some(stream),
+                    Ok(Err(err)) => tracing::warn!(cause = %err, "the frame channel failed; using stdio"),
+                    Err(_) => {}
+                },
+            }
+        }
+        drop(channel); // the socket file and its directory are no longer needed
+        let (output, keep_stdin): (Pin<Box<dyn AsyncWrite + Send>>, _) = match socket {
+            Some(stream) => {
+                let (rd, wr) = stream.into_split();
+                tasks.push(AbortOnDropHandle::new(tokio::spawn(
+                    super::reader::socket_read_loop(rd, sink),
+                )));
+                (Box::pin(wr), Some(stdin))
+            }
+            None => (stdin, None),
+        };
+        tasks.push(AbortOnDropHandle::new(tokio::spawn(write_loop(
+            output, write_rx,
+        ))));
+        let ready = match early_ready {
+            Some(r) => Ok(r),
+            None => tokio::time::timeout_at(deadline, ready_rx).await,
+        };
         let session = Session {
             id,
             runtime,
             writer,
-            shared,
+            shared: shared.clone(),
             death,
+            _stdin: Mutex::new(keep_stdin),
             _tasks: tasks,
         };
-        session.send(entrypoint::boot_frame().to_vec()).await?;
-        let boot_err = |reason: String| BridgeError::Boot {
-            reason,
-            stderr_tail: session.shared.tail(),
-        };
-        match tokio::time::timeout(Duration::from_secs(BOOT_TIMEOUT_SECS), ready_rx).await {
+        tracing::debug!(
+            ms = began.elapsed().as_millis() as u64,
+            "boot frame answered"
+        );
+        match ready {
             Ok(Ok(Ok(()))) => Ok(session),
             Ok(Ok(Err(reason))) => Err(boot_err(reason)),
             Ok(Err(_)) => Err(boot_err("the session ended during boot".into())),
@@ -307,10 +373,12 @@ impl Session {
     }
 }
 
-async fn write_loop(
-    mut input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
-    mut rx: mpsc::Receiver<Vec<u8>>,
-) {
+async fn write_line(out: &mut Pin<Box<dyn AsyncWrite + Send>>, line: &[u8]) -> std::io::Result<()> {
+    out.write_all(line).await?;
+    out.flush().await
+}
+
+async fn write_loop(mut input: Pin<Box<dyn AsyncWrite + Send>>, mut rx: mpsc::Receiver<Vec<u8>>) {
     while let Some(line) = rx.recv().await {
         if let Err(err) = input.write_all(&line).await {
             tracing::debug!(cause = %err, "sandbox stdin closed");

@@ -12,4 +12,4 @@ mod values;
 pub use clients::client_config_files;
 pub use error::ConfigError;
 pub use servers::{discover, parse_file, ConfigIssue, ServerSpec, Servers, Sources, Transport};
-pub use settings::{OutputMode, RuntimeChoice, Settings};
+pub use settings::{ChannelMode, OutputMode, RuntimeChoice, Settings};

@@ -22,6 +22,15 @@ pub enum RuntimeChoice {
     Docker,
 }
 
+/// Which channel frames between the bridge and the sandbox use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelMode {
+    /// A Unix socket bind-mounted into the sandbox when the engine is local, else stdio.
+    Auto,
+    /// Always the container's stdio (through the engine's attach stream).
+    Stdio,
+}
+
 /// How results are rendered for the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
@@ -62,6 +71,11 @@ pub struct Settings {
     pub max_output: usize,
     /// `MCP_BRIDGE_MAX_FRAME`: the largest frame accepted from the sandbox, in bytes.
     pub max_frame: usize,
+    /// `MCP_BRIDGE_CHANNEL`: `auto` (socket when possible) or `stdio`.
+    pub channel: ChannelMode,
+    /// `MCP_BRIDGE_PREWARM`: start the sandbox when the server starts and replace a lost one
+    /// at once, instead of on the next call.
+    pub prewarm: bool,
     /// `DOCKER_HOST`, when set.
     pub docker_host: Option<String>,
     /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
@@ -213,6 +227,26 @@ impl Settings {
                 var("MCP_BRIDGE_MAX_FRAME"),
                 64 << 20,
                 |v| parse_size(v).map(|n| n.clamp(64 << 10, 1 << 32) as usize),
+            )?,
+            channel: parsed(
+                "MCP_BRIDGE_CHANNEL",
+                var("MCP_BRIDGE_CHANNEL"),
+                ChannelMode::Auto,
+                |v| match v.trim().to_ascii_lowercase().as_str() {
+                    "auto" | "socket" => Ok(ChannelMode::Auto),
+                    "stdio" => Ok(ChannelMode::Stdio),
+                    _ => Err("expected auto or stdio".into()),
+                },
+            )?,
+            prewarm: parsed(
+                "MCP_BRIDGE_PREWARM",
+                var("MCP_BRIDGE_PREWARM"),
+                true,
+                |v| match v.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => Ok(true),
+                    "0" | "false" | "no" | "off" => Ok(false),
+                    _ => Err("expected 1 or 0".into()),
+                },
             )?,
             docker_host: var("DOCKER_HOST"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),

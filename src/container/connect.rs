@@ -66,7 +66,7 @@ pub async fn connect(settings: &Settings) -> Result<Connection, RuntimeError> {
         }
     }
     if want != RuntimeChoice::Docker && which("podman").is_some() {
-        let mut service = PodmanService::spawn(&socket_dir(settings))?;
+        let mut service = PodmanService::spawn(&private_dir(settings))?;
         service.wait_ready().await?;
         let path = service.socket().display().to_string();
         let mut last = None;
@@ -149,7 +149,8 @@ fn candidates(settings: &Settings) -> Vec<String> {
 }
 
 /// A short directory for our own podman socket (unix socket paths are limited to ~100 bytes).
-fn socket_dir(settings: &Settings) -> PathBuf {
+/// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user).
+pub fn private_dir(settings: &Settings) -> PathBuf {
     let base = settings
         .xdg_runtime_dir
         .clone()

@@ -21,6 +21,9 @@ use super::{RuntimeError, SandboxSpec, LABEL_MANAGED};
 /// Timeout for one engine request's response headers (long streams are not bounded by it).
 pub const REQUEST_TIMEOUT_SECS: u64 = 60;
 
+/// Where the frame-channel directory is mounted inside the sandbox.
+pub const CHANNEL_MOUNT: &str = "/run/mcp-bridge";
+
 /// A connection to a Docker-API engine.
 pub struct DockerRuntime {
     docker: Docker,
@@ -105,6 +108,12 @@ impl ContainerRuntime for DockerRuntime {
         &self.engine
     }
 
+    fn channel_target(&self, _host_dir: &std::path::Path) -> Option<String> {
+        // Only an engine on this Linux machine can bind-mount a host socket into the container
+        // (Docker Desktop and podman machines run the engine in a VM; tcp engines are remote).
+        (cfg!(target_os = "linux") && self.unix_path.is_some()).then(|| CHANNEL_MOUNT.to_string())
+    }
+
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {
         match self.docker.inspect_image(image).await {
             Ok(_) => Ok(true),
@@ -136,6 +145,10 @@ impl ContainerRuntime for DockerRuntime {
                     .collect(),
             ),
             tmpfs: Some(spec.tmpfs.clone().into_iter().collect()),
+            binds: spec
+                .channel_dir
+                .as_ref()
+                .map(|(host, inside)| vec![format!("{}:{inside}:ro", host.display())]),
             log_config: Some(HostConfigLogConfig {
                 typ: Some("none".into()),
                 config: None,

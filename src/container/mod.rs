@@ -14,7 +14,7 @@ mod raw_list;
 mod runtime;
 mod spec;
 
-pub use connect::{connect, Connection};
+pub use connect::{connect, private_dir, Connection};
 pub use error::RuntimeError;
 pub use owner::{remove_leftovers, Owner, LABEL_MANAGED};
 pub use runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};

@@ -33,6 +33,8 @@ pub struct ProcessRuntime {
     pub calls: Mutex<Vec<String>>,
     /// When set, `create` fails with this message.
     pub fail_create: Mutex<Option<String>>,
+    /// When set, the socket frame channel is not offered (frames stay on stdio).
+    pub no_channel: std::sync::atomic::AtomicBool,
 }
 
 impl ProcessRuntime {
@@ -78,6 +80,11 @@ fn gone(id: &str) -> RuntimeError {
 impl ContainerRuntime for ProcessRuntime {
     fn engine(&self) -> &str {
         "process"
+    }
+
+    fn channel_target(&self, host_dir: &std::path::Path) -> Option<String> {
+        // No mount needed: the "sandbox" sees the host's file system.
+        (!self.no_channel.load(Ordering::Relaxed)).then(|| host_dir.display().to_string())
     }
 
     async fn image_present(&self, _image: &str) -> Result<bool, RuntimeError> {

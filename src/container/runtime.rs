@@ -40,6 +40,12 @@ pub struct ManagedContainer {
 pub trait ContainerRuntime: Send + Sync + 'static {
     /// A short name for messages: `podman`, `docker`, ...
     fn engine(&self) -> &str;
+    /// Where a host directory given as [`SandboxSpec::channel_dir`] appears inside the sandbox,
+    /// when this engine can share one (a local engine on this machine). `None` (the default)
+    /// keeps every frame on stdio.
+    fn channel_target(&self, _host_dir: &std::path::Path) -> Option<String> {
+        None
+    }
     /// Whether `image` is present locally.
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
     /// Creates (does not start) a container for `spec`; returns its id.

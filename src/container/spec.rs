@@ -40,6 +40,8 @@ pub struct SandboxSpec {
     pub tmpfs: BTreeMap<String, String>,
     /// `(name, soft, hard)` rlimits.
     pub ulimits: Vec<(String, i64, i64)>,
+    /// `(host dir, path inside)`: the frame-channel directory, bind-mounted read-only.
+    pub channel_dir: Option<(std::path::PathBuf, String)>,
 }
 
 impl SandboxSpec {
@@ -96,6 +98,7 @@ impl SandboxSpec {
                         .max(256),
                 ),
             ],
+            channel_dir: None,
         }
     }
 }

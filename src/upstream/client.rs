@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::transport::{ChildTransport, EndReason};
 use super::UpstreamError;
-use crate::bridge::frame::{FrameEvent, LineAssembler};
+use crate::bridge::{FrameEvent, LineAssembler};
 use crate::config::{ServerSpec, Transport};
 
 /// Longest a server may take to start and list its tools.

@@ -15,7 +15,7 @@ use rmcp::transport::Transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use crate::bridge::frame::{FrameEvent, LineAssembler};
+use crate::bridge::{FrameEvent, LineAssembler};
 
 /// Largest JSON-RPC message accepted from a server, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 64 << 20;

@@ -241,6 +241,33 @@ def test_toon_output_mode(bridge_factory):
         b.close()
 
 
+# Frame fds sit at 100+ in the entrypoint: a socket there is the socket channel.
+_CHANNEL_PROBE = (
+    "import os, stat\n"
+    "print('socket' if any(stat.S_ISSOCK(os.fstat(int(f)).st_mode) for f in os.listdir('/proc/self/fd')"
+    " if f.isdigit() and int(f) >= 100 and os.path.exists('/proc/self/fd/' + f)) else 'stdio')\n"
+    "from mcp import runtime\n"
+    "import asyncio\n"
+    "print(sum(await asyncio.gather(*[runtime.ping(i) for i in range(100)])))"
+)
+
+
+@pytest.mark.parametrize("mode", ["auto", "stdio"])
+def test_frames_use_the_socket_channel_unless_told_stdio(bridge_factory, mode):
+    b = bridge_factory(env={"MCP_BRIDGE_CHANNEL": mode}, name="channel-" + mode)
+    try:
+        r = b.run(_CHANNEL_PROBE)
+        assert not r.is_error, str(r)
+        assert r.text.split() == ["socket" if mode == "auto" else "stdio", "4950"], str(r)
+        # the socket directory cannot be listed, and is gone (removed on the host once connected)
+        r = b.run("import os\nfor act in (lambda: os.listdir('/run/mcp-bridge'), lambda: open('/run/mcp-bridge/x', 'w')):\n"
+                  "    try:\n        act()\n        print('allowed')\n    except OSError as e:\n        print(type(e).__name__)")
+        want = ["PermissionError", "FileNotFoundError"] if mode == "auto" else ["FileNotFoundError"] * 2
+        assert r.text.split() == want, str(r)
+    finally:
+        b.close()
+
+
 # --- the exec command -----------------------------------------------------------------------------
 
 

@@ -1,0 +1,27 @@
+"""The socket frame channel (ARCHITECTURE.md, "Frame channels"). When the boot frame offers one,
+the entrypoint connects to the bridge's Unix socket (bind-mounted into the sandbox), sends the
+session token, and moves every frame there: conmon and the engine leave the path of each frame.
+Any failure leaves frames on stdio; the reason is reported in the `ready` frame."""
+import json
+import socket
+
+CONNECT_TIMEOUT = 2.0  # seconds; the host waits for the connection or a stdio `ready`
+
+
+def connect(offer):
+    """Returns (fd, None) for a connected, authenticated socket, or (None, reason)."""
+    if not isinstance(offer, dict):
+        return None, "malformed channel offer"
+    path, token = offer.get("path"), offer.get("token")
+    if not isinstance(path, str) or not isinstance(token, str):
+        return None, "malformed channel offer"
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_TIMEOUT)
+        sock.connect(path)
+        sock.sendall(json.dumps({"t": "hello", "token": token}).encode("ascii") + b"\n")
+        sock.settimeout(None)
+        return sock.detach(), None
+    except (OSError, ValueError) as exc:
+        sock.close()
+        return None, "%s: %s" % (path, exc)
