@@ -10,7 +10,7 @@ import sys
 import threading
 import traceback
 
-from . import channel, protocol, sandbox_api
+from . import channel, protocol, sandbox_api, selfcheck
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
@@ -129,7 +129,8 @@ def serve(runner, execq, writer, ack):
 def main(leftover=b"", channel_offer=None):
     """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
     in_fd, out_fd = claim_fds()
-    ready = {"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3], "channel": "stdio"}
+    ready = {"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3], "channel": "stdio",
+             "posture": selfcheck.posture()}
     if channel_offer is not None:
         fd, why = channel.connect(channel_offer)
         if fd is None:

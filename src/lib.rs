@@ -18,6 +18,7 @@ pub mod app;
 pub mod bridge;
 pub mod config;
 pub mod container;
+pub mod doctor;
 pub mod format;
 pub mod report;
 pub mod server;

@@ -36,6 +36,8 @@ enum Command {
     },
     /// List the discovered MCP servers, where each was defined, and config problems.
     Servers,
+    /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
+    Doctor,
 }
 
 fn main() -> ExitCode {
@@ -77,6 +79,15 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             timeout,
         } => exec(settings, code, servers, timeout).await,
         Command::Servers => Ok(list_servers(&settings)),
+        Command::Doctor => {
+            let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
+            print!("{report}");
+            Ok(if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
     }
 }
 

@@ -314,3 +314,33 @@ async fn a_killed_sandbox_is_replaced_before_the_next_call_unless_prewarm_is_off
         app.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn a_sandbox_weaker_than_configured_is_refused_unless_allowed() {
+    // The process double runs unconfined (full capabilities, network, no limits): a sandbox
+    // engine that ignored the configuration would look like this from inside.
+    let (app, rt) = process_app(&[]);
+    rt.claim_isolation
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = app.sandbox.run(req("print('ran')", 10)).await;
+    assert_eq!(r.status, RunStatus::SandboxError, "{r:?}");
+    let msg = r.error.unwrap_or_default();
+    for part in [
+        "weaker than configured",
+        "capabilities",
+        "memory limit",
+        "MCP_BRIDGE_ALLOW_WEAK_SANDBOX",
+    ] {
+        assert!(msg.contains(part), "{part} missing from: {msg}");
+    }
+    assert!(!r.stdout.contains("ran"));
+    assert!(rt.live_ids().is_empty(), "the refused sandbox was removed");
+    app.shutdown().await;
+
+    let (app, rt) = process_app(&[("MCP_BRIDGE_ALLOW_WEAK_SANDBOX", "1")]);
+    rt.claim_isolation
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let r = app.sandbox.run(req("print('ran')", 10)).await;
+    assert_eq!(r.stdout, "ran\n", "{r:?}");
+    app.shutdown().await;
+}

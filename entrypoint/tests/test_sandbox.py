@@ -1,5 +1,6 @@
 """End to end through the real path: `python3 -I -c <boot.py>`, the boot frame, frames on stdio."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -24,8 +25,10 @@ class SandboxCase(unittest.TestCase):
 
 class BootTest(SandboxCase):
     def test_ready_frame(self):
+        posture = self.ready.pop("posture")
         self.assertEqual(self.ready, {"t": "ready", "v": 1, "channel": "stdio",
                                       "python": "%d.%d.%d" % sys.version_info[:3]})
+        self.assertEqual(posture["uid"], os.getuid())
 
     def test_every_output_line_is_a_frame_and_stray_writes_go_to_stderr(self):
         result = self.sb.run("import os, subprocess, sys\n"

@@ -27,6 +27,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("runner.py", include_str!("../../entrypoint/runner.py")),
     ("runtime.py", include_str!("../../entrypoint/runtime.py")),
     (
+        "selfcheck.py",
+        include_str!("../../entrypoint/selfcheck.py"),
+    ),
+    (
         "sandbox_api.py",
         include_str!("../../entrypoint/sandbox_api.py"),
     ),

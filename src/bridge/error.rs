@@ -26,6 +26,11 @@ pub enum BridgeError {
         /// True when the running exec had not been acknowledged (`started`): its code never ran.
         before_start: bool,
     },
+    /// The sandbox is less isolated than configured (and the user did not allow that).
+    #[error("the sandbox is weaker than configured, so it was not used: {0}. The container engine \
+             ignored part of the configuration; fix its setup (see `mcp-code-bridge doctor`), or set \
+             MCP_BRIDGE_ALLOW_WEAK_SANDBOX=1 to run anyway")]
+    Weak(String),
     /// The sandbox broke the frame protocol.
     #[error("{0}")]
     Protocol(String),

@@ -11,6 +11,7 @@ pub mod entrypoint;
 mod error;
 mod frame;
 mod output;
+pub mod posture;
 mod protocol;
 mod reader;
 mod sandbox;

@@ -27,6 +27,9 @@ pub enum Inbound {
         /// Why an offered channel was not used.
         #[serde(default)]
         channel_error: Option<String>,
+        /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`).
+        #[serde(default)]
+        posture: Option<serde_json::Value>,
     },
     /// The entrypoint took exec `id` off its queue and is about to run it.
     Started {
@@ -172,6 +175,7 @@ mod tests {
                 python: Some("3.11.2".into()),
                 channel: None,
                 channel_error: None,
+                posture: None,
             })
         );
         let r =

@@ -159,6 +159,7 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
             v,
             channel,
             channel_error,
+            posture,
             ..
         }) => {
             match (channel.as_deref(), channel_error) {
@@ -169,7 +170,7 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
                 _ => {}
             }
             let result = if v == PROTOCOL_VERSION {
-                Ok(())
+                Ok(posture.unwrap_or_default())
             } else {
                 Err(format!(
                     "entrypoint speaks protocol {v}, the bridge {PROTOCOL_VERSION}"

@@ -20,6 +20,7 @@ use super::dispatch::Dispatcher;
 use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
 use super::output::shape_result;
+use super::posture::Expected;
 use super::session::Session;
 use crate::config::{ChannelMode, Settings};
 use crate::container::{
@@ -317,6 +318,8 @@ impl Actor {
         spec.channel_dir = channel
             .as_ref()
             .map(|(l, inside)| (l.host_dir().to_path_buf(), inside.clone()));
+        let expected = (runtime.isolates() && !self.settings.allow_weak_sandbox)
+            .then(|| Expected::from_settings(&self.settings));
         let mut started = Session::start(
             runtime.clone(),
             &spec,
@@ -324,6 +327,7 @@ impl Actor {
             self.settings.max_frame,
             self.settings.memory_bytes,
             channel.map(|(l, _)| l),
+            expected.as_ref(),
         )
         .await;
         if spec.channel_dir.is_some()
@@ -343,6 +347,7 @@ impl Actor {
                 self.settings.max_frame,
                 self.settings.memory_bytes,
                 None,
+                expected.as_ref(),
             )
             .await;
         }

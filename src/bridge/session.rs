@@ -20,6 +20,7 @@ use super::channel::{ChannelListener, SOCKET_NAME};
 use super::dispatch::Dispatcher;
 use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
+use super::posture::{self, Expected};
 use super::protocol::{ChannelOffer, Outbound, ResultFrame};
 use super::reader::FrameSink;
 use crate::container::{ContainerRuntime, SandboxSpec};
@@ -58,7 +59,8 @@ pub(super) struct Shared {
     /// Set the moment the output stream ends, before the exit code is known.
     pub(super) ended: std::sync::atomic::AtomicBool,
     pub(super) running: Mutex<Option<Running>>,
-    pub(super) ready: Mutex<Option<oneshot::Sender<Result<(), String>>>>,
+    /// Answered by the `ready` frame with the sandbox's posture report.
+    pub(super) ready: Mutex<Option<oneshot::Sender<Result<serde_json::Value, String>>>>,
     pub(super) stderr_tail: Mutex<VecDeque<String>>,
     pub(super) death: watch::Sender<Option<Death>>,
     pub(super) memory_bytes: u64,
@@ -134,6 +136,7 @@ impl Session {
         max_frame: usize,
         memory_bytes: u64,
         channel: Option<ChannelListener>,
+        expected: Option<&Expected>,
     ) -> Result<Session, BridgeError> {
         let began = tokio::time::Instant::now();
         let id = runtime.create(spec).await?;
@@ -149,6 +152,7 @@ impl Session {
             max_frame,
             memory_bytes,
             channel,
+            expected,
         )
         .await
         {
@@ -169,6 +173,7 @@ impl Session {
         max_frame: usize,
         memory_bytes: u64,
         channel: Option<(ChannelListener, String)>,
+        expected: Option<&Expected>,
     ) -> Result<Session, BridgeError> {
         let began = tokio::time::Instant::now();
         let attached = runtime.attach(&id).await?;
@@ -265,7 +270,17 @@ impl Session {
             "boot frame answered"
         );
         match ready {
-            Ok(Ok(Ok(()))) => Ok(session),
+            Ok(Ok(Ok(posture))) => {
+                let checks = posture::evaluate(&posture, expected.unwrap_or(&Expected::default()));
+                match (expected, posture::failures(&checks)) {
+                    (Some(_), Some(weak)) => Err(BridgeError::Weak(weak)),
+                    (None, Some(weak)) => {
+                        tracing::debug!("sandbox posture not enforced: {weak}");
+                        Ok(session)
+                    }
+                    (_, None) => Ok(session),
+                }
+            }
             Ok(Ok(Err(reason))) => Err(boot_err(reason)),
             Ok(Err(_)) => Err(boot_err("the session ended during boot".into())),
             Err(_) => Err(boot_err(format!(

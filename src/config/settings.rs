@@ -76,6 +76,9 @@ pub struct Settings {
     /// `MCP_BRIDGE_PREWARM`: start the sandbox when the server starts and replace a lost one
     /// at once, instead of on the next call.
     pub prewarm: bool,
+    /// `MCP_BRIDGE_ALLOW_WEAK_SANDBOX`: use a sandbox even when it is less isolated than
+    /// configured (the posture check fails).
+    pub allow_weak_sandbox: bool,
     /// `DOCKER_HOST`, when set.
     pub docker_host: Option<String>,
     /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
@@ -242,11 +245,13 @@ impl Settings {
                 "MCP_BRIDGE_PREWARM",
                 var("MCP_BRIDGE_PREWARM"),
                 true,
-                |v| match v.trim().to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => Ok(true),
-                    "0" | "false" | "no" | "off" => Ok(false),
-                    _ => Err("expected 1 or 0".into()),
-                },
+                parse_flag,
+            )?,
+            allow_weak_sandbox: parsed(
+                "MCP_BRIDGE_ALLOW_WEAK_SANDBOX",
+                var("MCP_BRIDGE_ALLOW_WEAK_SANDBOX"),
+                false,
+                parse_flag,
             )?,
             docker_host: var("DOCKER_HOST"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
@@ -261,6 +266,15 @@ impl Settings {
             None => self.timeout,
             Some(s) => Duration::from_secs(s.max(1)).min(self.max_timeout),
         }
+    }
+}
+
+/// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
+fn parse_flag(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err("expected 1 or 0".into()),
     }
 }
 

@@ -35,6 +35,8 @@ pub struct ProcessRuntime {
     pub fail_create: Mutex<Option<String>>,
     /// When set, the socket frame channel is not offered (frames stay on stdio).
     pub no_channel: std::sync::atomic::AtomicBool,
+    /// When set, claims to isolate, so the (unisolated) process's posture is enforced.
+    pub claim_isolation: std::sync::atomic::AtomicBool,
 }
 
 impl ProcessRuntime {
@@ -80,6 +82,10 @@ fn gone(id: &str) -> RuntimeError {
 impl ContainerRuntime for ProcessRuntime {
     fn engine(&self) -> &str {
         "process"
+    }
+
+    fn isolates(&self) -> bool {
+        self.claim_isolation.load(Ordering::Relaxed)
     }
 
     fn channel_target(&self, host_dir: &std::path::Path) -> Option<String> {

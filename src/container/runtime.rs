@@ -46,6 +46,11 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     fn channel_target(&self, _host_dir: &std::path::Path) -> Option<String> {
         None
     }
+    /// Whether this runtime isolates at all, so the sandbox's posture is enforced (true for
+    /// real engines; the process test double is no sandbox).
+    fn isolates(&self) -> bool {
+        true
+    }
     /// Whether `image` is present locally.
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
     /// Creates (does not start) a container for `spec`; returns its id.

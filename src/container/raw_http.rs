@@ -1,8 +1,10 @@
-//! Listing labelled containers with a plain HTTP/1.0 request over the engine's unix socket.
+//! Plain HTTP/1.0 requests over the engine's unix socket, where bollard's typed calls fall short.
 //!
-//! bollard's typed container list rejects states it does not know, and podman reports
-//! `"stopped"` for exited containers after cleanup, which is exactly the state of a dead
-//! bridge's leftovers. This fallback reads only `Id` and `Labels`, so any state parses.
+//! - Listing labelled containers: bollard's typed list rejects states it does not know, and
+//!   podman reports `"stopped"` for exited containers after cleanup, which is exactly the state of
+//!   a dead bridge's leftovers. This reads only `Id` and `Labels`, so any state parses.
+//! - Identifying the engine: podman answers `/version` in ~300 ms (it runs `conmon`/`runc` to
+//!   report their versions) while `/_ping` takes ~1 ms and names libpod in its headers.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -35,7 +37,9 @@ pub async fn list_managed(engine: &str, path: &str) -> Result<Vec<ManagedContain
         action: "list sandboxes",
         message,
     };
-    let body = tokio::time::timeout(Duration::from_secs(TIMEOUT_SECS), get(path))
+    // filters={"label":["mcp-code-bridge"]}, percent-encoded.
+    let target = "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22mcp-code-bridge%22%5D%7D";
+    let (_, body) = tokio::time::timeout(Duration::from_secs(TIMEOUT_SECS), get(path, target))
         .await
         .map_err(|_| fail(format!("no answer within {TIMEOUT_SECS} s")))?
         .map_err(fail)?;
@@ -52,15 +56,39 @@ pub async fn list_managed(engine: &str, path: &str) -> Result<Vec<ManagedContain
         .collect())
 }
 
-async fn get(path: &str) -> Result<Vec<u8>, String> {
-    // filters={"label":["mcp-code-bridge"]}, percent-encoded.
-    let query = "all=1&filters=%7B%22label%22%3A%5B%22mcp-code-bridge%22%5D%7D";
+/// `podman` or `docker`, from the `/_ping` answer of the engine at `path`.
+///
+/// # Errors
+/// [`RuntimeError::Transport`] when the socket does not answer with HTTP 200 in time.
+pub async fn identify(path: &str) -> Result<String, RuntimeError> {
+    let fail = |message: String| RuntimeError::Transport {
+        engine: "engine".into(),
+        action: "ping the engine",
+        message,
+    };
+    let (head, _) = tokio::time::timeout(Duration::from_secs(5), get(path, "/_ping"))
+        .await
+        .map_err(|_| fail("no answer within 5 s".into()))?
+        .map_err(fail)?;
+    Ok(engine_of(&head).to_string())
+}
+
+fn engine_of(head: &str) -> &'static str {
+    let head = head.to_ascii_lowercase();
+    if head.contains("\nlibpod-api-version:") || head.contains("\nserver: libpod") {
+        "podman"
+    } else {
+        "docker"
+    }
+}
+
+/// GET `target`; returns the response head and body (HTTP 200 only).
+async fn get(path: &str, target: &str) -> Result<(String, Vec<u8>), String> {
     let mut stream = tokio::net::UnixStream::connect(path)
         .await
         .map_err(|e| e.to_string())?;
-    let request = format!(
-        "GET /containers/json?{query} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n\r\n"
-    );
+    let request =
+        format!("GET {target} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n\r\n");
     stream
         .write_all(request.as_bytes())
         .await
@@ -89,5 +117,18 @@ async fn get(path: &str) -> Result<Vec<u8>, String> {
     {
         return Err("unexpected chunked response to an HTTP/1.0 request".into());
     }
-    Ok(response[split + 4..].to_vec())
+    Ok((head.into_owned(), response[split + 4..].to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_is_told_by_ping_headers() {
+        let podman = "HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nLibpod-Api-Version: 4.3.1\r\nServer: Libpod/4.3.1 (linux)";
+        let docker = "HTTP/1.1 200 OK\r\nApi-Version: 1.43\r\nServer: Docker/24.0.5 (linux)";
+        assert_eq!(engine_of(podman), "podman");
+        assert_eq!(engine_of(docker), "docker");
+    }
 }
