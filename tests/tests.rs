@@ -16,3 +16,5 @@ mod server;
 mod attach_rtt;
 // Benchmark probe (ignored): direct rmcp client vs the upstream layer, no sandbox.
 mod upstream_rtt;
+// Property tests of the frame decoder, frame parser and request dispatcher (bounded).
+mod fuzz;
