@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Prepare dockerd (Debian's docker.io) next to podman for the end-to-end suite's second engine:
+#   - installs docker.io if dockerd is missing
+#   - starts a private dockerd (own socket, data and exec roots; no iptables, no bridge network:
+#     sandboxes run with network none) unless it already answers
+#   - loads the sandbox image from podman's store (built by setup-podman.sh) if docker lacks it
+# Prints the DOCKER_HOST to use on stdout (last line). Idempotent. Run as root, after setup-podman.sh.
+set -euo pipefail
+
+IMAGE="mcp-code-bridge-sandbox:latest"
+BASE="${MCP_CI_DOCKER_DIR:-/var/lib/mcp-code-bridge-ci/docker}"
+SOCK="$BASE/docker.sock"
+export DOCKER_HOST="unix://$SOCK"
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'setup-docker.sh: error: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "run as root (sudo $0)"
+if ! command -v dockerd >/dev/null 2>&1; then
+    log "installing docker.io"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q docker.io
+fi
+DOCKER=/usr/bin/docker  # Debian's client; another `docker` earlier on PATH may be a shim
+
+mkdir -p "$BASE"
+if ! "$DOCKER" version >/dev/null 2>&1; then
+    log "starting dockerd on $SOCK"
+    nohup dockerd --host "$DOCKER_HOST" --data-root "$BASE/data" --exec-root "$BASE/exec" \
+        --pidfile "$BASE/docker.pid" --iptables=false --ip6tables=false --bridge=none \
+        >"$BASE/dockerd.log" 2>&1 &
+    for _ in $(seq 1 60); do
+        "$DOCKER" version >/dev/null 2>&1 && break
+        sleep 0.5
+    done
+    "$DOCKER" version >/dev/null 2>&1 || { tail -20 "$BASE/dockerd.log" >&2; die "dockerd did not start"; }
+fi
+
+if ! "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1; then
+    log "loading $IMAGE from podman into docker"
+    podman save "localhost/$IMAGE" | "$DOCKER" load >&2
+    "$DOCKER" tag "localhost/$IMAGE" "$IMAGE"
+fi
+log "dockerd ready with $IMAGE"
+echo "$DOCKER_HOST"
