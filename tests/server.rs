@@ -123,3 +123,41 @@ async fn capabilities_resource_is_listed_and_readable() {
     client.cancel().await.expect("close");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn mcp_cancellation_interrupts_the_running_code_and_keeps_state() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let (client, app) = client().await;
+    let serde_json::Value::Object(args) =
+        json!({"code": "kept = 'yes'\nimport time\ntime.sleep(60)", "timeout": 90})
+    else {
+        panic!("object")
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("run_python").with_arguments(args),
+    ));
+    let started = std::time::Instant::now();
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("sent");
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    handle
+        .cancel(Some("the user changed their mind".into()))
+        .await
+        .expect("notifications/cancelled sent");
+    // The sleeping code was interrupted (not waited for, not killed): state is still there.
+    let r = call(&client, json!({"code": "print(kept)"}))
+        .await
+        .expect("call");
+    assert_eq!(text(&r), "yes\n", "{r:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "the cancelled call stopped running: {:?}",
+        started.elapsed()
+    );
+    client.cancel().await.expect("close");
+    app.shutdown().await;
+}
