@@ -143,7 +143,7 @@ def main(leftover=b"", channel_offer=None):
             ready["channel"] = "socket"
     state = ExecState()
     writer = protocol.FrameWriter(out_fd, main_guard=state)
-    ack = StartedAck(writer.send)
+    ack = StartedAck(writer.send, eager=ready["channel"] == "socket")
 
     def send_call(frame):
         ack.now()  # every host-visible side effect comes after `started`

@@ -1,10 +1,12 @@
-"""The `started` acknowledgement of an exec, sent lazily.
+"""The `started` acknowledgement of an exec: at once on the socket channel, lazily on stdio.
 
 The host retries an exec on a fresh sandbox if the sandbox dies before `started` arrived (the
 code provably never ran). Each frame crossing a container engine's attach proxy can cost
 milliseconds, so `started` is not sent for execs that finish quickly (their `result` implies it):
 it goes out after DELAY from a helper thread, or at once before the exec's first `call` frame,
-so anything the host could observe as a side effect is always preceded by `started`."""
+so anything the host could observe as a side effect is always preceded by `started`. On the
+socket channel a frame is cheap, so `started` goes out before the code runs (`eager`): then a death
+after it is always reported on the call, never mistaken for "killed before the code arrived"."""
 import threading
 
 DELAY = 0.005  # seconds an exec may run before `started` is sent anyway
@@ -13,15 +15,20 @@ DELAY = 0.005  # seconds an exec may run before `started` is sent anyway
 class StartedAck:
     """One pending acknowledgement at a time (execs run one after another)."""
 
-    def __init__(self, send, delay=DELAY):
+    def __init__(self, send, delay=DELAY, eager=False):
         self._send = send  # frame dict -> None
         self._delay = delay
+        self._eager = eager
         self._cond = threading.Condition()
         self._pending = None  # exec id whose `started` has not been sent
-        threading.Thread(target=self._run, name="mcp-started-ack", daemon=True).start()
+        if not eager:
+            threading.Thread(target=self._run, name="mcp-started-ack", daemon=True).start()
 
     def begin(self, exec_id):
         """The main thread is about to run exec `exec_id`."""
+        if self._eager:
+            self._send({"t": "started", "id": exec_id})
+            return
         with self._cond:
             self._pending = exec_id
             self._cond.notify()

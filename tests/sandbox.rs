@@ -344,3 +344,32 @@ async fn a_sandbox_weaker_than_configured_is_refused_unless_allowed() {
     assert_eq!(r.stdout, "ran\n", "{r:?}");
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn code_that_ends_the_sandbox_is_reported_once_with_its_exit_code() {
+    for channel in ["auto", "stdio"] {
+        let (app, rt) =
+            process_app(&[("MCP_BRIDGE_PREWARM", "0"), ("MCP_BRIDGE_CHANNEL", channel)]);
+        app.sandbox.run(req("pass", 10)).await;
+        let r = app.sandbox.run(req("import os\nos._exit(3)", 10)).await;
+        assert_eq!(r.status, RunStatus::SandboxError, "{r:?}");
+        let msg = r.error.unwrap_or_default();
+        assert!(msg.contains("exited with code 3"), "{channel}: {msg}");
+        let creates = rt
+            .calls
+            .lock()
+            .expect("calls")
+            .iter()
+            .filter(|c| *c == "create")
+            .count();
+        if channel == "auto" {
+            // `started` came first: a death after it is this call's, never retried.
+            assert_eq!(creates, 1, "no retry on the socket channel: {msg}");
+        } else {
+            // Lazy `started` on stdio: retried once, then told the code probably did it.
+            assert_eq!(creates, 2, "{msg}");
+            assert!(msg.contains("the code itself probably ends"), "{msg}");
+        }
+        app.shutdown().await;
+    }
+}

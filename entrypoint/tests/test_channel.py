@@ -33,8 +33,10 @@ class ChannelTest(unittest.TestCase):
         self.assertEqual((ready["t"], ready["channel"]), ("ready", "socket"))
         conn.sendall(encode({"t": "exec", "id": 1, "code": "from mcp import runtime\n"
                              "print(runtime.ping_sync({'x': 1}))", "servers": []}))
+        kinds = []
         while True:
             frame = json.loads(lines.readline())
+            kinds.append(frame["t"])
             if frame["t"] == "call":  # the host answers over the socket too
                 conn.sendall(encode({"t": "reply", "id": frame["id"], "ok": True,
                                      "value": frame["params"]}))
@@ -42,6 +44,7 @@ class ChannelTest(unittest.TestCase):
                 break
         self.assertTrue(frame["ok"], frame)
         self.assertEqual(frame["stdout"], "{'x': 1}\n")
+        self.assertEqual(kinds[0], "started", "on the socket `started` goes out before the code runs")
         self.assertTrue(self.sb.frames.empty(), "nothing went to stdout")
         conn.sendall(encode({"t": "shutdown"}))
         self.assertEqual(self.sb.proc.wait(20), 0, self.sb.stderr)

@@ -57,7 +57,7 @@ enum Retry {
     /// Done: report this.
     No(RunReport),
     /// The sandbox died before the code started; run it again on a fresh sandbox.
-    OnFreshSandbox,
+    OnFreshSandbox(BridgeError),
 }
 
 enum Command {
@@ -228,7 +228,7 @@ impl Actor {
         let mut notice = self.notice.take();
         let mut report = match self.exec(&req, deadline).await {
             Retry::No(report) => report,
-            Retry::OnFreshSandbox => {
+            Retry::OnFreshSandbox(_) => {
                 // The sandbox died before it started this code (e.g. it was killed just before
                 // the call): the code never ran, so running it on a fresh sandbox is safe.
                 tracing::info!("sandbox died before the code started; retrying on a fresh one");
@@ -241,9 +241,15 @@ impl Actor {
                 ));
                 match self.exec(&req, deadline).await {
                     Retry::No(report) => report,
-                    Retry::OnFreshSandbox => self.sandbox_died(BridgeError::Protocol(
-                        "the sandbox died twice before it could start the code".into(),
-                    )),
+                    // Twice in a row before the code was acknowledged: on the stdio channel
+                    // (lazy `started`) that is most likely the code ending the process itself.
+                    Retry::OnFreshSandbox(err) => {
+                        let mut report = self.sandbox_died(err);
+                        if let Some(e) = report.error.as_mut() {
+                            e.push_str("\nIt died the same way on a fresh sandbox: the code itself probably ends the sandbox process.");
+                        }
+                        report
+                    }
                 }
             }
         };
@@ -452,7 +458,7 @@ impl Actor {
             if let Some(s) = self.session.take() {
                 self.tracker.spawn(s.kill());
             }
-            return Retry::OnFreshSandbox;
+            return Retry::OnFreshSandbox(err);
         }
         Retry::No(self.sandbox_died(err))
     }
