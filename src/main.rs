@@ -98,9 +98,9 @@ async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
         app.sandbox.prewarm();
     }
     let handler = server::BridgeServer::new(app.sandbox.clone(), settings);
-    let transport = rmcp::transport::stdio_pipes();
+    let (read, write) = rmcp::transport::stdio_pipes();
     let result = tokio::select! {
-        r = server::serve(handler, transport, app.ct.clone()) => r,
+        r = server::serve(handler, read, write, app.ct.clone()) => r,
         _ = shutdown::signalled() => Ok(()),
     };
     app.shutdown().await;

@@ -15,7 +15,8 @@ async fn client() -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App)
     let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
     let (a, b) = tokio::io::duplex(1 << 20);
     let ct = app.ct.clone();
-    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, b, ct).await });
+    let (read, write) = tokio::io::split(b);
+    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
     let client = ().serve(a).await.expect("handshake");
     (client, app)
 }

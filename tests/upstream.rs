@@ -238,3 +238,26 @@ async fn concurrent_calls_run_concurrently() {
     );
     p.shutdown().await;
 }
+
+#[tokio::test]
+async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool(vec![stub("stub", &["--garbage-stdout"], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    for i in 0..3 {
+        let r = up
+            .call(
+                "echo",
+                obj(json!({"text": format!("after garbage {i}")})),
+                soon(10),
+            )
+            .await
+            .expect("the garbage line does not break the connection");
+        assert_eq!(
+            r.structured_content,
+            Some(json!({"text": format!("after garbage {i}")}))
+        );
+    }
+    assert_eq!(up.starts(), 1, "no restart was needed");
+    p.shutdown().await;
+}

@@ -315,3 +315,35 @@ def test_huge_stderr_is_cut_too(bridge):
     assert "characters cut" in s.get("stderr", ""), str(r)
     assert len(s.get("stderr", "")) < 100_000, len(s.get("stderr", ""))
     assert not bridge.run("print(1)").is_error
+
+
+def test_client_disconnecting_mid_call_leaves_nothing_running(bridge_factory, helpers, stub_ready):
+    import servers as S
+
+    marker = "disconnect-" + str(os.getpid())
+    config = {"mcpServers": {"stub": S.stub("stub", env={"DISCONNECT_MARKER": marker})}}
+    b = bridge_factory(name="disconnect", config=config)
+    pid = b.pid
+    assert not b.run("print(1)", servers=["stub"]).is_error
+    stubs = [p for p, argv in processes() if argv and argv[0].endswith(b"stub-mcp")
+             and _env_has(p, f"DISCONNECT_MARKER={marker}")]
+    assert stubs, "the stub server was started"
+    pending = b.run_async("import time\ntime.sleep(60)", timeout=90, wait=120)
+    assert helpers.poll(lambda: b.containers(running_only=True), timeout=10)
+    time.sleep(0.5)  # the call is running in the sandbox now
+    b.close()  # the client goes away (stdin EOF) in the middle of the call
+    pending.cancel()
+    assert helpers.poll(lambda: not helpers.pid_alive(pid), timeout=15, interval=0.05), "bridge still runs"
+    assert "SIGTERM received" not in b.stderr_path.read_text(errors="replace"), b.stderr_tail()
+    assert helpers.poll(lambda: not helpers.containers({"mcp-code-bridge.pid": str(pid)}), timeout=20), \
+        "the sandbox was removed"
+    assert helpers.poll(lambda: not any(helpers.pid_alive(p) for p in stubs), timeout=15), \
+        "the downstream server was stopped"
+
+
+def _env_has(pid: int, entry: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return entry.encode() in f.read().split(b"\0")
+    except OSError:
+        return False
