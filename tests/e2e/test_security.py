@@ -289,3 +289,78 @@ def test_doctor_fails_clearly_without_the_engine(cli_env, helpers, cli_cwd):
     assert p.returncode != 0, p.stdout
     first = p.stdout.splitlines()[0]
     assert first.startswith("FAIL  engine"), p.stdout
+
+
+# --- escapes tried and refused --------------------------------------------------------------------
+
+_SCAN_SECRETS = r"""
+import json, os
+needles = {needles!r}
+hits = [k for k, v in os.environ.items() if any(n in k or n in v for n in needles)]
+for pid in os.listdir('/proc'):
+    if pid.isdigit():
+        for name in ('environ', 'cmdline'):
+            try:
+                data = open('/proc/%s/%s' % (pid, name), 'rb').read().decode('utf-8', 'replace')
+            except OSError:
+                continue
+            hits += ['/proc/%s/%s' % (pid, name) for n in needles if n in data]
+print(json.dumps({{'hits': hits, 'pids': sorted(p for p in os.listdir('/proc') if p.isdigit())}}))
+"""
+
+
+def test_host_env_and_downstream_secrets_are_not_visible_inside(bridge_factory, stub_ready):
+    import servers as S
+
+    host_secret, server_secret = "host-secret-6d1f0b", "server-secret-93ac27"
+    config = {"mcpServers": {"stub": S.stub("stub", env={"API_TOKEN": server_secret})}}
+    b = bridge_factory(name="secrets", env={"HOST_ONLY_TOKEN": host_secret}, config=config)
+    try:
+        # Load the server so its process (with the secret in its env) is running during the scan.
+        r = b.run("r = await mcp_stub.echo(text='hi')\nprint(r['text'])", servers=["stub"])
+        assert r.text.strip() == "hi", str(r)
+        seen = probe(b, _SCAN_SECRETS.format(needles=[host_secret, server_secret]))
+        assert seen["hits"] == [], seen
+        assert len(seen["pids"]) < 10, f"only the sandbox's own processes are visible: {seen['pids']}"
+    finally:
+        b.close()
+
+
+def test_engine_sockets_and_host_paths_are_not_reachable(sec):
+    seen = probe(sec, r"""
+import glob, json, os, socket
+paths = ['/var/run/docker.sock', '/run/docker.sock', '/run/podman/podman.sock', '/var/run/podman/podman.sock',
+         '/run/user/0/podman/podman.sock', '/tmp/mcp-code-bridge-0', '/var/lib/containers', '/var/lib/docker',
+         '/run/containerd', '/run/mcp-bridge/frames.sock']
+found = [p for p in paths if os.path.exists(p)]
+import stat
+socks = []
+for top in ('/run', '/var', '/tmp', '/workspace', '/etc', '/mnt', '/srv', '/opt', '/home', '/dev'):
+    for root, dirs, files in os.walk(top):
+        for f in files:
+            try:
+                if stat.S_ISSOCK(os.lstat(os.path.join(root, f)).st_mode):
+                    socks.append(os.path.join(root, f))
+            except OSError:
+                pass
+print(json.dumps({'found': found, 'sockets': socks}))
+""")
+    assert seen["found"] == [], seen
+    assert seen["sockets"] == [], seen
+
+
+def test_nothing_persists_into_the_next_session(bridge_factory):
+    a = bridge_factory(name="persist-a")
+    try:
+        r = a.run("import os\nfor d in ('/tmp', '/workspace', '/var/tmp'):\n    open(d + '/persist-probe', 'w').write('x')\n"
+                  "import sys\nsys.modules['persist_marker'] = 1\nprint('written')")
+        assert r.text.strip() == "written", str(r)
+    finally:
+        a.close()
+    b = bridge_factory(name="persist-b")
+    try:
+        seen = probe(b, "import json, os, sys\nprint(json.dumps({'files': [d for d in ('/tmp', '/workspace', '/var/tmp') "
+                        "if os.path.exists(d + '/persist-probe')], 'module': 'persist_marker' in sys.modules}))")
+        assert seen == {"files": [], "module": False}, seen
+    finally:
+        b.close()
