@@ -30,15 +30,32 @@ class ExecState:
         self.last_exec = 0
         self.writing = False  # the main thread is writing a frame: defer the interrupt
         self.deferred = False  # an interrupt arrived while writing
+        self.pending_cancel = None  # id of a queued exec the host interrupted before it began
 
     def begin(self, exec_id):
         self.interrupt_for, self.fired, self.last_exec = None, False, exec_id
         self.running = exec_id
 
-    def request_interrupt(self, exec_id, main_ident):
-        """Reader thread: SIGINT the main thread if `exec_id` is running; else do nothing."""
-        if self.running is None or self.running != exec_id:
+    def cancelled_before_start(self, exec_id):
+        """Main thread, after `begin`: True (once) if the host interrupted this exec while it
+        was still queued; it must then not run."""
+        if self.pending_cancel != exec_id:
             return False
+        self.pending_cancel = self.interrupt_for = None  # a signal sent meanwhile is moot
+        self.fired = True
+        return True
+
+    def request_interrupt(self, exec_id, main_ident):
+        """Reader thread: SIGINT the main thread if `exec_id` is running. An exec that has not
+        begun yet (ids only grow) is remembered and stopped as it begins; older ones are
+        ignored, so a late interrupt never hits the next exec."""
+        running = self.running
+        if running != exec_id:
+            if exec_id <= (self.last_exec if running is None else running):
+                return False
+            self.pending_cancel = exec_id
+            if self.running != exec_id:  # not begun yet: `cancelled_before_start` stops it
+                return False
         self.interrupt_for = exec_id
         signal.pthread_kill(main_ident, signal.SIGINT)
         return True
@@ -146,6 +163,8 @@ class Runner:
             loop = self._ensure_loop()
             if self.main_module:
                 sys.modules["__main__"] = self.module
+            if self.state.cancelled_before_start(frame["id"]):
+                raise KeyboardInterrupt("interrupted before it started")
             if self.prepare is not None:
                 self.prepare(self.namespace, frame)
             compiled = compile(code, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,

@@ -229,6 +229,24 @@ class InterruptTest(SandboxCase):
         self.assert_ok(result, "1\n")
         self.assertFalse(result["interrupted"])
 
+    def test_interrupt_of_a_queued_exec_stops_it_before_it_runs(self):
+        first = self.sb.start_exec("import time\ntime.sleep(0.5)\nbefore = 1")
+        queued = self.sb.start_exec("ran = True")
+        self.sb.send({"t": "interrupt", "id": queued})  # arrives while `queued` waits
+        self.assert_ok(self.sb.wait_result(first, timeout=10))
+        result = self.sb.wait_result(queued, timeout=10)
+        self.assertFalse(result["ok"])
+        self.assertTrue(result["interrupted"], result)
+        self.assertIn("KeyboardInterrupt", result["error"])
+        self.assert_ok(self.sb.run("print(before, 'ran' in globals())"), "1 False\n")
+
+    def test_interrupt_before_the_exec_frame_arrives(self):
+        self.sb.send({"t": "interrupt", "id": 77})
+        self.sb.send({"t": "exec", "id": 77, "code": "ran = True"})
+        self.assertTrue(self.sb.wait_result(77, timeout=10)["interrupted"])
+        self.sb._next_id = 77  # ids keep growing, as the host's do
+        self.assert_ok(self.sb.run("print('ran' in globals())"), "False\n")
+
     def test_interrupt_storm_always_yields_one_result_per_exec(self):
         for i in range(40):
             exec_id = self.sb.start_exec("total = sum(range(%d))" % (i * 5000))
