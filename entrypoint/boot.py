@@ -1,8 +1,12 @@
 """Sandbox bootstrap (`python3 -I -c "$(cat boot.py)"`): read the boot frame from fd 0 with raw
 os.read, install its files as an in-memory package (nothing touches the disk), then run
 <package>.__main__.main(bytes_after_the_boot_line, channel_offer). Stdlib only; any boot failure
-exits 2."""
-import importlib.abc, importlib.util, json, linecache, os, sys, traceback
+exits 2.
+
+As the container's pid 1 it first forks: the parent stays behind as a minimal init that reaps
+the processes re-parented to it (orphans of sandbox code would otherwise stay zombies and use up
+the pids limit), forwards termination signals, and exits with the entrypoint's status."""
+import importlib.abc, importlib.util, json, linecache, os, signal, sys, time, traceback
 
 
 def _fail(msg):
@@ -33,6 +37,72 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return self.files.get(self._key(name), "")
 
 
+REAP_PAUSE = 1.0  # seconds orphans wait to be reaped while the pids limit is nearly used up
+
+
+def _pids_nearly_used_up():
+    """True when the cgroup's pids are at 90% of its limit, or when that is unknown."""
+    for d in ("/sys/fs/cgroup", "/sys/fs/cgroup/pids"):
+        try:
+            with open(d + "/pids.max") as f:
+                limit = f.read().strip()
+            with open(d + "/pids.current") as f:
+                current = int(f.read())
+        except (OSError, ValueError):
+            continue
+        return limit != "max" and current >= int(limit) * 9 // 10
+    return True
+
+
+def _init():
+    """Returns in the entrypoint process; as pid 1, never returns in the reaper.
+
+    Orphans are reaped as they exit, except while the pids limit is nearly used up: then they
+    wait REAP_PAUSE. A fork bomb, whose processes each end at their first failed fork, so sees
+    every fork fail and dies, instead of living on in the slots an eager reaper would free.
+    The entrypoint's own children are not the init's, so `subprocess` keeps its exit statuses."""
+    if os.getpid() != 1:  # an ordinary process (local runs, tests): nothing to reap for
+        return
+    child = os.fork()
+    if child == 0:
+        return
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0), os.dup2(null, 1)  # the frame channel belongs to the entrypoint alone
+
+    def forward(signum, _frame):
+        try:
+            os.kill(child, signum)
+        except OSError:
+            pass
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, forward)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+
+    def done(status):
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(128 - code if code < 0 else code)
+
+    reaped_at = time.monotonic()
+    while True:
+        signal.sigtimedwait({signal.SIGCHLD}, REAP_PAUSE)
+        pid, status = os.waitpid(child, os.WNOHANG)
+        if pid:
+            done(status)
+        if time.monotonic() - reaped_at < REAP_PAUSE and _pids_nearly_used_up():
+            continue
+        reaped_at = time.monotonic()
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                os._exit(1)
+            if not pid:
+                break
+            if pid == child:
+                done(status)
+
+
 def _boot():
     buf, nl = bytearray(), -1
     while nl < 0:
@@ -54,5 +124,6 @@ def _boot():
     return entry.main(bytes(buf[nl + 1:]), frame.get("channel"))
 
 
+_init()
 rc = _boot()  # main() flushes its own streams; os._exit skips joining user threads
 os._exit(rc if isinstance(rc, int) else 0)

@@ -229,6 +229,48 @@ def test_real_fork_bomb_does_not_take_the_bridge_down(sec):
     assert "alive after real fork bomb" in nxt.text, str(nxt)
 
 
+def test_orphans_are_reaped_and_a_fork_bomb_dies(sec):
+    # Protection: the sandbox's pid 1 is a minimal init (entrypoint/boot.py) that reaps processes
+    # re-parented to it, but not while the pids limit is nearly used up. So (1) the real fork
+    # bomb of the test above dies out (with an eager reaper it lives on in the freed slots; with
+    # none its zombies fill the pids limit for good), and (2) each `sh -c 'sleep 0.01 &'`
+    # leaves an orphan that is reaped: without the init, fork fails with EAGAIN after about
+    # MCP_BRIDGE_PIDS (128) of them.
+    code = (
+        "import json, os, subprocess, time\n"
+        "def procs():\n"
+        "    out = []\n"
+        "    for p in filter(str.isdigit, os.listdir('/proc')):\n"
+        "        try:\n"
+        "            out.append(open('/proc/%s/stat' % p).read().rsplit(')', 1)[1].split()[0])\n"
+        "        except (OSError, IndexError):\n"
+        "            pass\n"
+        "    return out\n"
+        "t0 = time.monotonic()\n"
+        "while len(procs()) > 2 and time.monotonic() - t0 < 10:\n"
+        "    time.sleep(0.1)\n"
+        "after_bomb = len(procs())\n"
+        "failure = None\n"
+        "for i in range(300):\n"
+        "    try:\n"
+        "        subprocess.run(['sh', '-c', 'sleep 0.01 &'], check=True)\n"
+        "    except (OSError, subprocess.CalledProcessError) as e:\n"
+        "        failure = '%d: %s' % (i, e)\n"
+        "        break\n"
+        "time.sleep(0.5)\n"
+        "print(json.dumps({'after_bomb': after_bomb, 'failure': failure,\n"
+        "                  'zombies': procs().count('Z'), 'pid': os.getpid(),\n"
+        "                  'echo': subprocess.run(['echo', 'forked'], capture_output=True,\n"
+        "                                         text=True).stdout.strip()}))\n"
+    )
+    seen = probe(sec, code, timeout=120)
+    assert seen["after_bomb"] == 2, f"the fork bomb's processes are still there: {seen}"
+    assert seen["failure"] is None, seen
+    assert seen["zombies"] == 0, seen
+    assert seen["echo"] == "forked", seen
+    assert seen["pid"] != 1, f"the entrypoint should run under the init, not as pid 1: {seen}"
+
+
 def test_memory_limit_kills_the_sandbox_and_next_call_works(bridge_factory):
     # Own bridge: this test deliberately destroys the sandbox's state.
     b = bridge_factory(name="oom")
@@ -512,8 +554,7 @@ def test_ptrace_of_a_process_that_forbids_it_is_refused(bridge):
     under podman: with `--cap-add SYS_PTRACE` (as uid 65534 or root) the seize and the
     process_vm_readv succeed, so this test fails if the capability comes back.
     """
-    # A fresh bridge: this probe forks, and the module's sandbox may have no pids left after the
-    # fork-bomb tests (their orphans stay zombies under the sandbox's pid 1).
+    # A fresh bridge, so that no earlier test's processes are around.
     seen = probe(bridge, _PTRACE_PRELUDE + r"""
 def child_then(mark_nondumpable):
     r, w = os.pipe()
