@@ -26,6 +26,13 @@ pub enum BridgeError {
         /// True when the running exec had not been acknowledged (`started`): its code never ran.
         before_start: bool,
     },
+    /// The container engine went away while the sandbox ran (its API service died, its socket
+    /// vanished): the sandbox can no longer be watched or removed through it.
+    #[error("lost the connection to the container engine: {cause}")]
+    EngineLost {
+        /// Why it is considered gone (names the engine).
+        cause: String,
+    },
     /// The sandbox is less isolated than configured (and the user did not allow that).
     #[error("the sandbox is weaker than configured, so it was not used: {0}. The container engine \
              ignored part of the configuration; fix its setup (see `mcp-code-bridge doctor`), or set \

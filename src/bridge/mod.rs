@@ -7,6 +7,7 @@
 
 mod channel;
 mod dispatch;
+mod engine_loss;
 pub mod entrypoint;
 mod error;
 mod frame;

@@ -28,6 +28,8 @@ use crate::container::{
 };
 use crate::report::{RunReport, RunStatus};
 
+mod engine_gone;
+
 /// How long interrupted code gets to stop before the sandbox is killed.
 pub const INTERRUPT_GRACE_MS: u64 = 1000;
 /// How long a closing sandbox gets to exit by itself before it is removed.
@@ -93,6 +95,8 @@ impl Sandbox {
             generation: 0,
             channel_refused: false,
             respawn_due: false,
+            sweep_due: false,
+            engine_lost: None,
             last_used: Instant::now(),
             ct,
             tracker: tracker.clone(),
@@ -134,6 +138,11 @@ struct Actor {
     /// A sandbox was lost (killed after a timeout, died): start its replacement as soon as
     /// no call is waiting, so the next call does not pay for it (`MCP_BRIDGE_PREWARM`).
     respawn_due: bool,
+    /// The engine connection was dropped (the engine went away): sandboxes of ours may be left
+    /// on it, to be removed once it answers again.
+    sweep_due: bool,
+    /// The last run ended because the engine went away: why.
+    engine_lost: Option<String>,
     last_used: Instant,
     ct: CancellationToken,
     tracker: TaskTracker,
@@ -173,8 +182,15 @@ impl Actor {
                 }
             }
         }
+        let lost = self.engine_lost.take();
+        if let Some(cause) = lost.or_else(|| self.session.as_ref().and_then(Session::engine_lost)) {
+            self.forget_engine(&cause).await;
+        }
         if let Some(s) = self.session.take() {
             s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
+        }
+        if self.sweep_due {
+            self.sweep_at_exit().await;
         }
         if let Some(c) = self.conn.take() {
             c.close().await;
@@ -256,11 +272,18 @@ impl Actor {
         if report.notice.is_none() {
             report.notice = notice;
         }
+        let lost = self.engine_lost.take();
+        if let Some(cause) = lost.or_else(|| self.session.as_ref().and_then(Session::engine_lost)) {
+            self.forget_engine(&cause).await;
+        }
         report
     }
 
     /// Makes sure a live session exists, replacing a dead one.
     async fn ensure_session(&mut self) -> Result<(), BridgeError> {
+        if let Some(cause) = self.session.as_ref().and_then(Session::engine_lost) {
+            self.forget_engine(&cause).await;
+        }
         if let Some(s) = &self.session {
             if !s.has_ended() {
                 return Ok(());
@@ -276,6 +299,14 @@ impl Actor {
                 self.tracker.spawn(s.kill());
             }
         }
+        if let Some(c) = &self.conn {
+            // A new sandbox is due: make sure the engine still answers (a podman service of
+            // ours may have died while no sandbox was there to notice).
+            if let Err(err) = c.runtime.ping().await {
+                tracing::warn!(endpoint = %c.endpoint, cause = %err, "the container engine no longer answers; reconnecting");
+                self.drop_conn().await;
+            }
+        }
         if self.conn.is_none() {
             let began = Instant::now();
             let conn = (self.connector)().await?;
@@ -288,6 +319,9 @@ impl Actor {
                     engine,
                 }
                 .into());
+            }
+            if self.sweep_due {
+                self.sweep_orphans(&conn).await;
             }
             // In the background: a container stuck in the engine must not delay this call.
             let (runtime, owner) = (conn.runtime.clone(), self.owner.clone());
@@ -364,11 +398,11 @@ impl Actor {
                 Ok(())
             }
             Err(err) => {
-                if matches!(err, BridgeError::Runtime(RuntimeError::Transport { .. })) {
+                if matches!(&err, BridgeError::Runtime(e) if e.is_transport())
+                    || matches!(err, BridgeError::EngineLost { .. })
+                {
                     // The engine connection itself may be broken: reconnect next time.
-                    if let Some(c) = self.conn.take() {
-                        c.close().await;
-                    }
+                    self.drop_conn().await;
                 }
                 Err(err)
             }
@@ -402,7 +436,7 @@ impl Actor {
             _ = tokio::time::sleep_until(deadline) => RunStatus::Timeout,
             _ = req.cancel.cancelled() => RunStatus::Cancelled,
             _ = self.ct.cancelled() => {
-                if let Some(s) = self.session.take() { s.kill().await; }
+                if let Some(s) = self.session.take() { self.engine_lost = s.engine_lost(); s.kill().await; }
                 return Retry::No(RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down"));
             }
         };
@@ -464,6 +498,9 @@ impl Actor {
     }
 
     fn sandbox_died(&mut self, err: BridgeError) -> RunReport {
+        if let BridgeError::EngineLost { cause, .. } = &err {
+            self.engine_lost = Some(cause.clone());
+        }
         if let Some(s) = self.session.take() {
             self.tracker.spawn(s.kill());
         }

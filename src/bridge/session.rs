@@ -18,6 +18,7 @@ use tokio_util::task::AbortOnDropHandle;
 
 use super::channel::{ChannelListener, SOCKET_NAME};
 use super::dispatch::Dispatcher;
+use super::engine_loss::{self, EngineLink};
 use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
 use super::posture::{self, Expected};
@@ -64,6 +65,8 @@ pub(super) struct Shared {
     pub(super) stderr_tail: Mutex<VecDeque<String>>,
     pub(super) death: watch::Sender<Option<Death>>,
     pub(super) memory_bytes: u64,
+    /// Whether the engine is still there, and whether frames can do without it.
+    pub(super) engine: Arc<EngineLink>,
 }
 
 impl Shared {
@@ -92,19 +95,28 @@ impl Shared {
         });
         if first {
             let reason = explain_exit(code, self.memory_bytes);
+            let lost = self.engine.lost();
             if code == Some(0) {
                 tracing::debug!("sandbox exited cleanly");
-            } else {
+            } else if lost.is_none() {
                 tracing::warn!(exit_code = ?code, "sandbox ended: {reason}");
             }
+            let err = match lost {
+                Some(cause) => BridgeError::EngineLost { cause },
+                None => BridgeError::Died {
+                    reason: reason.clone(),
+                    stderr_tail: self.tail(),
+                    before_start: false,
+                },
+            };
             if let Some(tx) = self.ready.lock().expect("ready lock").take() {
-                let _ = tx.send(Err(reason.clone()));
+                let why = match &err {
+                    BridgeError::EngineLost { .. } => err.to_string(),
+                    _ => reason,
+                };
+                let _ = tx.send(Err(why));
             }
-            self.fail_running(BridgeError::Died {
-                reason,
-                stderr_tail: self.tail(),
-                before_start: false,
-            });
+            self.fail_running(err);
         }
     }
 }
@@ -191,6 +203,7 @@ impl Session {
             stderr_tail: Mutex::new(VecDeque::new()),
             death: death_tx,
             memory_bytes,
+            engine: EngineLink::new(),
         });
         let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
         let (exit_tx, exit_rx) = watch::channel(None);
@@ -203,7 +216,7 @@ impl Session {
                 shared.clone(),
             ))),
             AbortOnDropHandle::new(tokio::spawn(super::reader::read_loop(
-                attached.output,
+                engine_loss::hold_output(attached.output, shared.engine.clone()),
                 sink.clone(),
                 exit_rx,
             ))),
@@ -241,6 +254,7 @@ impl Session {
         drop(channel); // the socket file and its directory are no longer needed
         let (output, keep_stdin): (Pin<Box<dyn AsyncWrite + Send>>, _) = match socket {
             Some(stream) => {
+                shared.engine.set_on_socket();
                 let (rd, wr) = stream.into_split();
                 tasks.push(AbortOnDropHandle::new(tokio::spawn(
                     super::reader::socket_read_loop(rd, sink),
@@ -347,6 +361,13 @@ impl Session {
         let _ = self.send(Outbound::Interrupt { id }.to_line()).await;
     }
 
+    /// Why the engine was lost while this session ran, if it was. Frames on the socket
+    /// channel may still flow, but the container can no longer be watched or removed through
+    /// this connection.
+    pub fn engine_lost(&self) -> Option<String> {
+        self.shared.engine.lost()
+    }
+
     /// The exit of the container, once known.
     pub fn death(&self) -> Option<Death> {
         self.death.borrow().clone()
@@ -418,12 +439,13 @@ async fn wait_loop(
     exit_tx: watch::Sender<Option<i64>>,
     shared: Arc<Shared>,
 ) {
-    let code = match runtime.wait(&id).await {
-        Ok(code) => Some(code),
-        Err(err) => {
-            tracing::debug!(container = %id, cause = %err, "wait for the sandbox failed");
-            None
-        }
+    let exit = engine_loss::watch_exit(runtime.as_ref(), &id).await;
+    if shared.engine.settle(&exit) {
+        return; // frames flow on the socket channel without the engine: its end decides
+    }
+    let code = match exit {
+        engine_loss::Exit::Code(code) => Some(code),
+        _ => None,
     };
     let _ = exit_tx.send(Some(code.unwrap_or(-1)));
     // The output stream normally ends first; if the engine keeps it open, decide here.

@@ -36,13 +36,22 @@ impl Connection {
     }
 }
 
-/// Connects to the engine `settings` asks for.
+/// Connects to the engine `settings` asks for: `DOCKER_HOST` when it is set (the user chose
+/// that engine: it is never swapped silently for another while it is down), unless it answers
+/// as another engine than `MCP_BRIDGE_RUNTIME` names; else the first that answers.
 ///
 /// # Errors
+/// [`RuntimeError::Unreachable`] when `DOCKER_HOST` does not answer;
 /// [`RuntimeError::NotFound`] listing what was tried when no engine answers.
 pub async fn connect(settings: &Settings) -> Result<Connection, RuntimeError> {
     let want = settings.runtime;
     let mut tried = Vec::new();
+    if let Some(host) = &settings.docker_host {
+        match connect_named(host, want).await? {
+            Ok(conn) => return Ok(conn),
+            Err(engine) => tried.push(format!("{host} (DOCKER_HOST; is {engine}, not wanted)")),
+        }
+    }
     for endpoint in candidates(settings) {
         let result = if let Some(path) = endpoint.strip_prefix("unix://") {
             if !std::path::Path::new(path).exists() {
@@ -103,6 +112,40 @@ pub async fn connect(settings: &Settings) -> Result<Connection, RuntimeError> {
     )))
 }
 
+/// Connects to the engine `DOCKER_HOST` names; `Ok(Err(engine))` when it is another engine
+/// than `want`.
+async fn connect_named(
+    host: &str,
+    want: RuntimeChoice,
+) -> Result<Result<Connection, String>, RuntimeError> {
+    let unreachable = |message: String| RuntimeError::Unreachable {
+        endpoint: format!("{host} (DOCKER_HOST)"),
+        message: format!(
+            "{message}. Start that engine, or unset DOCKER_HOST to let the bridge find or start one"
+        ),
+    };
+    let result = match host.strip_prefix("unix://") {
+        Some(path) if !std::path::Path::new(path).exists() => {
+            return Err(unreachable("no socket exists there".into()))
+        }
+        Some(path) => DockerRuntime::connect_unix(path).await,
+        None => DockerRuntime::connect_http(host).await,
+    };
+    let rt = result.map_err(|err| match err {
+        RuntimeError::Transport { message, .. } => unreachable(message),
+        other => unreachable(other.to_string()),
+    })?;
+    if !matches_choice(want, rt.engine()) {
+        return Ok(Err(rt.engine().to_string()));
+    }
+    tracing::info!(engine = rt.engine(), endpoint = %host, "connected to the container engine");
+    Ok(Ok(Connection {
+        runtime: Arc::new(rt),
+        endpoint: host.to_string(),
+        service: None,
+    }))
+}
+
 fn matches_choice(want: RuntimeChoice, engine: &str) -> bool {
     match want {
         RuntimeChoice::Auto => true,
@@ -111,12 +154,9 @@ fn matches_choice(want: RuntimeChoice, engine: &str) -> bool {
     }
 }
 
-/// Engine endpoints to try, in order.
+/// Engine sockets to try, in order, when `DOCKER_HOST` is not set.
 fn candidates(settings: &Settings) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(host) = &settings.docker_host {
-        out.push(host.clone());
-    }
     let uid = current_uid();
     let mut podman = Vec::new();
     if let Some(xdg) = &settings.xdg_runtime_dir {
@@ -184,13 +224,9 @@ mod tests {
     }
 
     #[test]
-    fn docker_host_comes_first_and_choice_filters() {
-        let s = settings(&[
-            ("DOCKER_HOST", "unix:///custom.sock"),
-            ("XDG_RUNTIME_DIR", "/run/user/1000"),
-        ]);
+    fn sockets_are_tried_in_order_and_choice_filters() {
+        let s = settings(&[("XDG_RUNTIME_DIR", "/run/user/1000")]);
         let c = candidates(&s);
-        assert_eq!(c[0], "unix:///custom.sock");
         assert!(c.contains(&"unix:///run/user/1000/podman/podman.sock".to_string()));
         let podman_pos = c
             .iter()
@@ -198,12 +234,24 @@ mod tests {
             .expect("podman listed");
         let docker_pos = c
             .iter()
-            .position(|e| e.contains("docker.sock") && !e.contains("custom"))
+            .position(|e| e.contains("docker.sock"))
             .expect("docker listed");
         assert!(podman_pos < docker_pos, "auto prefers podman");
         let d = candidates(&settings(&[("MCP_BRIDGE_RUNTIME", "docker")]));
         assert!(d.iter().all(|e| !e.contains("podman")), "{d:?}");
         assert!(matches_choice(RuntimeChoice::Podman, "podman"));
         assert!(!matches_choice(RuntimeChoice::Podman, "docker"));
+    }
+
+    #[tokio::test]
+    async fn docker_host_is_the_only_engine_tried() {
+        let s = settings(&[("DOCKER_HOST", "unix:///nonexistent/mcp-bridge-test.sock")]);
+        let err = connect(&s).await.err().expect("no engine there");
+        assert!(matches!(err, RuntimeError::Unreachable { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("/nonexistent/mcp-bridge-test.sock") && msg.contains("unreachable"),
+            "{msg}"
+        );
     }
 }

@@ -21,6 +21,9 @@ use super::{RuntimeError, SandboxSpec, LABEL_MANAGED};
 /// Timeout for one engine request's response headers (long streams are not bounded by it).
 pub const REQUEST_TIMEOUT_SECS: u64 = 60;
 
+/// Time an engine gets to answer a ping.
+pub const PING_TIMEOUT_SECS: u64 = 5;
+
 /// Where the frame-channel directory is mounted inside the sandbox.
 pub const CHANNEL_MOUNT: &str = "/run/mcp-bridge";
 
@@ -116,6 +119,32 @@ impl ContainerRuntime for DockerRuntime {
         // Only an engine on this Linux machine can bind-mount a host socket into the container
         // (Docker Desktop and podman machines run the engine in a VM; tcp engines are remote).
         (cfg!(target_os = "linux") && self.unix_path.is_some()).then(|| CHANNEL_MOUNT.to_string())
+    }
+
+    async fn ping(&self) -> Result<(), RuntimeError> {
+        if let Some(path) = &self.unix_path {
+            return match super::raw_http::identify(path).await {
+                Ok(_) => Ok(()),
+                Err(RuntimeError::Transport {
+                    action, message, ..
+                }) => Err(RuntimeError::Transport {
+                    engine: self.engine.clone(),
+                    action,
+                    message,
+                }),
+                Err(other) => Err(other),
+            };
+        }
+        match tokio::time::timeout(Duration::from_secs(PING_TIMEOUT_SECS), self.docker.ping()).await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(transport(&self.engine, "ping the engine", e)),
+            Err(_) => Err(RuntimeError::Transport {
+                engine: self.engine.clone(),
+                action: "ping the engine",
+                message: format!("no answer within {PING_TIMEOUT_SECS} s"),
+            }),
+        }
     }
 
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError> {

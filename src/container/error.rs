@@ -39,6 +39,14 @@ pub enum RuntimeError {
         /// What went wrong.
         message: String,
     },
+    /// The engine the user named (`DOCKER_HOST`) does not answer.
+    #[error("the container engine at {endpoint} is unreachable: {message}")]
+    Unreachable {
+        /// The address tried.
+        endpoint: String,
+        /// What went wrong, and what to do.
+        message: String,
+    },
     /// A local I/O failure (spawning the podman service, a child process, ...).
     #[error("{about}: {err}")]
     Io {
@@ -54,5 +62,13 @@ impl RuntimeError {
     /// True when the engine said the container does not exist (already gone).
     pub fn is_not_found(&self) -> bool {
         matches!(self, RuntimeError::Engine { status: 404, .. })
+    }
+
+    /// True when the engine was not reached or the connection broke (not an engine's answer).
+    pub fn is_transport(&self) -> bool {
+        matches!(
+            self,
+            RuntimeError::Transport { .. } | RuntimeError::Unreachable { .. }
+        )
     }
 }

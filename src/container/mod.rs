@@ -16,6 +16,6 @@ mod spec;
 
 pub use connect::{connect, private_dir, Connection};
 pub use error::RuntimeError;
-pub use owner::{remove_leftovers, Owner, LABEL_MANAGED};
+pub use owner::{list_own, remove_each, remove_leftovers, Owner, LABEL_MANAGED};
 pub use runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
 pub use spec::SandboxSpec;

@@ -52,6 +52,14 @@ impl Owner {
         ])
     }
 
+    /// True when the labels name this very process (host, pid and start time).
+    pub fn is_mine(&self, labels: &std::collections::HashMap<String, String>) -> bool {
+        labels.get(LABEL_HOST) == Some(&self.host)
+            && labels.get(LABEL_PID) == Some(&self.pid.to_string())
+            && labels.get(LABEL_STARTED).map(String::as_str)
+                == Some(&self.started.map(|s| s.to_string()).unwrap_or_default())
+    }
+
     /// True when the labels name a bridge on this host that is no longer running.
     pub fn is_dead_owner(&self, labels: &std::collections::HashMap<String, String>) -> bool {
         if labels.get(LABEL_HOST) != Some(&self.host) {
@@ -89,35 +97,59 @@ pub async fn remove_leftovers(
     runtime: &dyn ContainerRuntime,
     me: &Owner,
 ) -> Result<usize, RuntimeError> {
-    let dead: Vec<String> = runtime
-        .list_managed()
-        .await?
-        .into_iter()
-        .filter(|c| me.is_dead_owner(&c.labels))
-        .map(|c| c.id)
-        .collect();
-    let removals = dead.iter().map(|id| async move {
+    let dead = list_where(runtime, |labels| me.is_dead_owner(labels)).await?;
+    Ok(remove_each(runtime, &dead, "a bridge that is gone").await)
+}
+
+/// Ids of every container this very bridge process owns (orphans, once it has no session).
+///
+/// # Errors
+/// When the engine cannot list containers.
+pub async fn list_own(
+    runtime: &dyn ContainerRuntime,
+    me: &Owner,
+) -> Result<Vec<String>, RuntimeError> {
+    list_where(runtime, |labels| me.is_mine(labels)).await
+}
+
+/// Removes the containers `ids`, concurrently, each bounded by [`REMOVE_TIMEOUT_SECS`], logging
+/// failures; `whose` names their owner in the log. Returns how many were removed.
+pub async fn remove_each(runtime: &dyn ContainerRuntime, ids: &[String], whose: &str) -> usize {
+    let removals = ids.iter().map(|id| async move {
         let limit = std::time::Duration::from_secs(REMOVE_TIMEOUT_SECS);
         match tokio::time::timeout(limit, runtime.remove(id)).await {
             Ok(Ok(())) => {
-                tracing::info!(container = %id, "removed a sandbox left by a bridge that is gone");
+                tracing::info!(container = %id, "removed a sandbox left by {whose}");
                 true
             }
             Ok(Err(err)) => {
-                tracing::warn!(container = %id, cause = %err, "could not remove leftover sandbox");
+                tracing::warn!(container = %id, cause = %err, "could not remove a sandbox left by {whose}");
                 false
             }
             Err(_) => {
-                tracing::warn!(container = %id, "removing a leftover sandbox timed out; skipped");
+                tracing::warn!(container = %id, "removing a sandbox left by {whose} timed out; skipped");
                 false
             }
         }
     });
-    Ok(futures::future::join_all(removals)
+    futures::future::join_all(removals)
         .await
         .into_iter()
         .filter(|ok| *ok)
-        .count())
+        .count()
+}
+
+async fn list_where(
+    runtime: &dyn ContainerRuntime,
+    pick: impl Fn(&std::collections::HashMap<String, String>) -> bool,
+) -> Result<Vec<String>, RuntimeError> {
+    Ok(runtime
+        .list_managed()
+        .await?
+        .into_iter()
+        .filter(|c| pick(&c.labels))
+        .map(|c| c.id)
+        .collect())
 }
 
 fn host_name() -> String {
@@ -173,6 +205,7 @@ mod tests {
         let me = Owner::current();
         assert!(me.started.is_some(), "Linux exposes process start times");
         assert!(!me.is_dead_owner(&labels(&me)), "we are alive");
+        assert!(me.is_mine(&labels(&me)));
         let mut gone = me.clone();
         gone.pid = u32::MAX - 7; // no such pid
         assert!(me.is_dead_owner(&labels(&gone)));
@@ -180,6 +213,7 @@ mod tests {
         recycled.pid = 1; // pid 1 exists, but started at another time
         recycled.started = Some(u64::MAX);
         assert!(me.is_dead_owner(&labels(&recycled)));
+        assert!(!me.is_mine(&labels(&recycled)) && !me.is_mine(&labels(&gone)));
         let mut elsewhere = gone.clone();
         elsewhere.host = "another-host".into();
         assert!(

@@ -37,6 +37,8 @@ pub struct ProcessRuntime {
     pub no_channel: std::sync::atomic::AtomicBool,
     /// When set, claims to isolate, so the (unisolated) process's posture is enforced.
     pub claim_isolation: std::sync::atomic::AtomicBool,
+    /// Cancelled while the "engine" is gone (see [`ProcessRuntime::cut_engine`]).
+    outage: Mutex<CancellationToken>,
 }
 
 impl ProcessRuntime {
@@ -64,8 +66,39 @@ impl ProcessRuntime {
             .collect()
     }
 
+    /// Makes the engine vanish, as when its API service dies: every request fails, pending
+    /// waits and attach streams break, and the processes run on.
+    pub fn cut_engine(&self) {
+        self.outage.lock().expect("lock poisoned").cancel();
+    }
+
+    /// Brings the engine back after [`cut_engine`](Self::cut_engine).
+    pub fn restore_engine(&self) {
+        *self.outage.lock().expect("lock poisoned") = CancellationToken::new();
+    }
+
+    fn outage(&self) -> CancellationToken {
+        self.outage.lock().expect("lock poisoned").clone()
+    }
+
+    /// Fails with a transport error while the engine is cut.
+    fn reachable(&self, action: &'static str) -> Result<(), RuntimeError> {
+        if self.outage().is_cancelled() {
+            return Err(engine_gone(action));
+        }
+        Ok(())
+    }
+
     fn record(&self, call: String) {
         self.calls.lock().expect("lock poisoned").push(call);
+    }
+}
+
+fn engine_gone(action: &'static str) -> RuntimeError {
+    RuntimeError::Transport {
+        engine: "process".into(),
+        action,
+        message: "the engine is gone (cut by the test)".into(),
     }
 }
 
@@ -93,12 +126,18 @@ impl ContainerRuntime for ProcessRuntime {
         (!self.no_channel.load(Ordering::Relaxed)).then(|| host_dir.display().to_string())
     }
 
+    async fn ping(&self) -> Result<(), RuntimeError> {
+        self.reachable("ping the engine")
+    }
+
     async fn image_present(&self, _image: &str) -> Result<bool, RuntimeError> {
+        self.reachable("inspect the sandbox image")?;
         Ok(true)
     }
 
     async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError> {
         self.record("create".into());
+        self.reachable("create the sandbox container")?;
         if let Some(msg) = self.fail_create.lock().expect("lock poisoned").clone() {
             return Err(RuntimeError::Engine {
                 engine: "process".into(),
@@ -124,6 +163,8 @@ impl ContainerRuntime for ProcessRuntime {
 
     async fn attach(&self, id: &str) -> Result<Attached, RuntimeError> {
         self.record(format!("attach {id}"));
+        self.reachable("attach to the sandbox")?;
+        let outage = self.outage();
         let mut procs = self.procs.lock().expect("lock poisoned");
         let p = procs.get_mut(id).ok_or_else(|| gone(id))?;
         let (program, args) = p.spec.cmd.split_first().ok_or_else(|| gone(id))?;
@@ -151,7 +192,9 @@ impl ContainerRuntime for ProcessRuntime {
         p.child = Some(child);
         let out = reader_stream(stdout, Chunk::Stdout);
         let err = reader_stream(stderr, Chunk::Stderr);
-        let output = futures::stream::select(out, err).boxed();
+        let output = futures::stream::select(out, err)
+            .take_until(outage.cancelled_owned())
+            .boxed();
         Ok(Attached {
             input: Box::pin(stdin),
             output,
@@ -160,6 +203,7 @@ impl ContainerRuntime for ProcessRuntime {
 
     async fn start(&self, id: &str) -> Result<(), RuntimeError> {
         self.record(format!("start {id}"));
+        self.reachable("start the sandbox")?;
         let (mut child, exited, code) = {
             let mut procs = self.procs.lock().expect("lock poisoned");
             let p = procs.get_mut(id).ok_or_else(|| gone(id))?;
@@ -191,13 +235,18 @@ impl ContainerRuntime for ProcessRuntime {
             let p = procs.get(id).ok_or_else(|| gone(id))?;
             (p.exited.clone(), p.code.clone())
         };
-        exited.cancelled().await;
+        let outage = self.outage();
+        tokio::select! {
+            _ = exited.cancelled() => {}
+            _ = outage.cancelled() => return Err(engine_gone("wait for the sandbox")),
+        }
         let c = code.lock().expect("lock poisoned").unwrap_or(-1);
         Ok(c)
     }
 
     async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
         self.record(format!("kill {id}"));
+        self.reachable("kill the sandbox")?;
         if let Some(pid) = self.pid_of(id) {
             // SAFETY: kill(2) on a pid we spawned; no memory is touched.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
@@ -207,12 +256,14 @@ impl ContainerRuntime for ProcessRuntime {
 
     async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
         self.record(format!("remove {id}"));
+        self.reachable("remove the sandbox")?;
         self.kill(id).await?;
         self.procs.lock().expect("lock poisoned").remove(id);
         Ok(())
     }
 
     async fn list_managed(&self) -> Result<Vec<ManagedContainer>, RuntimeError> {
+        self.reachable("list sandboxes")?;
         let procs = self.procs.lock().expect("lock poisoned");
         Ok(procs
             .iter()

@@ -51,6 +51,10 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     fn isolates(&self) -> bool {
         true
     }
+    /// Checks, on a fresh connection and within a few seconds, that the engine answers.
+    async fn ping(&self) -> Result<(), RuntimeError> {
+        Ok(())
+    }
     /// Whether `image` is present locally.
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
     /// Creates (does not start) a container for `spec`; returns its id.
