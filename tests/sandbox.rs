@@ -192,6 +192,36 @@ async fn many_concurrent_requests_to_the_host() {
 }
 
 #[tokio::test]
+async fn replies_the_sandbox_does_not_read_are_bounded_by_the_reply_budget() {
+    // Sandbox code asks for 48 replies of 256 KiB (12 MiB), then keeps the GIL for 3 s so the
+    // entrypoint's reader cannot read them. Past the 2 MiB budget the bridge turns replies into
+    // errors instead of holding them all; without the budget every reply would come back.
+    let (app, _rt) = process_app(&[("MCP_BRIDGE_MAX_PENDING_RESULTS", "2m")]);
+    let code = "from mcp import runtime\nimport asyncio, sys, time\nbig = 'x' * (256 << 10)\n\
+tasks = [asyncio.ensure_future(runtime.ping(big)) for _ in range(48)]\n\
+await asyncio.sleep(0)\n\
+old = sys.getswitchinterval(); sys.setswitchinterval(60)\n\
+t = time.monotonic()\n\
+while time.monotonic() - t < 3: pass\n\
+sys.setswitchinterval(old)\n\
+out = await asyncio.gather(*tasks, return_exceptions=True)\n\
+full = sum(1 for o in out if o == big)\n\
+dropped = [o for o in out if isinstance(o, Exception)]\n\
+print(full, len(dropped), all('MCP_BRIDGE_MAX_PENDING_RESULTS' in str(e) for e in dropped))";
+    let r = app.sandbox.run(req(code, 30)).await;
+    assert_eq!(r.status, RunStatus::Ok, "{r:?}");
+    let seen: Vec<&str> = r.stdout.split_whitespace().collect();
+    let (full, dropped): (usize, usize) = (seen[0].parse().unwrap(), seen[1].parse().unwrap());
+    assert_eq!(full + dropped, 48, "{r:?}");
+    assert!(dropped > 0, "no reply was refused: {r:?}");
+    assert!(full > 0, "{r:?}");
+    assert_eq!(seen[2], "True", "{r:?}");
+    let r = app.sandbox.run(req("print('next')", 10)).await;
+    assert_eq!(r.stdout, "next\n", "{r:?}");
+    app.shutdown().await;
+}
+
+#[tokio::test]
 async fn shutdown_removes_the_sandbox() {
     let (app, rt) = process_app(&[]);
     app.sandbox.run(req("pass", 10)).await;

@@ -130,9 +130,15 @@ async fn mcp_cancellation_interrupts_the_running_code_and_keeps_state() {
     use rmcp::model::{CallToolRequest, ClientRequest};
     use rmcp::service::PeerRequestOptions;
     let (client, app) = client().await;
-    let serde_json::Value::Object(args) =
-        json!({"code": "kept = 'yes'\nimport time\ntime.sleep(60)", "timeout": 90})
-    else {
+    // The sandbox is a local process here: the code marks a file once it runs, so the cancel
+    // surely hits running code (one sent earlier stops the exec before it runs at all).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mark = dir.path().join("running");
+    let code = format!(
+        "kept = 'yes'\nopen({:?}, 'w').close()\nimport time\ntime.sleep(60)",
+        mark.display().to_string()
+    );
+    let serde_json::Value::Object(args) = json!({"code": code, "timeout": 90}) else {
         panic!("object")
     };
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(
@@ -144,7 +150,14 @@ async fn mcp_cancellation_interrupts_the_running_code_and_keeps_state() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .expect("sent");
-    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    while !mark.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the code never ran"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     handle
         .cancel(Some("the user changed their mind".into()))
         .await

@@ -104,6 +104,24 @@ mod tests {
     }
 
     #[test]
+    fn a_run_returns_at_most_three_output_limits_whatever_the_entrypoint_sends() {
+        let huge = || "x".repeat(50_000);
+        let r = shape_result(
+            ResultFrame {
+                ok: false,
+                stdout: huge(),
+                stderr: huge(),
+                error: Some(huge()),
+                stdout_dropped: 7,
+                ..Default::default()
+            },
+            1000,
+        );
+        let total = r.stdout.len() + r.stderr.len() + r.error.as_deref().map_or(0, str::len);
+        assert!(total <= 3 * (1000 + 200), "{total} bytes");
+    }
+
+    #[test]
     fn errors_map_to_status() {
         let r = shape_result(
             ResultFrame {

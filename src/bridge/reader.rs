@@ -14,7 +14,8 @@ use super::error::BridgeError;
 use super::frame::{FrameEvent, LineAssembler};
 use super::protocol::{parse_inbound, Inbound, Outbound, PROTOCOL_VERSION};
 use super::session::{
-    Shared, EXIT_CODE_WAIT_MS, MAX_IN_FLIGHT_CALLS, STDERR_LINE_MAX, STDERR_TAIL_LINES,
+    Outgoing, SessionLimits, Shared, EXIT_CODE_WAIT_MS, MAX_IN_FLIGHT_CALLS, STDERR_LINE_MAX,
+    STDERR_TAIL_LINES,
 };
 use crate::container::Chunk;
 
@@ -22,27 +23,32 @@ use crate::container::Chunk;
 #[derive(Clone)]
 pub(super) struct FrameSink {
     pub(super) shared: Arc<Shared>,
-    pub(super) writer: mpsc::Sender<Vec<u8>>,
+    pub(super) writer: mpsc::Sender<Outgoing>,
     pub(super) dispatcher: Dispatcher,
     pub(super) max_frame: usize,
     /// In-flight sandbox requests, shared by both channels.
     pub(super) calls: Arc<Semaphore>,
+    /// Bytes of replies queued but not yet written to the sandbox (one permit per byte).
+    pub(super) pending: Arc<Semaphore>,
+    pub(super) max_pending: usize,
 }
 
 impl FrameSink {
     /// A sink for one session.
     pub(super) fn new(
         shared: Arc<Shared>,
-        writer: mpsc::Sender<Vec<u8>>,
+        writer: mpsc::Sender<Outgoing>,
         dispatcher: Dispatcher,
-        max_frame: usize,
+        limits: SessionLimits,
     ) -> Self {
         FrameSink {
             shared,
             writer,
             dispatcher,
-            max_frame,
+            max_frame: limits.max_frame,
             calls: Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS)),
+            pending: Arc::new(Semaphore::new(limits.max_pending_results)),
+            max_pending: limits.max_pending_results,
         }
     }
 }
@@ -143,6 +149,7 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
         dispatcher,
         max_frame,
         calls,
+        ..
     } = sink;
     let max_frame = *max_frame;
     let line = match event {
@@ -228,7 +235,7 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
                     error: Some("no run_python call is in progress".into()),
                     kind: Some("bad_request"),
                 };
-                let _ = writer.try_send(reply.to_line());
+                let _ = writer.try_send(reply.to_line().into());
                 return;
             };
             let Ok(permit) = calls.clone().try_acquire_owned() else {
@@ -240,10 +247,11 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
                     error: Some(msg),
                     kind: Some("bad_request"),
                 };
-                let _ = writer.try_send(reply.to_line());
+                let _ = writer.try_send(reply.to_line().into());
                 return;
             };
             let dispatcher = dispatcher.clone();
+            let (pending, max_pending) = (sink.pending.clone(), sink.max_pending);
             tokio::spawn(async move {
                 let ctx = CallContext {
                     exec_id: exec,
@@ -266,7 +274,8 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
                         kind: Some(e.kind),
                     },
                 };
-                let _ = writer.send(reply.to_line()).await;
+                let out = budgeted(reply, id, &pending, max_pending);
+                let _ = writer.send(out).await;
                 drop(permit);
             });
         }
@@ -275,4 +284,44 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
             shared.fail_running(BridgeError::Protocol(msg));
         }
     }
+}
+
+/// The reply as a queued frame holding its share of the reply budget, or, when the sandbox
+/// has left too much unread (or the reply alone is over the budget), an error reply instead:
+/// a sandbox that asks for results and never reads them cannot make the bridge hold them all.
+fn budgeted(reply: Outbound<'_>, id: u64, pending: &Arc<Semaphore>, max: usize) -> Outgoing {
+    let line = reply.to_line();
+    let share = u32::try_from(line.len()).unwrap_or(u32::MAX);
+    let held = (line.len() <= max)
+        .then(|| pending.clone().try_acquire_many_owned(share).ok())
+        .flatten();
+    if let Some(held) = held {
+        return Outgoing {
+            line,
+            _budget: Some(held),
+        };
+    }
+    let message = if line.len() > max {
+        format!(
+            "this result ({} bytes) was dropped: it is larger than MCP_BRIDGE_MAX_PENDING_RESULTS \
+             ({max} bytes)",
+            line.len()
+        )
+    } else {
+        format!(
+            "this result ({} bytes) was dropped: {} bytes of earlier results are still waiting \
+             for the sandbox to read them, and MCP_BRIDGE_MAX_PENDING_RESULTS is {max} bytes",
+            line.len(),
+            max.saturating_sub(pending.available_permits())
+        )
+    };
+    Outbound::Reply {
+        id,
+        ok: false,
+        value: serde_json::Value::Null,
+        error: Some(message),
+        kind: Some("bad_request"),
+    }
+    .to_line()
+    .into()
 }

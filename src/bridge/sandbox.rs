@@ -21,7 +21,7 @@ use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
 use super::output::shape_result;
 use super::posture::Expected;
-use super::session::Session;
+use super::session::{Session, SessionLimits};
 use crate::config::{ChannelMode, Settings};
 use crate::container::{
     private_dir, remove_leftovers, Connection, ContainerRuntime, Owner, RuntimeError, SandboxSpec,
@@ -360,12 +360,16 @@ impl Actor {
             .map(|(l, inside)| (l.host_dir().to_path_buf(), inside.clone()));
         let expected = (runtime.isolates() && !self.settings.allow_weak_sandbox)
             .then(|| Expected::from_settings(&self.settings));
+        let limits = SessionLimits {
+            max_frame: self.settings.max_frame,
+            memory_bytes: self.settings.memory_bytes,
+            max_pending_results: self.settings.max_pending_results,
+        };
         let mut started = Session::start(
             runtime.clone(),
             &spec,
             self.dispatcher.clone(),
-            self.settings.max_frame,
-            self.settings.memory_bytes,
+            limits,
             channel.map(|(l, _)| l),
             expected.as_ref(),
         )
@@ -384,8 +388,7 @@ impl Actor {
                 runtime,
                 &spec,
                 self.dispatcher.clone(),
-                self.settings.max_frame,
-                self.settings.memory_bytes,
+                limits,
                 None,
                 expected.as_ref(),
             )

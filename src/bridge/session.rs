@@ -39,6 +39,32 @@ pub const STDERR_LINE_MAX: usize = 2000;
 /// Frames queued for the container's stdin before writers wait.
 const WRITE_QUEUE: usize = 256;
 
+/// Bounds a session applies to what the sandbox sends and asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionLimits {
+    /// Largest frame accepted from the sandbox, in bytes.
+    pub max_frame: usize,
+    /// The container's memory limit in bytes (to explain an exit 137).
+    pub memory_bytes: u64,
+    /// Bytes of replies queued for the sandbox before further replies become errors.
+    pub max_pending_results: usize,
+}
+
+/// A frame queued for the sandbox, with the share of the reply budget it holds until written.
+pub(super) struct Outgoing {
+    pub(super) line: Vec<u8>,
+    pub(super) _budget: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl From<Vec<u8>> for Outgoing {
+    fn from(line: Vec<u8>) -> Self {
+        Outgoing {
+            line,
+            _budget: None,
+        }
+    }
+}
+
 /// Why and how a sandbox ended.
 #[derive(Debug, Clone)]
 pub struct Death {
@@ -125,7 +151,7 @@ impl Shared {
 pub struct Session {
     id: String,
     runtime: Arc<dyn ContainerRuntime>,
-    writer: mpsc::Sender<Vec<u8>>,
+    writer: mpsc::Sender<Outgoing>,
     shared: Arc<Shared>,
     death: watch::Receiver<Option<Death>>,
     /// The container's stdin, held open while frames use the socket channel.
@@ -145,8 +171,7 @@ impl Session {
         runtime: Arc<dyn ContainerRuntime>,
         spec: &SandboxSpec,
         dispatcher: Dispatcher,
-        max_frame: usize,
-        memory_bytes: u64,
+        limits: SessionLimits,
         channel: Option<ChannelListener>,
         expected: Option<&Expected>,
     ) -> Result<Session, BridgeError> {
@@ -161,8 +186,7 @@ impl Session {
             runtime.clone(),
             id.clone(),
             dispatcher,
-            max_frame,
-            memory_bytes,
+            limits,
             channel,
             expected,
         )
@@ -182,8 +206,7 @@ impl Session {
         runtime: Arc<dyn ContainerRuntime>,
         id: String,
         dispatcher: Dispatcher,
-        max_frame: usize,
-        memory_bytes: u64,
+        limits: SessionLimits,
         channel: Option<(ChannelListener, String)>,
         expected: Option<&Expected>,
     ) -> Result<Session, BridgeError> {
@@ -202,12 +225,12 @@ impl Session {
             ready: Mutex::new(Some(ready_tx)),
             stderr_tail: Mutex::new(VecDeque::new()),
             death: death_tx,
-            memory_bytes,
+            memory_bytes: limits.memory_bytes,
             engine: EngineLink::new(),
         });
         let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
         let (exit_tx, exit_rx) = watch::channel(None);
-        let sink = FrameSink::new(shared.clone(), writer.clone(), dispatcher, max_frame);
+        let sink = FrameSink::new(shared.clone(), writer.clone(), dispatcher, limits);
         let mut tasks = vec![
             AbortOnDropHandle::new(tokio::spawn(wait_loop(
                 runtime.clone(),
@@ -309,11 +332,14 @@ impl Session {
     }
 
     async fn send(&self, line: Vec<u8>) -> Result<(), BridgeError> {
-        self.writer.send(line).await.map_err(|_| BridgeError::Died {
-            reason: "its stdin is closed".into(),
-            stderr_tail: self.shared.tail(),
-            before_start: true,
-        })
+        self.writer
+            .send(line.into())
+            .await
+            .map_err(|_| BridgeError::Died {
+                reason: "its stdin is closed".into(),
+                stderr_tail: self.shared.tail(),
+                before_start: true,
+            })
     }
 
     /// Starts exec `id`; the receiver yields its result, or the error that ended it.
@@ -414,15 +440,16 @@ async fn write_line(out: &mut Pin<Box<dyn AsyncWrite + Send>>, line: &[u8]) -> s
     out.flush().await
 }
 
-async fn write_loop(mut input: Pin<Box<dyn AsyncWrite + Send>>, mut rx: mpsc::Receiver<Vec<u8>>) {
-    while let Some(line) = rx.recv().await {
-        if let Err(err) = input.write_all(&line).await {
+async fn write_loop(mut input: Pin<Box<dyn AsyncWrite + Send>>, mut rx: mpsc::Receiver<Outgoing>) {
+    while let Some(out) = rx.recv().await {
+        if let Err(err) = input.write_all(&out.line).await {
             tracing::debug!(cause = %err, "sandbox stdin closed");
             return;
         }
-        // Batch what is already queued before flushing.
+        drop(out); // written: its share of the reply budget is free again
+                   // Batch what is already queued before flushing.
         while let Ok(more) = rx.try_recv() {
-            if input.write_all(&more).await.is_err() {
+            if input.write_all(&more.line).await.is_err() {
                 return;
             }
         }

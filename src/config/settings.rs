@@ -71,6 +71,9 @@ pub struct Settings {
     pub max_output: usize,
     /// `MCP_BRIDGE_MAX_FRAME`: the largest frame accepted from the sandbox, in bytes.
     pub max_frame: usize,
+    /// `MCP_BRIDGE_MAX_PENDING_RESULTS`: bytes of host replies (tool results) held for a
+    /// sandbox that has not read them yet; a reply past it becomes an error reply.
+    pub max_pending_results: usize,
     /// `MCP_BRIDGE_CHANNEL`: `auto` (socket when possible) or `stdio`.
     pub channel: ChannelMode,
     /// `MCP_BRIDGE_PREWARM`: start the sandbox when the server starts and replace a lost one
@@ -230,6 +233,12 @@ impl Settings {
                 var("MCP_BRIDGE_MAX_FRAME"),
                 64 << 20,
                 |v| parse_size(v).map(|n| n.clamp(64 << 10, 1 << 32) as usize),
+            )?,
+            max_pending_results: parsed(
+                "MCP_BRIDGE_MAX_PENDING_RESULTS",
+                var("MCP_BRIDGE_MAX_PENDING_RESULTS"),
+                256 << 20,
+                |v| parse_size(v).map(|n| n.clamp(1 << 20, 1 << 32) as usize),
             )?,
             channel: parsed(
                 "MCP_BRIDGE_CHANNEL",
