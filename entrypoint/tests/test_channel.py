@@ -19,11 +19,16 @@ class ChannelTest(unittest.TestCase):
         self.sb.close()
         self.dir.cleanup()
 
-    def test_frames_move_to_the_socket(self):
+    def listen(self):
+        """The host's side of the channel: a listening socket at self.path."""
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(self.path)
         listener.listen(1)
         listener.settimeout(20)
+        return listener
+
+    def test_frames_move_to_the_socket(self):
+        listener = self.listen()
         self.sb.boot(channel={"path": self.path, "token": "s3cret"})
         conn, _ = listener.accept()
         conn.settimeout(20)
@@ -52,10 +57,7 @@ class ChannelTest(unittest.TestCase):
         listener.close()
 
     def test_host_closing_the_socket_ends_the_sandbox(self):
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(self.path)
-        listener.listen(1)
-        listener.settimeout(20)
+        listener = self.listen()
         self.sb.boot(channel={"path": self.path, "token": "t"})
         conn, _ = listener.accept()
         conn.settimeout(20)
