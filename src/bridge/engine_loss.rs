@@ -83,6 +83,11 @@ impl EngineLink {
         self.on_socket.store(true, Ordering::SeqCst);
     }
 
+    /// True once frames use the socket channel (the attach stream's stdout is then stray output).
+    pub(super) fn on_socket(&self) -> bool {
+        self.on_socket.load(Ordering::SeqCst)
+    }
+
     /// Why the engine was lost, once it was.
     pub(super) fn lost(&self) -> Option<String> {
         self.lost.lock().expect("engine link lock").clone()

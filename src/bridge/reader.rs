@@ -66,13 +66,16 @@ pub(super) async fn read_loop(
     let mut events = Vec::new();
     while let Some(chunk) = output.next().await {
         match chunk {
-            Ok(Chunk::Stdout(bytes)) => {
+            // Once frames use the socket channel, stdout carries no frames: whatever still
+            // arrives there (sandbox code writing to the container's stdout) is stray output,
+            // bounded like stderr instead of buffered up to the frame limit.
+            Ok(Chunk::Stdout(bytes)) if !shared.engine.on_socket() => {
                 frames.push(&bytes, &mut events);
                 for ev in events.drain(..) {
                     handle_frame(ev, &sink);
                 }
             }
-            Ok(Chunk::Stderr(bytes)) => {
+            Ok(Chunk::Stdout(bytes) | Chunk::Stderr(bytes)) => {
                 stderr.push(&bytes, &mut events);
                 for ev in events.drain(..) {
                     let line = match ev {

@@ -260,3 +260,40 @@ def test_one_enormous_line_on_fd2(flood_bridge, helpers):
     assert all(len(line) <= 2000 for line in lines), "a stderr tail line is longer than STDERR_LINE_MAX"
     nxt = flood_bridge.run("print('replaced')")
     assert nxt.status == "ok" and _stdout(nxt) == "replaced", str(nxt)
+
+
+@pytest.mark.timeout(CALL_TIMEOUT + 120)
+def test_a_line_on_the_containers_own_stdout_is_not_buffered_as_a_frame(flood_bridge, helpers):
+    """(d) Once frames use the socket channel, the container's real stdout (the entrypoint still
+    holds a private copy, which sandbox code can find in /proc/self/fd) carries no frames. A
+    48 MiB line written there must be treated like stray stderr (cut, bounded), not buffered up
+    to MCP_BRIDGE_MAX_FRAME (64 MiB) as a would-be frame: fails on the growth bound if it is."""
+    code = (
+        "import fcntl, os, stat\n"
+        "err = os.readlink('/proc/self/fd/2')\n"
+        "outs = []\n"
+        "for name in os.listdir('/proc/self/fd'):\n"
+        "    fd = int(name)\n"
+        "    try:\n"
+        "        link, st, fl = os.readlink('/proc/self/fd/%d' % fd), os.fstat(fd), fcntl.fcntl(fd, fcntl.F_GETFL)\n"
+        "    except OSError:\n"
+        "        continue\n"
+        "    if fd > 2 and stat.S_ISFIFO(st.st_mode) and fl & os.O_ACCMODE == os.O_WRONLY and link != err:\n"
+        "        outs.append(fd)\n"
+        f"chunk = b'w' * {MIB}\n"
+        "for fd in outs:\n"
+        "    for _ in range(48):\n"
+        "        view = memoryview(chunk)\n"
+        "        while view:\n"
+        "            view = view[os.write(fd, view):]\n"
+        "    os.write(fd, b'\\n')\n"
+        "print('stdout fds', len(outs))\n"
+    )
+    m = Measured(flood_bridge, helpers.engine, "(d) 48 MiB line on the container's stdout", code)
+    m.check_common()
+    assert _stdout(m.result) == "stdout fds 1", f"expected to find the container's stdout: {m.result}"
+    lines = _crash_tail(flood_bridge, "probe-after-d")
+    m.check_peak(" (after the probe: the whole line was read)")
+    assert STDERR_LINE_CUT in lines, f"the line was not reported as cut: {[line[:80] for line in lines[-3:]]}"
+    nxt = flood_bridge.run("print('replaced')")
+    assert nxt.status == "ok" and _stdout(nxt) == "replaced", str(nxt)
