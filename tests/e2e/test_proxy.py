@@ -419,6 +419,27 @@ print(json.dumps({"res": res, "elapsed": time.monotonic() - t0}))
     assert 1.0 <= got["elapsed"] < 3.0, f"10 x slow(1) took {got['elapsed']:.2f} s: calls were serialized"
 
 
+def test_a_flood_of_requests_is_capped_and_the_rest_refused_clearly(sb):
+    # 300 requests at once, each held by the server for 5 s: the bridge keeps at most 256 in
+    # flight per sandbox (MAX_IN_FLIGHT_CALLS) and answers the rest at once with an error, so a
+    # request flood cannot grow the bridge's tasks and buffers without bound.
+    got = _json(
+        sb,
+        """
+import asyncio, json
+res = await asyncio.gather(*[mcp_stub.slow(seconds=5) for _ in range(300)], return_exceptions=True)
+errors = [str(r) for r in res if isinstance(r, Exception)]
+print(json.dumps({"done": res.count("done"), "errors": len(errors),
+                  "capped": all("too many host requests in flight (limit 256)" in e for e in errors)}))
+""",
+        servers=["stub"],
+        timeout=60,
+    )
+    # (More than 256 only succeed if the first ones were done before the last were sent.)
+    assert got["done"] + got["errors"] == 300 and got["errors"] > 0 and got["capped"], got
+    assert sb.run("print('still serving')").text.strip() == "still serving"
+
+
 # --- faults --------------------------------------------------------------------------------------
 
 
