@@ -182,10 +182,7 @@ impl Actor {
                 }
             }
         }
-        let lost = self.engine_lost.take();
-        if let Some(cause) = lost.or_else(|| self.session.as_ref().and_then(Session::engine_lost)) {
-            self.forget_engine(&cause).await;
-        }
+        self.forget_engine_if_lost().await;
         if let Some(s) = self.session.take() {
             s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
         }
@@ -272,10 +269,7 @@ impl Actor {
         if report.notice.is_none() {
             report.notice = notice;
         }
-        let lost = self.engine_lost.take();
-        if let Some(cause) = lost.or_else(|| self.session.as_ref().and_then(Session::engine_lost)) {
-            self.forget_engine(&cause).await;
-        }
+        self.forget_engine_if_lost().await;
         report
     }
 

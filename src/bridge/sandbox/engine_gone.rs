@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use super::{Actor, CLOSE_GRACE_MS};
+use super::{Actor, Session, CLOSE_GRACE_MS};
 use crate::container::{list_own, remove_each, Connection, ContainerRuntime, Owner};
 
 /// How long the bridge, when exiting, may spend reconnecting to remove sandboxes it could not
@@ -31,6 +31,14 @@ impl Actor {
         self.notice = Some(format!(
             "The connection to the container engine ({endpoint}) was lost, so the sandbox was replaced: variables and imports from earlier calls are gone."
         ));
+    }
+
+    /// Forgets the engine if the last run, or the current session, found it gone.
+    pub(super) async fn forget_engine_if_lost(&mut self) {
+        let lost = self.engine_lost.take();
+        if let Some(cause) = lost.or_else(|| self.session.as_ref().and_then(Session::engine_lost)) {
+            self.forget_engine(&cause).await;
+        }
     }
 
     /// Closes the engine connection (stopping a podman service of ours); sandboxes left on that
