@@ -10,7 +10,7 @@ import sys
 import threading
 import traceback
 
-from . import channel, protocol, sandbox_api, selfcheck
+from . import channel, inbox, protocol, sandbox_api, selfcheck
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
@@ -51,21 +51,24 @@ class HostReader:
     def __init__(self, state, calls, execq, main_ident):
         self.state, self.calls, self.execq, self.main_ident = state, calls, execq, main_ident
 
-    def run(self, fd, leftover):
-        for line in protocol.read_lines(fd, leftover):
-            if not line.strip():
-                continue
-            try:
-                frame = protocol.decode(line)
-            except protocol.FrameError as exc:
-                protocol.log("malformed frame from the host ignored: %s" % exc)
-                continue
-            try:
-                if not self.dispatch(frame):
-                    break
-            except Exception:  # noqa: BLE001 - a bad frame must never kill the reader
-                protocol.log("frame %r failed:\n%s" % (frame.get("t"), traceback.format_exc()))
-        else:
+    def dispatch_line(self, line):
+        """Handle one line from the host (see inbox.Inbox); False when reading should stop."""
+        if not line.strip():
+            return True
+        try:
+            frame = protocol.decode(line)
+        except protocol.FrameError as exc:
+            protocol.log("malformed frame from the host ignored: %s" % exc)
+            return True
+        try:
+            return self.dispatch(frame)
+        except Exception:  # noqa: BLE001 - a bad frame must never kill the reader
+            protocol.log("frame %r failed:\n%s" % (frame.get("t"), traceback.format_exc()))
+            return True
+
+    def run(self, inbox):
+        """The reader thread: read until the channel ends or the host asks to shut down."""
+        if inbox.run_thread() == "stdin closed":
             self.stop("stdin closed")
 
     def dispatch(self, frame):
@@ -156,8 +159,10 @@ def main(leftover=b"", channel_offer=None):
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
     execq = queue.Queue()
     reader = HostReader(state, calls, execq, threading.get_ident())
+    box = inbox.Inbox(in_fd, reader.dispatch_line, state, leftover)
+    calls.inbox = runner.inbox = box
     writer.send(ready)
-    threading.Thread(target=reader.run, args=(in_fd, leftover), name="mcp-frame-reader",
+    threading.Thread(target=reader.run, args=(box,), name="mcp-frame-reader",
                      daemon=True).start()
     serve(runner, execq, writer, ack)
     writer.close()

@@ -149,6 +149,8 @@ class CallTable:
         self._lock = threading.Lock()
         self._pending = {}
         self._closed = None  # reason string once the host is gone
+        self.inbox = None  # inbox.Inbox: told when the main thread blocks in `call_sync`
+        self._main = threading.main_thread()
 
     def _open(self, entry, method, params):
         if not isinstance(method, str):
@@ -186,7 +188,11 @@ class CallTable:
         event = threading.Event()
         cid = self._open(("event", event, box, where), method, params)
         try:
-            event.wait()
+            if self.inbox is not None and threading.current_thread() is self._main:
+                with self.inbox.waiting_sync():  # the loop cannot read while this blocks
+                    event.wait()
+            else:
+                event.wait()
         finally:
             self._drop(cid)
         if box["ok"]:
@@ -219,6 +225,13 @@ class CallTable:
         if kind == "event":
             target["ok"], target["value"], target["error"] = outcome
             waker.set()
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is waker:  # read by the loop itself: no hand-off needed
+            _settle_future(target, outcome)
             return
         try:
             waker.call_soon_threadsafe(_settle_future, target, outcome)

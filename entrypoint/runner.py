@@ -12,6 +12,8 @@ import sys
 import traceback
 import types
 
+from .inbox import TrackedSelector
+
 FILENAME = "<run_python>"
 DEFAULT_OUTPUT_LIMIT = 65536
 CANCEL_GRACE = 0.5  # seconds an interrupted task gets to unwind after cancel()
@@ -107,7 +109,8 @@ class Runner:
         self._history = collections.OrderedDict()  # serial -> code objects of that exec
         self._serial = 0
         self._outputs = {}
-        self.loop = None
+        self.loop = self.selector = None
+        self.inbox = None  # inbox.Inbox: the exec loop reads host frames while it waits
         self._ensure_loop()
 
     def close(self):
@@ -116,7 +119,8 @@ class Runner:
 
     def _ensure_loop(self):
         if self.loop is None or self.loop.is_closed():
-            self.loop = asyncio.new_event_loop()
+            self.selector = TrackedSelector()
+            self.loop = asyncio.SelectorEventLoop(self.selector)
         asyncio.set_event_loop(self.loop)  # sandbox code may have replaced or cleared it
         return self.loop
 
@@ -180,6 +184,15 @@ class Runner:
 
     def _await(self, loop, coro):
         task = loop.create_task(coro)
+        if self.inbox is not None:
+            self.inbox.attach(loop, self.selector)
+        try:
+            self._run_task(loop, task)
+        finally:
+            if self.inbox is not None:
+                self.inbox.detach()
+
+    def _run_task(self, loop, task):
         try:
             loop.run_until_complete(task)
         except KeyboardInterrupt:

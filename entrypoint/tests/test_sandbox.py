@@ -182,6 +182,30 @@ class CallTest(SandboxCase):
                                    "print(pickle.loads(pickle.dumps(P())).v)"), "3\n")
 
 
+class ReplyPathTest(SandboxCase):
+    def test_replies_reach_async_sync_and_mixed_calls(self):
+        # Async calls are answered while the loop reads the channel itself; `_sync` calls made
+        # from a coroutine block the loop, so the reader thread answers those (without waiting
+        # for the loop to look stalled: each must take well under the 100 ms total below).
+        code = ("from mcp import runtime\nimport asyncio, time\n"
+                "a = [await runtime.ping(i) for i in range(300)]\n"
+                "b = await asyncio.gather(*[runtime.ping(i) for i in range(300)])\n"
+                "t = time.monotonic()\n"
+                "c = [runtime.ping_sync(i) for i in range(20)]\n"
+                "slow = time.monotonic() - t\n"
+                "d = await runtime.ping('after')\n"
+                "print(a == b == list(range(300)), c == list(range(20)), d, slow < 0.1)")
+        self.assert_ok(self.sb.run(code, timeout=30), "True True after True\n")
+        self.assert_ok(self.sb.run("from mcp import runtime\nprint(runtime.ping_sync('sync'))"),
+                       "sync\n")
+
+    def test_an_exec_frame_arriving_during_an_async_exec_runs_next(self):
+        first = self.sb.start_exec("import asyncio\nawait asyncio.sleep(0.3)\nx = 1")
+        second = self.sb.start_exec("print(x + 1)")  # read by the first exec's event loop
+        self.assert_ok(self.sb.wait_result(first, timeout=10))
+        self.assert_ok(self.sb.wait_result(second, timeout=10), "2\n")
+
+
 class InterruptTest(SandboxCase):
     def interrupt_after_start(self, code, expect_line):
         self.assert_ok(self.sb.run("kept = 'survived'"))
@@ -220,6 +244,16 @@ class InterruptTest(SandboxCase):
 
     def test_blocked_async_call(self):
         self.interrupt_after_start("await runtime.ping('never answered')", 3)
+
+    def test_sync_code_blocking_inside_a_coroutine(self):
+        # The event loop reads frames while it waits in select; blocked here, it cannot: the
+        # reader thread must take over to deliver the interrupt.
+        self.interrupt_after_start("import asyncio, time\nawait asyncio.sleep(0)\ntime.sleep(100)",
+                                   5)
+
+    def test_sync_call_waiting_inside_a_coroutine(self):
+        self.interrupt_after_start("import asyncio\nawait asyncio.sleep(0)\n"
+                                   "runtime.ping_sync('never answered')", 5)
 
     def test_late_interrupt_does_not_hit_the_next_exec(self):
         first = self.sb.start_exec("x = 1")

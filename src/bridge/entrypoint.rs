@@ -22,6 +22,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("capture.py", include_str!("../../entrypoint/capture.py")),
     ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
+    ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),

@@ -1,0 +1,156 @@
+"""Reading host frames from two places (ARCHITECTURE.md, "Entrypoint execution model"): the reader
+thread, and the exec's event loop while it waits in `select`. Whoever reads holds the lock and
+dispatches every complete frame in arrival order, so frames are never split or reordered.
+
+The loop reading for itself saves a hand-off per reply (a wake-up of the reader thread, then one
+of the loop). The thread stays the reader whenever the loop cannot be: between execs, during
+synchronous code, while the main thread waits in a `_sync` call, and once the loop has been out of
+`select` for STALL seconds (code blocking inside a coroutine), so interrupts and replies always
+get through."""
+import collections
+import os
+import select
+import selectors
+import threading
+import time
+
+from . import protocol
+
+STALL = 0.005  # seconds the loop may stay out of `select` before the thread reads again
+
+
+class TrackedSelector(selectors.DefaultSelector):
+    """The exec loop's selector; `busy_since` is when the loop last left `select` (None while
+    it waits inside)."""
+
+    def __init__(self):
+        super().__init__()
+        self.busy_since = time.monotonic()
+
+    def select(self, timeout=None):
+        self.busy_since = None
+        try:
+            return super().select(timeout)
+        finally:
+            self.busy_since = time.monotonic()
+
+
+class Inbox:
+    """The read side of the frame channel. `dispatch(line)` handles one line and returns False
+    when reading must stop (shutdown); it must not raise. `guard` (runner.ExecState) defers a
+    SIGINT while the main thread dispatches, so an interrupt never lands between two frames."""
+
+    def __init__(self, fd, dispatch, guard, leftover=b""):
+        self.fd, self._dispatch, self._guard = fd, dispatch, guard
+        self.closed = None  # why reading ended, once it has
+        self._lock = threading.Lock()
+        self._buf = bytearray()
+        self._lines = collections.deque(protocol.split_lines(self._buf, leftover))
+        self._ready = select.poll()
+        self._ready.register(fd, select.POLLIN)
+        self._kick_r, self._kick_w = os.pipe()
+        os.set_blocking(self._kick_w, False)
+        self._thread_poll = select.poll()
+        self._thread_poll.register(fd, select.POLLIN)
+        self._thread_poll.register(self._kick_r, select.POLLIN)
+        self._loop = self._selector = None
+        self._waiting_sync = 0  # main-thread `_sync` calls waiting while the loop is attached
+        self._nudge = threading.Event()
+
+    # -- reading ---------------------------------------------------------------------------
+    def pump(self):
+        """Dispatch the frames already read, then what one read finds (never blocks). Returns
+        False once reading has ended."""
+        with self._lock:
+            if self.closed:
+                return False
+            if not self._lines and self._ready.poll(0):
+                try:
+                    chunk = os.read(self.fd, 1 << 16)
+                except OSError as exc:
+                    protocol.log("reading frames failed: %s" % exc)
+                    chunk = b""
+                if not chunk:
+                    if self._buf.strip():
+                        protocol.log("the channel ended inside a frame; %d bytes dropped"
+                                     % len(self._buf))
+                    self.closed = "stdin closed"
+                    return False
+                self._lines.extend(protocol.split_lines(self._buf, chunk))
+            while self._lines:
+                if not self._dispatch(self._lines.popleft()):
+                    self.closed = "shutdown requested"
+                    return False
+            return True
+
+    def run_thread(self):
+        """The reader thread's loop; returns why reading ended."""
+        self.pump()  # frames that came with the boot frame
+        while not self.closed:
+            if self._loop_reads():
+                self._nudge.wait(STALL)
+                self._nudge.clear()
+                continue
+            timeout = -1 if self._loop is None else STALL * 1000
+            events = dict(self._thread_poll.poll(timeout))
+            if self._kick_r in events:
+                os.read(self._kick_r, 512)
+            if self.fd in events and not self.pump():
+                break
+        return self.closed
+
+    def _loop_reads(self):
+        if self._loop is None or self._waiting_sync:
+            return False
+        busy = self._selector.busy_since
+        return busy is None or time.monotonic() - busy < STALL
+
+    # -- the exec loop ---------------------------------------------------------------------
+    def attach(self, loop, selector):
+        """The exec's event loop (using `selector`) reads too, until `detach`."""
+        if self.closed or self._loop is not None:
+            return
+        self._loop, self._selector = loop, selector
+        selector.busy_since = time.monotonic()
+        loop.add_reader(self.fd, self._on_loop)
+        self._kick()
+
+    def detach(self):
+        """The loop stops reading; the thread takes over at once."""
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.remove_reader(self.fd)
+            except (ValueError, RuntimeError, OSError):
+                pass
+        self._nudge.set()
+        self._kick()
+
+    def _on_loop(self):
+        with self._guard:
+            alive = self.pump()
+        if not alive:
+            self.detach()  # the thread sees `closed` and ends reading
+
+    def waiting_sync(self):
+        """Context manager: the main thread blocks in a `_sync` call; the thread must read."""
+        return _WaitingSync(self)
+
+    def _kick(self):
+        try:
+            os.write(self._kick_w, b"k")
+        except OSError:  # full: the thread is being woken anyway
+            pass
+
+
+class _WaitingSync:
+    def __init__(self, inbox):
+        self.inbox = inbox
+
+    def __enter__(self):
+        self.inbox._waiting_sync += 1
+        self.inbox._nudge.set()
+
+    def __exit__(self, *exc):
+        self.inbox._waiting_sync -= 1
+        return False
