@@ -8,6 +8,7 @@ synchronous code, while the main thread waits in a `_sync` call, and once the lo
 `select` for STALL seconds (code blocking inside a coroutine), so interrupts and replies always
 get through."""
 import collections
+import fcntl
 import os
 import select
 import selectors
@@ -17,6 +18,19 @@ import time
 from . import protocol
 
 STALL = 0.005  # seconds the loop may stay out of `select` before the thread reads again
+
+
+PRIVATE_FD_MIN = 100  # like the frame fds: out of the way of code that reuses low fds
+
+
+def _private(fd):
+    """`fd` moved to a close-on-exec descriptor >= PRIVATE_FD_MIN."""
+    try:
+        moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, PRIVATE_FD_MIN)
+    except OSError:
+        return fd
+    os.close(fd)
+    return moved
 
 
 class TrackedSelector(selectors.DefaultSelector):
@@ -48,7 +62,7 @@ class Inbox:
         self._lines = collections.deque(protocol.split_lines(self._buf, leftover))
         self._ready = select.poll()
         self._ready.register(fd, select.POLLIN)
-        self._kick_r, self._kick_w = os.pipe()
+        self._kick_r, self._kick_w = (_private(fd) for fd in os.pipe())
         os.set_blocking(self._kick_w, False)
         self._thread_poll = select.poll()
         self._thread_poll.register(fd, select.POLLIN)
