@@ -8,6 +8,7 @@ synchronous code, while the main thread waits in a `_sync` call, and once the lo
 `select` for STALL seconds (code blocking inside a coroutine), so interrupts and replies always
 get through."""
 import collections
+import contextlib
 import fcntl
 import os
 import select
@@ -146,9 +147,15 @@ class Inbox:
         if not alive:
             self.detach()  # the thread sees `closed` and ends reading
 
+    @contextlib.contextmanager
     def waiting_sync(self):
-        """Context manager: the main thread blocks in a `_sync` call; the thread must read."""
-        return _WaitingSync(self)
+        """The main thread blocks in a `_sync` call meanwhile: the thread must read."""
+        self._waiting_sync += 1
+        self._nudge.set()
+        try:
+            yield
+        finally:
+            self._waiting_sync -= 1
 
     def _kick(self):
         try:
@@ -156,15 +163,3 @@ class Inbox:
         except OSError:  # full: the thread is being woken anyway
             pass
 
-
-class _WaitingSync:
-    def __init__(self, inbox):
-        self.inbox = inbox
-
-    def __enter__(self):
-        self.inbox._waiting_sync += 1
-        self.inbox._nudge.set()
-
-    def __exit__(self, *exc):
-        self.inbox._waiting_sync -= 1
-        return False

@@ -6,6 +6,12 @@ use mcp_code_bridge::report::RunStatus;
 
 use crate::support::{process_app, req};
 
+/// Asserts that the run's notice (e.g. "the sandbox was restarted …") mentions `word`.
+fn assert_notice(r: &mcp_code_bridge::report::RunReport, word: &str) {
+    let notice = r.notice.as_deref().unwrap_or("");
+    assert!(notice.contains(word), "notice without {word:?}: {r:?}");
+}
+
 #[tokio::test]
 async fn state_persists_and_errors_do_not_break_the_session() {
     let (app, _rt) = process_app(&[]);
@@ -78,10 +84,7 @@ async fn code_ignoring_interrupts_gets_the_sandbox_killed_and_replaced() {
     assert!(r.error.as_deref().unwrap_or("").contains("killed"), "{r:?}");
     let r = app.sandbox.run(req("print('lost' in globals())", 10)).await;
     assert_eq!(r.stdout, "False\n");
-    assert!(
-        r.notice.as_deref().unwrap_or("").contains("restarted"),
-        "{r:?}"
-    );
+    assert_notice(&r, "restarted");
     assert!(
         rt.calls
             .lock()
@@ -127,10 +130,7 @@ async fn sandbox_killed_during_and_between_calls() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     let r = app.sandbox.run(req("print('third')", 10)).await;
     assert_eq!(r.status, RunStatus::Ok, "{r:?}");
-    assert!(
-        r.notice.as_deref().unwrap_or("").contains("stopped"),
-        "{r:?}"
-    );
+    assert_notice(&r, "stopped");
     app.shutdown().await;
 }
 
@@ -162,7 +162,7 @@ async fn idle_sandbox_is_stopped_and_the_next_call_is_told() {
     assert!(rt.live_ids().is_empty(), "idle sandbox removed");
     let r = app.sandbox.run(req("print('y' in globals())", 10)).await;
     assert_eq!(r.stdout, "False\n");
-    assert!(r.notice.as_deref().unwrap_or("").contains("idle"), "{r:?}");
+    assert_notice(&r, "idle");
     app.shutdown().await;
 }
 
@@ -338,10 +338,7 @@ async fn a_killed_sandbox_is_replaced_before_the_next_call_unless_prewarm_is_off
         }
         let r = app.sandbox.run(req("print('fresh')", 10)).await;
         assert_eq!(r.stdout, "fresh\n", "{r:?}");
-        assert!(
-            r.notice.as_deref().unwrap_or("").contains("restarted"),
-            "{r:?}"
-        );
+        assert_notice(&r, "restarted");
         app.shutdown().await;
     }
 }
