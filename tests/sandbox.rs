@@ -193,19 +193,22 @@ async fn many_concurrent_requests_to_the_host() {
 
 #[tokio::test]
 async fn replies_the_sandbox_does_not_read_are_bounded_by_the_reply_budget() {
-    // Sandbox code asks for 48 replies of 256 KiB (12 MiB), then keeps the GIL for 8 s (long
-    // enough for a slow debug host under load to have answered them all) so the
-    // entrypoint's reader cannot read them. Past the 2 MiB budget the bridge turns replies into
-    // errors instead of holding them all; without the budget every reply would come back.
+    // Hostile sandbox code takes the entrypoint's read lock (so nothing reads the channel), asks
+    // for 48 replies of 256 KiB (12 MiB) from 48 threads, and holds the lock for 4 s. Past the
+    // 2 MiB budget the bridge turns replies into errors instead of holding them all; without
+    // the budget every reply would come back.
     let (app, _rt) = process_app(&[("MCP_BRIDGE_MAX_PENDING_RESULTS", "2m")]);
-    let code = "from mcp import runtime\nimport asyncio, sys, time\nbig = 'x' * (256 << 10)\n\
-tasks = [asyncio.ensure_future(runtime.ping(big)) for _ in range(48)]\n\
-await asyncio.sleep(0)\n\
-old = sys.getswitchinterval(); sys.setswitchinterval(60)\n\
-t = time.monotonic()\n\
-while time.monotonic() - t < 8: pass\n\
-sys.setswitchinterval(old)\n\
-out = await asyncio.gather(*tasks, return_exceptions=True)\n\
+    let code = "from mcp import runtime\nimport gc, sys, threading, time\n\
+Inbox = sys.modules['_mcp_bridge.inbox'].Inbox\n\
+box = [o for o in gc.get_objects() if isinstance(o, Inbox)][0]\n\
+big = 'x' * (256 << 10)\nout = []\n\
+def ask():\n    try:\n        out.append(runtime.ping_sync(big))\n    except Exception as e:\n        out.append(e)\n\
+box._lock.acquire()\n\
+threads = [threading.Thread(target=ask) for _ in range(48)]\n\
+for t in threads: t.start()\n\
+time.sleep(4)\n\
+box._lock.release()\n\
+for t in threads: t.join()\n\
 full = sum(1 for o in out if o == big)\n\
 dropped = [o for o in out if isinstance(o, Exception)]\n\
 print(full, len(dropped), all('MCP_BRIDGE_MAX_PENDING_RESULTS' in str(e) for e in dropped))";
