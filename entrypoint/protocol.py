@@ -26,12 +26,16 @@ def log(msg):
         pass
 
 
+# One encoder for every frame: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def encode(frame):
     """One frame as bytes: compact JSON, raw UTF-8, a single trailing newline.
 
     Raises TypeError/ValueError for values JSON cannot carry (NaN, sets, objects). Lone surrogates
     (from user strings) are turned into valid UTF-8 so the host never sees an invalid frame."""
-    text = json.dumps(frame, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = _ENCODER.encode(frame)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:

@@ -124,9 +124,22 @@ async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable() {
         .expect_err("deadline");
     assert!(matches!(err, UpstreamError::Timeout { .. }), "{err}");
     assert!(t.elapsed() < Duration::from_secs(2));
-    up.call("echo", obj(json!({"text": "ok"})), soon(10))
+    // The server is told the bridge gave up (notifications/cancelled), so it stops the work.
+    let told = StdInstant::now();
+    while !up.stderr_tail().contains("slow: cancelled") {
+        assert!(
+            told.elapsed() < Duration::from_secs(10),
+            "the server was not told of the cancellation; stderr: {}",
+            up.stderr_tail()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Its late reply to the withdrawn call is dropped; the next call gets its own reply.
+    let r = up
+        .call("echo", obj(json!({"text": "ok"})), soon(10))
         .await
         .expect("still usable");
+    assert_eq!(r.structured_content, Some(json!({"text": "ok"})));
     p.shutdown().await;
 }
 

@@ -17,6 +17,7 @@ use rmcp::ServiceExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::lane::{Lane, LaneError};
 use super::transport::{ChildTransport, EndReason};
 use super::UpstreamError;
 use crate::bridge::{FrameEvent, LineAssembler};
@@ -42,6 +43,8 @@ pub struct Live {
     pub tools: Arc<Vec<Tool>>,
     /// What the server said about itself at initialize.
     pub info: Option<Arc<ServerPeerInfo>>,
+    /// The fast lane for `tools/call`: stdio servers with an `initialize` handshake.
+    lane: Option<Arc<Lane>>,
     closed: CancellationToken,
     stop: CancellationToken,
 }
@@ -179,6 +182,7 @@ impl Upstream {
         self.starts
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         tracing::info!(server = %self.spec.name, "starting MCP server");
+        let mut lane = None;
         let service = match &self.spec.transport {
             Transport::Stdio {
                 command,
@@ -195,6 +199,7 @@ impl Upstream {
                 let (transport, stderr) =
                     ChildTransport::spawn(cmd, &self.spec.name, self.ended.clone())
                         .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+                lane = Some(transport.lane());
                 if let Some(stderr) = stderr {
                     tokio::spawn(drain_stderr(
                         stderr,
@@ -231,6 +236,12 @@ impl Upstream {
         };
         let peer = service.peer().clone();
         let info = peer.peer_info();
+        // Servers that negotiated a protocol without `initialize` expect per-request metadata,
+        // which only rmcp's own requests carry.
+        let lane = lane.filter(|_| {
+            info.as_ref()
+                .is_some_and(|i| i.protocol_version.has_initialize())
+        });
         let tools = peer
             .list_all_tools()
             .await
@@ -254,6 +265,7 @@ impl Upstream {
             peer,
             tools: Arc::new(tools),
             info,
+            lane,
             closed,
             stop,
         })
@@ -281,7 +293,17 @@ impl Upstream {
         let secs = deadline
             .saturating_duration_since(Instant::now())
             .as_secs_f64();
-        match tokio::time::timeout_at(deadline, live.peer.call_tool_once(params)).await {
+        let call = async {
+            match &live.lane {
+                Some(lane) => lane
+                    .call_tool(&params)
+                    .await
+                    .map(CallToolResponse::Complete)
+                    .map_err(LaneError::into_service_error),
+                None => live.peer.call_tool_once(params).await,
+            }
+        };
+        match tokio::time::timeout_at(deadline, call).await {
             Err(_) => Err(UpstreamError::Timeout { server: self.spec.name.clone(), tool: tool.into(), secs }),
             Ok(Ok(CallToolResponse::Complete(r))) => Ok(r),
             Ok(Ok(_)) => Err(UpstreamError::Tool {
@@ -321,7 +343,8 @@ impl Upstream {
         }
     }
 
-    fn stderr_tail(&self) -> String {
+    /// The server's last stderr lines.
+    pub fn stderr_tail(&self) -> String {
         let t = self.stderr.lock().expect("stderr lock");
         t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
     }

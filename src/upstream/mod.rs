@@ -1,6 +1,7 @@
 //! The upstream layer: the user's MCP servers, their warm clients, tool docs and search.
 //!
-//! `pool.rs` holds one [`client::Upstream`] per configured server; `host.rs` answers the
+//! `pool.rs` holds one [`client::Upstream`] per configured server (`transport.rs` its stdio pipes,
+//! `lane.rs` the fast `tools/call` path on them); `host.rs` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search.rs` and `result.rs` are pure.
 //! The only module that names rmcp's client role.
 
@@ -9,6 +10,7 @@ pub mod client;
 pub mod docs;
 mod error;
 mod host;
+mod lane;
 mod pool;
 mod result;
 pub mod search;

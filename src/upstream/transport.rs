@@ -13,8 +13,9 @@ use std::time::Duration;
 use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::process::{Child, ChildStdout};
 
+use super::lane::{Lane, LaneError, SharedStdin, FIRST_ID};
 use crate::bridge::{FrameEvent, LineAssembler};
 
 /// Largest JSON-RPC message accepted from a server, in bytes.
@@ -29,7 +30,8 @@ pub type EndReason = Arc<Mutex<Option<String>>>;
 pub struct ChildTransport {
     child: Option<Child>,
     pgid: Option<i32>,
-    stdin: Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    stdin: SharedStdin,
+    lane: Arc<Lane>,
     stdout: ChildStdout,
     lines: LineAssembler,
     ready: VecDeque<RxJsonRpcMessage<RoleClient>>,
@@ -61,11 +63,13 @@ impl ChildTransport {
             .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
         let stderr = child.stderr.take();
         let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+        let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         Ok((
             ChildTransport {
                 child: Some(child),
                 pgid,
-                stdin: Arc::new(tokio::sync::Mutex::new(stdin)),
+                lane: Arc::new(Lane::new(stdin.clone())),
+                stdin,
                 stdout,
                 lines: LineAssembler::new(MAX_MESSAGE_BYTES),
                 ready: VecDeque::new(),
@@ -75,6 +79,11 @@ impl ChildTransport {
             },
             stderr,
         ))
+    }
+
+    /// The connection's fast lane for `tools/call` (see [`Lane`]).
+    pub fn lane(&self) -> Arc<Lane> {
+        self.lane.clone()
     }
 
     fn end(&self, reason: String) {
@@ -94,6 +103,7 @@ impl ChildTransport {
 
 impl Drop for ChildTransport {
     fn drop(&mut self) {
+        self.lane.close();
         self.kill_group();
     }
 }
@@ -125,10 +135,14 @@ impl Transport<RoleClient> for ChildTransport {
                 return Some(msg);
             }
             let n = match self.stdout.read(&mut self.chunk).await {
-                Ok(0) => return None,
+                Ok(0) => {
+                    self.lane.close();
+                    return None;
+                }
                 Ok(n) => n,
                 Err(e) => {
                     self.end(format!("reading its stdout failed: {e}"));
+                    self.lane.close();
                     return None;
                 }
             };
@@ -137,7 +151,10 @@ impl Transport<RoleClient> for ChildTransport {
             for ev in events {
                 match ev {
                     FrameEvent::Line(line) => {
-                        if let Some(msg) = parse_line(&line, &self.server) {
+                        if self.lane.route(&line) {
+                            continue;
+                        }
+                        if let Some(msg) = parse_line(&line, &self.server, &self.lane) {
                             self.ready.push_back(msg);
                         }
                     }
@@ -147,6 +164,7 @@ impl Transport<RoleClient> for ChildTransport {
                             MAX_MESSAGE_BYTES >> 20
                         ));
                         self.kill_group();
+                        self.lane.close();
                         return None;
                     }
                 }
@@ -155,6 +173,7 @@ impl Transport<RoleClient> for ChildTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
+        self.lane.close();
         drop(self.stdin.lock().await.take());
         if let Some(mut child) = self.child.take() {
             if tokio::time::timeout(EXIT_GRACE, child.wait())
@@ -172,8 +191,8 @@ impl Transport<RoleClient> for ChildTransport {
 
 /// One stdout line as a message. Blank lines are skipped; a line that is not JSON-RPC is logged
 /// and skipped; a malformed *response* (it has an id) becomes an error response for that id, so
-/// the waiting call fails at once instead of at its deadline.
-fn parse_line(line: &[u8], server: &str) -> Option<RxJsonRpcMessage<RoleClient>> {
+/// the waiting call fails at once instead of at its deadline (a lane call through `lane`).
+fn parse_line(line: &[u8], server: &str, lane: &Lane) -> Option<RxJsonRpcMessage<RoleClient>> {
     let line = line
         .strip_prefix(b"\xEF\xBB\xBF".as_slice())
         .unwrap_or(line);
@@ -194,6 +213,10 @@ fn parse_line(line: &[u8], server: &str) -> Option<RxJsonRpcMessage<RoleClient>>
         Some(id) => {
             let message = format!("the server sent a malformed response: {err}");
             tracing::warn!(server = %server, "{message}");
+            if let Some(n) = id.as_u64().filter(|n| *n >= FIRST_ID) {
+                lane.fail(n, LaneError::Malformed(message));
+                return None;
+            }
             let reply = serde_json::json!({
                 "jsonrpc": "2.0", "id": id,
                 "error": {"code": -32603, "message": message},
@@ -217,19 +240,20 @@ mod tests {
 
     #[test]
     fn lines_become_messages_errors_or_nothing() {
-        assert!(parse_line(b"  ", "s").is_none());
-        assert!(parse_line(b"garbage from a server", "s").is_none());
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
+        assert!(parse_line(b"  ", "s", &lane).is_none());
+        assert!(parse_line(b"garbage from a server", "s", &lane).is_none());
         let ok = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
         assert!(matches!(
-            parse_line(ok, "s"),
+            parse_line(ok, "s", &lane),
             Some(rmcp::model::JsonRpcMessage::Response(_))
         ));
         let mut bom = b"\xEF\xBB\xBF".to_vec();
         bom.extend_from_slice(ok);
         bom.push(b'\r');
-        assert!(parse_line(&bom, "s").is_some());
+        assert!(parse_line(&bom, "s", &lane).is_some());
         let bad = br#"{"jsonrpc":"2.0","id":4,"result":{"content":"not a list"},"error":7}"#;
-        match parse_line(bad, "s") {
+        match parse_line(bad, "s", &lane) {
             Some(rmcp::model::JsonRpcMessage::Error(e)) => {
                 assert_eq!(e.id, Some(rmcp::model::NumberOrString::Number(4)));
                 assert!(

@@ -454,7 +454,9 @@ async fn main() {
         stub.tools.len()
     );
     let name = stub.name.clone();
-    let running = match rmcp::ServiceExt::serve(stub, rmcp::transport::stdio()).await {
+    // Non-blocking pipes when stdin/stdout are pipes (as every client spawns it): rmcp's plain
+    // `stdio()` reads and writes on tokio's blocking pool, a dozen context switches a message.
+    let running = match rmcp::ServiceExt::serve(stub, rmcp::transport::stdio_pipes()).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("stub-mcp[{name}]: initialize failed: {e}");
