@@ -35,6 +35,8 @@ class StartedAck:
 
     def now(self):
         """Send the pending `started` immediately (before a `call` frame)."""
+        if self._eager:  # sent when the exec began
+            return
         with self._cond:
             pending, self._pending = self._pending, None
         if pending is not None:

@@ -6,6 +6,7 @@
 //! `target/bench/results.json` (`BENCH_OUT` overrides). `BENCH_QUICK=1` shrinks the samples.
 
 mod client;
+mod machine;
 mod scenarios;
 mod stats;
 
@@ -33,6 +34,7 @@ fn main() {
     let began = Instant::now();
     let table = runtime.block_on(async {
         let mut table = Table::default();
+        machine::check(&mut table, "before");
         for (name, scenario) in scenarios::ALL {
             if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
                 continue;
@@ -40,6 +42,7 @@ fn main() {
             eprintln!("== {name}");
             scenario(&mut table, quick).await;
         }
+        machine::check(&mut table, "after");
         table
     });
     let md = table.markdown();
