@@ -46,7 +46,11 @@ fn pipe_round_trips(n: usize) -> Vec<f64> {
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
     writeln!(to, "{init}").expect("write");
     from.read_line(&mut line).expect("read");
-    writeln!(to, r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#).expect("write");
+    writeln!(
+        to,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .expect("write");
     let mut out = Vec::with_capacity(n);
     for i in 0..n + 100 {
         line.clear();

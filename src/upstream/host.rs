@@ -155,7 +155,7 @@ impl HostCalls for UpstreamHostCalls {
                     }
                     .into());
                 }
-                Ok(result::to_value(&r))
+                Ok(result::to_value(r))
             }
             "list_servers" => Ok(json!(pool.servers().names())),
             "discovered_servers" => {

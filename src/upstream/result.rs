@@ -4,26 +4,33 @@ use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::Value;
 
 /// The structured result if present; else the text (joined) parsed as JSON when it is JSON,
-/// else the text; non-text content comes back as a list of content objects.
-pub fn to_value(result: &CallToolResult) -> Value {
-    if let Some(sc) = &result.structured_content {
-        return sc.clone();
+/// else the text; non-text content comes back as a list of content objects. Takes the result so
+/// a large single text block moves into the value instead of being copied.
+pub fn to_value(result: CallToolResult) -> Value {
+    if let Some(sc) = result.structured_content {
+        return sc;
     }
-    let texts: Option<Vec<&str>> = result
-        .content
-        .iter()
-        .map(|c| c.as_text().map(|t| t.text.as_str()))
-        .collect();
-    match texts {
-        Some(parts) => {
-            let text = parts.join("\n");
-            serde_json::from_str::<Value>(text.trim())
-                .ok()
-                .filter(|_| !text.trim().is_empty())
-                .unwrap_or(Value::String(text))
+    if !result.content.iter().all(|c| c.as_text().is_some()) {
+        return Value::Array(result.content.iter().map(content_value).collect());
+    }
+    let mut texts = result.content.into_iter().filter_map(|c| match c {
+        ContentBlock::Text(t) => Some(t.text),
+        _ => None,
+    });
+    let text = match (texts.next(), texts.next()) {
+        (None, _) => String::new(),
+        (Some(only), None) => only,
+        (Some(first), Some(second)) => {
+            let mut parts = vec![first, second];
+            parts.extend(texts);
+            parts.join("\n")
         }
-        None => Value::Array(result.content.iter().map(content_value).collect()),
+    };
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Value::String(text);
     }
+    serde_json::from_str::<Value>(trimmed).unwrap_or(Value::String(text))
 }
 
 /// The error text of a result with `isError`.
@@ -57,18 +64,18 @@ mod tests {
     fn structured_then_json_then_text() {
         let mut r = CallToolResult::success(vec![ContentBlock::text("ignored")]);
         r.structured_content = Some(json!({"a": 1}));
-        assert_eq!(to_value(&r), json!({"a": 1}));
+        assert_eq!(to_value(r.clone()), json!({"a": 1}));
         let r = CallToolResult::success(vec![ContentBlock::text("{\"sum\": 3}")]);
-        assert_eq!(to_value(&r), json!({"sum": 3}));
+        assert_eq!(to_value(r.clone()), json!({"sum": 3}));
         let r = CallToolResult::success(vec![
             ContentBlock::text("hello"),
             ContentBlock::text("world"),
         ]);
-        assert_eq!(to_value(&r), json!("hello\nworld"));
+        assert_eq!(to_value(r.clone()), json!("hello\nworld"));
         let r = CallToolResult::success(vec![ContentBlock::text("42")]);
-        assert_eq!(to_value(&r), json!(42));
+        assert_eq!(to_value(r.clone()), json!(42));
         let r = CallToolResult::success(vec![ContentBlock::text("")]);
-        assert_eq!(to_value(&r), json!(""));
+        assert_eq!(to_value(r.clone()), json!(""));
         let r = CallToolResult::error(vec![ContentBlock::text("bad input")]);
         assert_eq!(error_text(&r), "bad input");
     }
