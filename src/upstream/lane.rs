@@ -78,9 +78,19 @@ impl Lane {
     /// [`LaneError`].
     pub async fn call_tool(self: &Arc<Self>, params: &CallToolRequestParams) -> Reply {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let request = serde_json::json!({
-            "jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params,
-        });
+        #[derive(serde::Serialize)]
+        struct Request<'a> {
+            jsonrpc: &'static str,
+            id: u64,
+            method: &'static str,
+            params: &'a CallToolRequestParams,
+        }
+        let request = Request {
+            jsonrpc: "2.0",
+            id,
+            method: "tools/call",
+            params,
+        };
         let mut line =
             serde_json::to_vec(&request).map_err(|e| LaneError::Malformed(e.to_string()))?;
         line.push(b'\n');
@@ -315,5 +325,37 @@ mod tests {
             .await
             .expect("no hang");
         assert!(matches!(r, Err(LaneError::Closed)), "{r:?}");
+    }
+
+    #[tokio::test]
+    async fn a_call_writes_one_request_line_and_withdrawing_it_tells_the_server() {
+        use tokio::io::AsyncBufReadExt;
+        let mut cat = tokio::process::Command::new("cat")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn cat");
+        let stdin = cat.stdin.take();
+        let mut sent = tokio::io::BufReader::new(cat.stdout.take().expect("stdout")).lines();
+        let l = Arc::new(Lane::new(Arc::new(tokio::sync::Mutex::new(stdin))));
+        let mut args = serde_json::Map::new();
+        args.insert("text".into(), "hi".into());
+        let params = CallToolRequestParams::new("echo").with_arguments(args);
+        let gave_up =
+            tokio::time::timeout(std::time::Duration::from_millis(100), l.call_tool(&params)).await;
+        assert!(gave_up.is_err(), "nobody answers: the caller gives up");
+        let line = |s: Option<String>| -> serde_json::Value {
+            serde_json::from_str(&s.expect("a line")).expect("JSON")
+        };
+        assert_eq!(
+            line(sent.next_line().await.expect("read")),
+            serde_json::json!({"jsonrpc": "2.0", "id": FIRST_ID, "method": "tools/call",
+                               "params": {"name": "echo", "arguments": {"text": "hi"}}})
+        );
+        let cancel = line(sent.next_line().await.expect("read"));
+        assert_eq!(cancel["method"], "notifications/cancelled");
+        assert_eq!(cancel["params"]["requestId"], FIRST_ID);
+        assert!(l.pending.lock().expect("lock").is_empty());
     }
 }
