@@ -216,6 +216,8 @@ async fn proxy(t: &mut Table, quick: bool) {
     let m = b.measure(&code, &["stub"]).await;
     let par: Vec<f64> = ns_to_us(&m["par_ns"]).iter().map(|u| u / 1e3).collect();
     let ping = ns_to_us(&m["ping_ns"]);
+    let in_order: Vec<String> = block_rates.iter().map(|r| format!("{r:.0}")).collect();
+    eprintln!("proxied blocks, calls/s in order: {}", in_order.join(" "));
     block_rates.sort_by(f64::total_cmp);
     let (lo, hi) = (block_rates[0], block_rates[blocks - 1]);
     let (bs, ds) = (summarize(&seq), summarize(&dseq));
