@@ -151,7 +151,7 @@ impl Transport<RoleClient> for ChildTransport {
             for ev in events {
                 match ev {
                     FrameEvent::Line(line) => {
-                        if self.lane.route(&line) {
+                        if self.lane.route(strip_marks(&line)) {
                             continue;
                         }
                         if let Some(msg) = parse_line(&line, &self.server, &self.lane) {
@@ -189,14 +189,19 @@ impl Transport<RoleClient> for ChildTransport {
     }
 }
 
+/// A line without a leading byte-order mark or a trailing carriage return.
+fn strip_marks(line: &[u8]) -> &[u8] {
+    let line = line
+        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
+        .unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
 /// One stdout line as a message. Blank lines are skipped; a line that is not JSON-RPC is logged
 /// and skipped; a malformed *response* (it has an id) becomes an error response for that id, so
 /// the waiting call fails at once instead of at its deadline (a lane call through `lane`).
 fn parse_line(line: &[u8], server: &str, lane: &Lane) -> Option<RxJsonRpcMessage<RoleClient>> {
-    let line = line
-        .strip_prefix(b"\xEF\xBB\xBF".as_slice())
-        .unwrap_or(line);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let line = strip_marks(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
@@ -264,5 +269,20 @@ mod tests {
             }
             other => panic!("expected an error response, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn lane_replies_are_recognised_with_a_byte_order_mark_and_crlf() {
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
+        let mut line = b"\xEF\xBB\xBF".to_vec();
+        line.extend_from_slice(
+            format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"result":{{"content":[]}}}}"#).as_bytes(),
+        );
+        line.push(b'\r');
+        assert!(!lane.route(&line), "as read, the mark hides it");
+        assert!(
+            lane.route(strip_marks(&line)),
+            "what the reader hands the lane"
+        );
     }
 }
