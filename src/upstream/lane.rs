@@ -191,6 +191,14 @@ impl Lane {
         pending.clear();
     }
 
+    /// Registers a waiting call `id` without sending anything (tests of the reply paths).
+    #[cfg(test)]
+    pub(super) fn expect_reply(&self, id: u64) -> oneshot::Receiver<Reply> {
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("lane lock").insert(id, tx);
+        rx
+    }
+
     fn withdraw(self: &Arc<Self>, id: u64) {
         let was_pending = self
             .pending
@@ -250,9 +258,7 @@ mod tests {
     }
 
     fn waiting(lane: &Lane, id: u64) -> oneshot::Receiver<Reply> {
-        let (tx, rx) = oneshot::channel();
-        lane.pending.lock().expect("lock").insert(id, tx);
-        rx
+        lane.expect_reply(id)
     }
 
     #[test]

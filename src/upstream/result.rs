@@ -13,18 +13,17 @@ pub fn to_value(result: CallToolResult) -> Value {
     if !result.content.iter().all(|c| c.as_text().is_some()) {
         return Value::Array(result.content.iter().map(content_value).collect());
     }
-    let mut texts = result.content.into_iter().filter_map(|c| match c {
-        ContentBlock::Text(t) => Some(t.text),
-        _ => None,
-    });
-    let text = match (texts.next(), texts.next()) {
-        (None, _) => String::new(),
-        (Some(only), None) => only,
-        (Some(first), Some(second)) => {
-            let mut parts = vec![first, second];
-            parts.extend(texts);
-            parts.join("\n")
-        }
+    let mut parts: Vec<String> = result
+        .content
+        .into_iter()
+        .filter_map(|c| match c {
+            ContentBlock::Text(t) => Some(t.text),
+            _ => None,
+        })
+        .collect();
+    let text = match parts.len() {
+        1 => parts.pop().unwrap_or_default(),
+        _ => parts.join("\n"),
     };
     let trimmed = text.trim();
     if trimmed.is_empty() {

@@ -219,7 +219,8 @@ fn parse_line(line: &[u8], server: &str, lane: &Lane) -> Option<RxJsonRpcMessage
             let message = format!("the server sent a malformed response: {err}");
             tracing::warn!(server = %server, "{message}");
             if let Some(n) = id.as_u64().filter(|n| *n >= FIRST_ID) {
-                lane.fail(n, LaneError::Malformed(message));
+                // The lane's error adds the "malformed response" wording itself.
+                lane.fail(n, LaneError::Malformed(err.to_string()));
                 return None;
             }
             let reply = serde_json::json!({
@@ -284,5 +285,24 @@ mod tests {
             lane.route(strip_marks(&line)),
             "what the reader hands the lane"
         );
+    }
+
+    #[test]
+    fn an_unparsable_lane_reply_fails_its_call_with_one_clear_message() {
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
+        let mut waiting = lane.expect_reply(FIRST_ID);
+        // JSON with an id, but not a message either reader accepts (a repeated key).
+        let bad = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"id":{FIRST_ID},"result":{{}}}}"#);
+        assert!(
+            !lane.route(bad.as_bytes()),
+            "the lane's own parse refuses it"
+        );
+        assert!(parse_line(bad.as_bytes(), "s", &lane).is_none());
+        let err = waiting
+            .try_recv()
+            .expect("failed at once")
+            .expect_err("an error");
+        let text = err.into_service_error().to_string();
+        assert_eq!(text.matches("malformed response").count(), 1, "{text}");
     }
 }
