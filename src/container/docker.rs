@@ -269,6 +269,10 @@ impl ContainerRuntime for DockerRuntime {
     }
 
     async fn wait(&self, id: &str) -> Result<i64, RuntimeError> {
+        if let (Some(path), "podman") = (&self.unix_path, self.engine.as_str()) {
+            // The Docker-API wait busy-polls on podman < 4.5 (raw_http.rs).
+            return super::raw_http::podman_wait(&self.engine, path, id).await;
+        }
         let mut stream = self.docker.wait_container(id, None);
         match stream.next().await {
             Some(Ok(r)) => Ok(r.status_code),

@@ -5,6 +5,9 @@
 //!   a dead bridge's leftovers. This reads only `Id` and `Labels`, so any state parses.
 //! - Identifying the engine: podman answers `/version` in ~300 ms (it runs `conmon`/`runc` to
 //!   report their versions) while `/_ping` takes ~1 ms and names libpod in its headers.
+//! - Waiting for a podman container to exit: podman before 4.5 answers the Docker-API `wait` by
+//!   polling the container's state with no pause, which keeps more than one CPU busy for as long
+//!   as the sandbox lives (podman issue 18150). Its own libpod `wait` takes a poll interval.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,6 +19,12 @@ use super::{ManagedContainer, RuntimeError, LABEL_MANAGED};
 
 /// Largest list response accepted (a few thousand containers).
 const MAX_RESPONSE: usize = 32 << 20;
+/// Largest `wait` response accepted (an exit code, or an error message).
+const MAX_WAIT_RESPONSE: usize = 64 << 10;
+/// How often podman checks the container's state for a libpod `wait` (its default is 250 ms).
+/// Costs about 1% of a CPU in the podman service; a death is still reported first by the end
+/// of the frame channel and of the output stream, this only brings the exit code.
+pub const PODMAN_WAIT_INTERVAL_MS: u64 = 50;
 /// Time allowed for the whole request.
 const TIMEOUT_SECS: u64 = 15;
 
@@ -84,45 +93,203 @@ fn engine_of(head: &str) -> &'static str {
 
 /// GET `target`; returns the response head and body (HTTP 200 only).
 async fn get(path: &str, target: &str) -> Result<(String, Vec<u8>), String> {
+    let (status, head, body) = request(path, "GET", target, MAX_RESPONSE).await?;
+    if status != 200 {
+        return Err(format!("HTTP {status}"));
+    }
+    Ok((head, body))
+}
+
+/// Waits until podman container `id` has exited, through the libpod API at `path`; returns its
+/// exit code. Polls at [`PODMAN_WAIT_INTERVAL_MS`]; lasts as long as the container runs.
+///
+/// # Errors
+/// [`RuntimeError::Engine`] when podman answers with an error status (404: no such container),
+/// [`RuntimeError::Transport`] when the connection fails or the answer is not an exit code.
+pub async fn podman_wait(engine: &str, path: &str, id: &str) -> Result<i64, RuntimeError> {
+    let action = "wait for the sandbox";
+    let fail = |message: String| RuntimeError::Transport {
+        engine: engine.to_string(),
+        action,
+        message,
+    };
+    if id.is_empty()
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    {
+        return Err(fail(format!("not a container id: {id:?}")));
+    }
+    let target = format!(
+        "/v4.0.0/libpod/containers/{id}/wait?condition=stopped&condition=exited&interval={PODMAN_WAIT_INTERVAL_MS}ms"
+    );
+    let (status, _, body) = request(path, "POST", &target, MAX_WAIT_RESPONSE)
+        .await
+        .map_err(fail)?;
+    let text = String::from_utf8_lossy(&body);
+    if status != 200 {
+        return Err(RuntimeError::Engine {
+            engine: engine.to_string(),
+            action,
+            status,
+            message: error_message(&text),
+        });
+    }
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| fail(format!("the answer is not an exit code: {:?}", clip(&text))))
+}
+
+/// The `message` of a JSON error body, else the body itself (clipped).
+fn error_message(body: &str) -> String {
+    #[derive(Deserialize)]
+    struct Body {
+        message: String,
+    }
+    serde_json::from_str::<Body>(body)
+        .map(|b| b.message)
+        .unwrap_or_else(|_| clip(body).to_string())
+}
+
+fn clip(text: &str) -> &str {
+    let text = text.trim();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+/// One HTTP/1.0 request without a body; returns the status, the head and the body (at most
+/// `max` bytes). HTTP/1.0 keeps the answer unchunked and ends it by closing the connection.
+async fn request(
+    path: &str,
+    method: &str,
+    target: &str,
+    max: usize,
+) -> Result<(u16, String, Vec<u8>), String> {
     let mut stream = tokio::net::UnixStream::connect(path)
         .await
         .map_err(|e| e.to_string())?;
-    let request =
-        format!("GET {target} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n\r\n");
+    let request = format!(
+        "{method} {target} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\nContent-Length: 0\r\n\r\n"
+    );
     stream
         .write_all(request.as_bytes())
         .await
         .map_err(|e| e.to_string())?;
     let mut response = Vec::new();
     (&mut stream)
-        .take(MAX_RESPONSE as u64 + 1)
+        .take(max as u64 + 1)
         .read_to_end(&mut response)
         .await
         .map_err(|e| e.to_string())?;
-    if response.len() > MAX_RESPONSE {
+    if response.len() > max {
         return Err("response too large".into());
     }
+    parse_response(response)
+}
+
+/// Splits a whole HTTP/1.x response into status, head and body.
+fn parse_response(mut response: Vec<u8>) -> Result<(u16, String, Vec<u8>), String> {
     let split = response
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
-        .ok_or("no HTTP header end")?;
-    let head = String::from_utf8_lossy(&response[..split]);
-    let status = head.split_whitespace().nth(1).unwrap_or("");
-    if status != "200" {
-        return Err(format!("HTTP {status}"));
-    }
+        .ok_or_else(|| {
+            if response.is_empty() {
+                "the engine closed the connection without an answer".to_string()
+            } else {
+                "no HTTP header end".to_string()
+            }
+        })?;
+    let head = String::from_utf8_lossy(&response[..split]).into_owned();
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse::<u16>().ok())
+        .filter(|_| head.starts_with("HTTP/1."))
+        .ok_or_else(|| format!("not an HTTP response: {:?}", clip(&head)))?;
     if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
     {
         return Err("unexpected chunked response to an HTTP/1.0 request".into());
     }
-    Ok((head.into_owned(), response[split + 4..].to_vec()))
+    let body = response.split_off(split + 4);
+    Ok((status, head, body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A one-shot engine on a unix socket: records the request head, answers `response`.
+    async fn engine(
+        response: &'static [u8],
+    ) -> (tempfile::TempDir, String, tokio::task::JoinHandle<String>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("engine.sock").display().to_string();
+        let listener = tokio::net::UnixListener::bind(&path).expect("bind");
+        let served = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.expect("accept");
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                if conn.read(&mut byte).await.expect("read") == 0 {
+                    break;
+                }
+                head.push(byte[0]);
+            }
+            conn.write_all(response).await.expect("write");
+            String::from_utf8_lossy(&head).into_owned()
+        });
+        (dir, path, served)
+    }
+
+    #[tokio::test]
+    async fn podman_wait_asks_libpod_with_an_interval_and_reads_the_exit_code() {
+        let (_dir, path, served) =
+            engine(b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n137\n").await;
+        assert_eq!(
+            podman_wait("podman", &path, "abc123").await.expect("code"),
+            137
+        );
+        let head = served.await.expect("served");
+        let expected = format!(
+            "POST /v4.0.0/libpod/containers/abc123/wait?condition=stopped&condition=exited&interval={PODMAN_WAIT_INTERVAL_MS}ms HTTP/1.0\r\n"
+        );
+        assert!(head.starts_with(&expected), "{head}");
+    }
+
+    #[tokio::test]
+    async fn podman_wait_errors_are_typed() {
+        let (_dir, path, _served) = engine(
+            b"HTTP/1.0 404 Not Found\r\n\r\n{\"cause\":\"no such container\",\"message\":\"no container with name or ID abc\",\"response\":404}",
+        )
+        .await;
+        let err = podman_wait("podman", &path, "abc").await.expect_err("404");
+        assert!(err.is_not_found() && !err.is_transport(), "{err:?}");
+        assert!(
+            err.to_string().contains("no container with name or ID abc"),
+            "{err}"
+        );
+
+        let (_dir, path, _served) = engine(b"HTTP/1.0 200 OK\r\n\r\n{\"StatusCode\":0}").await;
+        let err = podman_wait("podman", &path, "abc")
+            .await
+            .expect_err("not a code");
+        assert!(err.is_transport(), "{err:?}");
+
+        let (_dir, path, _served) = engine(b"").await;
+        let err = podman_wait("podman", &path, "abc")
+            .await
+            .expect_err("no answer");
+        assert!(err.to_string().contains("without an answer"), "{err}");
+
+        let err = podman_wait("podman", &path, "../../x")
+            .await
+            .expect_err("bad id");
+        assert!(err.to_string().contains("not a container id"), "{err}");
+    }
 
     #[test]
     fn engine_is_told_by_ping_headers() {

@@ -403,6 +403,37 @@ def _check_nothing_left(b, helpers) -> None:
     )
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process `pid` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_an_idle_sandbox_keeps_the_engine_idle(bridge_factory, helpers):
+    """The bridge watches its sandbox for the whole session. podman before 4.5 answers the
+    Docker-API `wait` by polling without a pause (more than one CPU busy for as long as the
+    sandbox lives); the bridge must not make the engine spin while nothing runs."""
+    if helpers.engine != "podman":
+        pytest.skip("podman-only: dockerd's wait does not poll")
+    b = bridge_factory(name="idle-engine", env={"DOCKER_HOST": ""})
+    try:
+        r = b.run("print('warm')")
+        assert not r.is_error, str(r)
+        services = _podman_services_of(b.pid)
+        if not services:
+            pytest.skip("the bridge found a podman socket of the host and started no service of its own")
+        time.sleep(0.5)  # let start-up work settle
+        before, start = _cpu_seconds(services[0]), time.monotonic()
+        time.sleep(3.0)
+        share = (_cpu_seconds(services[0]) - before) / (time.monotonic() - start)
+        assert share < 0.25, f"the podman service used {share:.0%} of a CPU while the sandbox idled"
+        r = b.run("print('still here')")
+        assert not r.is_error and "still here" in r.text, str(r)
+    finally:
+        b.close()
+
+
 def test_private_podman_service_killed_mid_call(bridge_factory, helpers):
     if helpers.engine != "podman":
         pytest.skip("the bridge starts a podman service of its own only with podman")
