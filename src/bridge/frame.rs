@@ -1,7 +1,7 @@
 //! Newline-delimited frame reassembly over chunked container output.
 //!
 //! Chunks from the engine are not lines (conmon cuts at 8 KiB, dockerd at 32 KiB, and small
-//! lines share a chunk). [`LineAssembler`] joins them, scanning each byte once, and enforces a
+//! lines share a chunk). [`LineAssembler`] joins them, scanning each byte once (memchr), and enforces a
 //! maximum frame length: an oversized frame is reported and skipped up to its newline without
 //! buffering it, so a hostile container cannot grow the bridge's memory.
 
@@ -23,7 +23,6 @@ pub enum FrameEvent {
 #[derive(Debug)]
 pub struct LineAssembler {
     buf: BytesMut,
-    scanned: usize,
     max: usize,
     discarding: bool,
 }
@@ -33,7 +32,6 @@ impl LineAssembler {
     pub fn new(max: usize) -> Self {
         LineAssembler {
             buf: BytesMut::new(),
-            scanned: 0,
             max,
             discarding: false,
         }
@@ -43,7 +41,7 @@ impl LineAssembler {
     pub fn push(&mut self, mut chunk: &[u8], out: &mut Vec<FrameEvent>) {
         while !chunk.is_empty() {
             if self.discarding {
-                match chunk.iter().position(|b| *b == b'\n') {
+                match memchr::memchr(b'\n', chunk) {
                     Some(i) => {
                         self.discarding = false;
                         chunk = &chunk[i + 1..];
@@ -54,33 +52,33 @@ impl LineAssembler {
             }
             // Only copy what can still belong to an acceptable line.
             let room = self.max + 1 - self.buf.len();
-            let take = match chunk.iter().position(|b| *b == b'\n') {
-                Some(i) if i < room => i + 1,
-                _ => chunk.len().min(room),
-            };
-            self.buf.extend_from_slice(&chunk[..take]);
-            chunk = &chunk[take..];
-            self.drain_lines(out);
+            match memchr::memchr(b'\n', chunk) {
+                Some(i) if i < room => {
+                    // A whole line: hand it out without scanning it again.
+                    let line = if self.buf.is_empty() {
+                        Bytes::copy_from_slice(&chunk[..i])
+                    } else {
+                        self.buf.extend_from_slice(&chunk[..i]);
+                        self.buf.split().freeze()
+                    };
+                    out.push(FrameEvent::Line(line));
+                    chunk = &chunk[i + 1..];
+                    continue;
+                }
+                _ => {
+                    let take = chunk.len().min(room);
+                    self.buf.extend_from_slice(&chunk[..take]);
+                    chunk = &chunk[take..];
+                }
+            }
             if self.buf.len() > self.max {
                 out.push(FrameEvent::TooLong {
                     seen: self.buf.len(),
                 });
                 self.buf.clear();
-                self.scanned = 0;
                 self.discarding = true;
             }
         }
-    }
-
-    fn drain_lines(&mut self, out: &mut Vec<FrameEvent>) {
-        while let Some(i) = self.buf[self.scanned..].iter().position(|b| *b == b'\n') {
-            let end = self.scanned + i;
-            let mut line = self.buf.split_to(end + 1);
-            line.truncate(end);
-            self.scanned = 0;
-            out.push(FrameEvent::Line(line.freeze()));
-        }
-        self.scanned = self.buf.len();
     }
 
     /// Bytes of an unfinished frame still buffered (a frame cut at EOF when the stream ends).

@@ -93,6 +93,14 @@ impl Upstream {
         self.starts.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The connection if it is up and nobody holds the state (a start or restart), at once.
+    fn live_idle(&self) -> Option<Live> {
+        match &*self.state.try_lock().ok()? {
+            State::Live(l) if !l.is_closed() => Some(l.clone()),
+            _ => None,
+        }
+    }
+
     /// The connection if it is up, without starting anything.
     pub async fn live_now(&self) -> Option<Live> {
         match &*self.state.lock().await {
@@ -281,7 +289,12 @@ impl Upstream {
         args: JsonObject,
         deadline: Instant,
     ) -> Result<CallToolResult, UpstreamError> {
-        let live = self.connect(deadline).await?;
+        // The warm path skips `connect`: its future (the whole handshake, ~8 KiB) would be
+        // copied around on every call, which cost more CPU than the rest of the call.
+        let live = match self.live_idle() {
+            Some(live) => live,
+            None => Box::pin(self.connect(deadline)).await?,
+        };
         if !live.tools.iter().any(|t| t.name == tool) {
             return Err(UpstreamError::UnknownTool {
                 server: self.spec.name.clone(),
@@ -289,18 +302,21 @@ impl Upstream {
                 available: live.tools.iter().map(|t| t.name.to_string()).collect(),
             });
         }
-        let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
         let secs = deadline
             .saturating_duration_since(Instant::now())
             .as_secs_f64();
         let call = async {
             match &live.lane {
                 Some(lane) => lane
-                    .call_tool(&params)
+                    .call_tool(tool, &args)
                     .await
                     .map(CallToolResponse::Complete)
                     .map_err(LaneError::into_service_error),
-                None => live.peer.call_tool_once(params).await,
+                // rmcp's request future is large; boxed, it stays off the lane's path.
+                None => {
+                    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+                    Box::pin(live.peer.call_tool_once(params)).await
+                }
             }
         };
         match tokio::time::timeout_at(deadline, call).await {
@@ -389,6 +405,30 @@ async fn drain_stderr(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_warm_call_does_not_carry_the_connect_state_machine() {
+        // `connect` (handshake and all) is a future of ~8 KiB; inside `call` it was copied on
+        // every proxied call, more CPU than the rest of the bridge's work on it.
+        let spec = ServerSpec {
+            name: "a".into(),
+            transport: crate::config::Transport::Stdio {
+                command: "x".into(),
+                args: vec![],
+                env: Default::default(),
+                cwd: None,
+            },
+            disabled: false,
+            source: "/x.json".into(),
+        };
+        let up = Upstream::new(Arc::new(spec));
+        let call = up.call("t", JsonObject::new(), Instant::now());
+        assert!(
+            std::mem::size_of_val(&call) <= 2048,
+            "{} bytes",
+            std::mem::size_of_val(&call)
+        );
+    }
 
     #[test]
     fn backoff_grows_and_caps() {

@@ -128,35 +128,56 @@ impl HostCalls for UpstreamHostCalls {
     }
 
     async fn call(&self, ctx: &CallContext, method: &str, p: Value) -> Result<Value, CallError> {
+        if method == "call_tool" {
+            return self.call_tool(ctx, p).await;
+        }
+        // Boxed: these futures may start servers, and their state (kilobytes) would otherwise
+        // be part of, and be copied with, every `call_tool`.
+        Box::pin(self.discovery(ctx, method, p)).await
+    }
+}
+
+impl UpstreamHostCalls {
+    /// `call_tool`: the hot path of proxied calls.
+    async fn call_tool(&self, ctx: &CallContext, mut p: Value) -> Result<Value, CallError> {
+        let pool = &self.pool;
+        // Moved out, not copied: arguments can be large.
+        let args = match p.get_mut("arguments").map(Value::take) {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(CallError::bad_request("'arguments' must be a dict")),
+        };
+        let server = str_param(&p, "server")?;
+        let tool = str_param(&p, "tool")?;
+        let up = pool.get(server)?;
+        if !ctx.servers.iter().any(|s| s == server) {
+            return Err(UpstreamError::NotLoaded {
+                name: server.into(),
+                loaded: ctx.servers.to_vec(),
+            }
+            .into());
+        }
+        let r = up.call(tool, args, ctx.deadline).await?;
+        if r.is_error == Some(true) {
+            return Err(UpstreamError::Tool {
+                server: server.into(),
+                tool: tool.into(),
+                message: result::error_text(&r),
+            }
+            .into());
+        }
+        Ok(result::to_value(r))
+    }
+
+    /// Every host method but `call_tool`.
+    async fn discovery(
+        &self,
+        ctx: &CallContext,
+        method: &str,
+        p: Value,
+    ) -> Result<Value, CallError> {
         let pool = &self.pool;
         match method {
-            "call_tool" => {
-                let server = str_param(&p, "server")?;
-                let tool = str_param(&p, "tool")?;
-                let args = match p.get("arguments") {
-                    None | Some(Value::Null) => serde_json::Map::new(),
-                    Some(Value::Object(m)) => m.clone(),
-                    Some(_) => return Err(CallError::bad_request("'arguments' must be a dict")),
-                };
-                let up = pool.get(server)?;
-                if !ctx.servers.iter().any(|s| s == server) {
-                    return Err(UpstreamError::NotLoaded {
-                        name: server.into(),
-                        loaded: ctx.servers.to_vec(),
-                    }
-                    .into());
-                }
-                let r = up.call(tool, args, ctx.deadline).await?;
-                if r.is_error == Some(true) {
-                    return Err(UpstreamError::Tool {
-                        server: server.into(),
-                        tool: tool.into(),
-                        message: result::error_text(&r),
-                    }
-                    .into());
-                }
-                Ok(result::to_value(r))
-            }
             "list_servers" => Ok(json!(pool.servers().names())),
             "discovered_servers" => {
                 let mut servers = Vec::new();
@@ -298,6 +319,31 @@ impl HostCalls for UpstreamHostCalls {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_tool_future_is_small() {
+        // The discovery methods may start servers; their state must not ride along (and be
+        // copied) on every proxied call.
+        let servers = Arc::new(crate::config::Servers {
+            specs: vec![],
+            issues: vec![],
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let calls = UpstreamHostCalls::new(Arc::new(UpstreamPool::new(servers, dir.path())));
+        let ctx = CallContext {
+            exec_id: 1,
+            servers: Arc::from(Vec::new()),
+            deadline: Instant::now(),
+        };
+        let call = calls.call(&ctx, "call_tool", Value::Null);
+        assert!(
+            std::mem::size_of_val(&*call) <= 2048,
+            "{} bytes",
+            std::mem::size_of_val(&*call)
+        );
+    }
+
     #[test]
     fn aliases() {
         assert_eq!(super::alias("my-server.v2"), "my_server_v2");

@@ -12,12 +12,14 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorData};
+use rmcp::model::{CallToolResult, ErrorData, JsonObject};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{oneshot, OwnedMutexGuard};
+
+use super::wire;
 
 /// The first id the lane uses (2^40: above any u32 counter, exact in a JavaScript number).
 pub const FIRST_ID: u64 = 1 << 40;
@@ -76,24 +78,9 @@ impl Lane {
     ///
     /// # Errors
     /// [`LaneError`].
-    pub async fn call_tool(self: &Arc<Self>, params: &CallToolRequestParams) -> Reply {
+    pub async fn call_tool(self: &Arc<Self>, tool: &str, arguments: &JsonObject) -> Reply {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        #[derive(serde::Serialize)]
-        struct Request<'a> {
-            jsonrpc: &'static str,
-            id: u64,
-            method: &'static str,
-            params: &'a CallToolRequestParams,
-        }
-        let request = Request {
-            jsonrpc: "2.0",
-            id,
-            method: "tools/call",
-            params,
-        };
-        let mut line =
-            serde_json::to_vec(&request).map_err(|e| LaneError::Malformed(e.to_string()))?;
-        line.push(b'\n');
+        let line = wire::call_request(id, tool, arguments);
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.pending.lock().expect("lane lock");
@@ -169,7 +156,7 @@ impl Lane {
                 Ok(e) => Err(LaneError::Server(e)),
                 Err(e) => Err(LaneError::Malformed(format!("a malformed error: {e}"))),
             },
-            (Some(res), None) => serde_json::from_str::<CallToolResult>(res.get())
+            (Some(res), None) => wire::tool_result(res.get())
                 .map_err(|e| LaneError::Malformed(format!("not a tool result: {e}"))),
             (None, None) => unreachable!("checked above"),
         };
@@ -316,9 +303,8 @@ mod tests {
             .build()
             .expect("runtime");
         let l = Arc::new(l);
-        let params = CallToolRequestParams::new("echo");
         assert!(matches!(
-            rt.block_on(l.call_tool(&params)),
+            rt.block_on(l.call_tool("echo", &JsonObject::new())),
             Err(LaneError::Closed)
         ));
     }
@@ -326,10 +312,13 @@ mod tests {
     #[tokio::test]
     async fn a_call_on_a_closed_pipe_fails_at_once() {
         let l = Arc::new(lane()); // stdin already gone
-        let params = CallToolRequestParams::new("echo");
-        let r = tokio::time::timeout(std::time::Duration::from_secs(5), l.call_tool(&params))
-            .await
-            .expect("no hang");
+        let none = JsonObject::new();
+        let r = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            l.call_tool("echo", &none),
+        )
+        .await
+        .expect("no hang");
         assert!(matches!(r, Err(LaneError::Closed)), "{r:?}");
     }
 
@@ -347,9 +336,11 @@ mod tests {
         let l = Arc::new(Lane::new(Arc::new(tokio::sync::Mutex::new(stdin))));
         let mut args = serde_json::Map::new();
         args.insert("text".into(), "hi".into());
-        let params = CallToolRequestParams::new("echo").with_arguments(args);
-        let gave_up =
-            tokio::time::timeout(std::time::Duration::from_millis(100), l.call_tool(&params)).await;
+        let gave_up = tokio::time::timeout(
+            std::time::Duration::from_millis(100),
+            l.call_tool("echo", &args),
+        )
+        .await;
         assert!(gave_up.is_err(), "nobody answers: the caller gives up");
         let line = |s: Option<String>| -> serde_json::Value {
             serde_json::from_str(&s.expect("a line")).expect("JSON")

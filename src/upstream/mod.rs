@@ -1,7 +1,7 @@
 //! The upstream layer: the user's MCP servers, their warm clients, tool docs and search.
 //!
 //! `pool.rs` holds one [`client::Upstream`] per configured server (`transport.rs` its stdio pipes,
-//! `lane.rs` the fast `tools/call` path on them); `host.rs` answers the
+//! `lane.rs` the fast `tools/call` path on them, `wire.rs` its lines); `host.rs` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search.rs` and `result.rs` are pure.
 //! The only module that names rmcp's client role.
 
@@ -15,6 +15,7 @@ mod pool;
 mod result;
 pub mod search;
 mod transport;
+mod wire;
 
 pub use error::UpstreamError;
 pub use host::UpstreamHostCalls;
