@@ -53,7 +53,7 @@ class HostReader:
 
     def dispatch_line(self, line):
         """Handle one line from the host (see inbox.Inbox); False when reading should stop."""
-        if not line.strip():
+        if not line or line.isspace():
             return True
         try:
             frame = protocol.decode(line)

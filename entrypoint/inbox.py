@@ -13,6 +13,7 @@ import fcntl
 import os
 import select
 import selectors
+import socket
 import threading
 import time
 
@@ -34,20 +35,48 @@ def _private(fd):
     return moved
 
 
+def _nonblocking_recv(fd):
+    """`recv` of a socket object over `fd` (sharing it, never closing it), or None when `fd` is
+    not a socket (the stdio channel's pipe)."""
+    try:
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        return None
+    if sock.type != socket.SOCK_STREAM:
+        sock.detach()
+        return None
+    _SOCKETS.append(sock)  # kept alive: closing it would close the channel
+    return sock.recv
+
+
+_SOCKETS = []
+
+
 class TrackedSelector(selectors.DefaultSelector):
     """The exec loop's selector; `busy_since` is when the loop last left `select` (None while
-    it waits inside)."""
+    it waits inside).
+
+    A wait that returned events is usually followed by a zero-timeout poll: the callbacks it
+    ran (a reply settling its future) scheduled the task that awaited it. That poll is skipped
+    once, as a syscall that almost never finds anything; the next one always polls, so I/O
+    still gets through at least every other loop iteration."""
 
     def __init__(self):
         super().__init__()
         self.busy_since = time.monotonic()
+        self._just_woke = False
 
     def select(self, timeout=None):
+        if timeout is not None and timeout <= 0 and self._just_woke:
+            self._just_woke = False
+            return []
         self.busy_since = None
         try:
-            return super().select(timeout)
+            ready = super().select(timeout)
         finally:
             self.busy_since = time.monotonic()
+        self._just_woke = bool(ready) and (timeout is None or timeout > 0)
+        return ready
 
 
 class Inbox:
@@ -63,6 +92,7 @@ class Inbox:
         self._lines = collections.deque(protocol.split_lines(self._buf, leftover))
         self._ready = select.poll()
         self._ready.register(fd, select.POLLIN)
+        self._recv = _nonblocking_recv(fd)  # None unless fd is a socket
         self._kick_r, self._kick_w = (_private(fd) for fd in os.pipe())
         os.set_blocking(self._kick_w, False)
         self._thread_poll = select.poll()
@@ -79,24 +109,36 @@ class Inbox:
         with self._lock:
             if self.closed:
                 return False
-            if not self._lines and self._ready.poll(0):
-                try:
-                    chunk = os.read(self.fd, 1 << 16)
-                except OSError as exc:
-                    protocol.log("reading frames failed: %s" % exc)
-                    chunk = b""
-                if not chunk:
+            if not self._lines:
+                chunk = self._read()
+                if chunk == b"":
                     if self._buf.strip():
                         protocol.log("the channel ended inside a frame; %d bytes dropped"
                                      % len(self._buf))
                     self.closed = "stdin closed"
                     return False
-                self._lines.extend(protocol.split_lines(self._buf, chunk))
+                if chunk is not None:
+                    self._lines.extend(protocol.split_lines(self._buf, chunk))
             while self._lines:
                 if not self._dispatch(self._lines.popleft()):
                     self.closed = "shutdown requested"
                     return False
             return True
+
+    def _read(self):
+        """What one read finds without blocking: bytes, b"" at the end, None when nothing is
+        there yet."""
+        try:
+            if self._recv is not None:  # a socket: one call, no readiness check first
+                return self._recv(1 << 16, socket.MSG_DONTWAIT)
+            if not self._ready.poll(0):
+                return None
+            return os.read(self.fd, 1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError as exc:
+            protocol.log("reading frames failed: %s" % exc)
+            return b""
 
     def run_thread(self):
         """The reader thread's loop; returns why reading ended."""

@@ -26,16 +26,31 @@ def log(msg):
         pass
 
 
-# One encoder for every frame: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# The C encoder behind _ENCODER, made once: JSONEncoder.encode builds a new one per call. It
+# keeps no table of containers being encoded (the table is left stale when encoding fails, and
+# frames are encoded on several threads), so a circular value recurses until RecursionError,
+# reported as the ValueError json gives.
+_C_ENCODE = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+    None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
+
+
+def _to_json(frame):
+    if _C_ENCODE is None:
+        return _ENCODER.encode(frame)
+    try:
+        return "".join(_C_ENCODE(frame, 0))
+    except RecursionError:
+        raise ValueError("Circular reference detected (or a value nested too deeply)") from None
 
 
 def encode(frame):
     """One frame as bytes: compact JSON, raw UTF-8, a single trailing newline.
 
-    Raises TypeError/ValueError for values JSON cannot carry (NaN, sets, objects). Lone surrogates
-    (from user strings) are turned into valid UTF-8 so the host never sees an invalid frame."""
-    text = _ENCODER.encode(frame)
+    Raises TypeError/ValueError for values JSON cannot carry (NaN, sets, objects, circular
+    containers). Lone surrogates (from user strings) are turned into valid UTF-8 so the host never
+    sees an invalid frame."""
+    text = _to_json(frame)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
@@ -43,10 +58,26 @@ def encode(frame):
     return data + b"\n"
 
 
+_DECODER = json.JSONDecoder()
+
+
+def _from_json(text):
+    # raw_decode skips JSONDecoder.decode's two whitespace regex matches; a line it cannot
+    # read whole (leading whitespace, or an error) goes through decode for the same rules
+    # and error messages as json.loads.
+    try:
+        value, end = _DECODER.raw_decode(text)
+        if end == len(text) or text[end:].isspace():
+            return value
+    except ValueError:
+        pass
+    return _DECODER.decode(text)
+
+
 def decode(line):
     """Parse one line (bytes, without the newline) into a frame dict, or raise FrameError."""
     try:
-        frame = json.loads(line.decode("utf-8"))
+        frame = _from_json(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise FrameError("not a JSON line: %s" % exc) from None
     if not isinstance(frame, dict) or not isinstance(frame.get("t"), str):
@@ -97,7 +128,7 @@ class FrameWriter:
         # With it, the main thread writes its frames directly instead of via the thread: one
         # thread hop less per call.
         self.main_guard = main_guard
-        self._main = threading.main_thread()
+        self._main_ident = threading.main_thread().ident
         self._queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="mcp-frame-writer", daemon=True)
         self._thread.start()
@@ -106,7 +137,7 @@ class FrameWriter:
         """Send a frame. Encoding errors raise here, in the caller (e.g. non-JSON params)."""
         data = encode(frame)
         guard = self.main_guard
-        if guard is not None and threading.current_thread() is self._main:
+        if guard is not None and threading.get_ident() == self._main_ident:
             with guard:
                 self.write_now(data)
         else:

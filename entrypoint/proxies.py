@@ -23,11 +23,17 @@ def _tool_function(server, tool, name, owner):
     """The async function calling `tool` of `server`; `name` is its alias, `owner` e.g. mcp_x."""
     caller = "%s.%s" % (owner, name)
 
+    where = (server, tool)
+
     async def call(arguments=None, /, **kwargs):
-        merged = runtime.tool_arguments(caller, arguments)
-        merged.update(kwargs)
+        if arguments is None:
+            merged = kwargs
+        else:
+            merged = runtime.tool_arguments(caller, arguments)
+            merged.update(kwargs)
         params = {"server": server, "tool": tool, "arguments": merged}
-        return await runtime.call_host("call_tool", params, server, tool)
+        # Straight to the call table: each coroutine layer costs on every await.
+        return await runtime.host().call("call_tool", params, where)
 
     call.__name__, call.__qualname__ = name, caller
     call.__doc__ = ("Call tool %r of MCP server %r (async): pass its arguments as keywords or as "

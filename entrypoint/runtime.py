@@ -15,7 +15,8 @@ def bind(calls):
     _calls = calls
 
 
-def _host():
+def host():
+    """The bound protocol.CallTable; BridgeCallError when the sandbox is not connected."""
     if _calls is None:
         raise BridgeCallError("the sandbox is not connected to the bridge")
     return _calls
@@ -24,12 +25,12 @@ def _host():
 async def call_host(method, params=None, server=None, tool=None):
     """Call host `method` with a JSON-able dict of params; returns the reply value. `server` and
     `tool` name what the call is about (set on the exception when it fails)."""
-    return await _host().call(method, params, (server, tool))
+    return await host().call(method, params, (server, tool))
 
 
 def call_host_sync(method, params=None, server=None, tool=None):
     """Blocking `call_host` (works in plain code and inside a running event loop)."""
-    return _host().call_sync(method, params, (server, tool))
+    return host().call_sync(method, params, (server, tool))
 
 
 def tool_arguments(caller, args):

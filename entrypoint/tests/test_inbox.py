@@ -89,5 +89,67 @@ class InboxTest(unittest.TestCase):
         self.assertEqual([s[0] for s in self.seen], [b"early", b"last"])
 
 
+class PipeInboxTest(unittest.TestCase):
+    """The stdio channel is a pipe: no `recv`, a readiness check before each read."""
+
+    def test_frames_in_order_then_eof_over_a_pipe(self):
+        import os
+        r, w = os.pipe()
+        seen = []
+        inbox = Inbox(r, lambda line: seen.append(line) or True, contextlib.nullcontext())
+        self.assertTrue(inbox.pump())  # nothing there yet: no block, no EOF
+        os.write(w, b"a\nb\npartial")
+        self.assertTrue(inbox.pump())
+        self.assertEqual(seen, [b"a", b"b"])
+        os.write(w, b"\n")
+        os.close(w)
+        self.assertTrue(inbox.pump())
+        self.assertEqual(seen, [b"a", b"b", b"partial"])
+        self.assertFalse(inbox.pump())
+        self.assertEqual(inbox.closed, "stdin closed")
+        os.close(r)
+
+
+class TrackedSelectorTest(unittest.TestCase):
+    def test_one_zero_timeout_poll_after_a_wake_is_skipped_and_the_next_polls(self):
+        a, b = socket.socketpair()
+        selector = TrackedSelector()
+        try:
+            selector.register(a, 1)  # EVENT_READ
+            b.sendall(b"x")  # stays readable: nobody reads it
+            self.assertEqual(len(selector.select(None)), 1)  # a wait that returned events
+            self.assertEqual(selector.select(0), [])  # skipped once
+            self.assertEqual(len(selector.select(0)), 1)  # then polled again
+            self.assertEqual(len(selector.select(0)), 1)  # zero-timeout polls never skip twice
+            self.assertEqual(len(selector.select(5)), 1)
+            self.assertEqual(selector.select(0), [])
+            self.assertIsNotNone(selector.busy_since)
+        finally:
+            selector.close()
+            a.close()
+            b.close()
+
+    def test_io_gets_through_a_loop_that_never_waits(self):
+        a, b = socket.socketpair()
+        loop = asyncio.SelectorEventLoop(TrackedSelector())
+        got = []
+        loop.add_reader(a.fileno(), lambda: got.append(a.recv(10)))
+
+        async def busy():
+            b.sendall(b"ping")
+            for _ in range(10):
+                if got:
+                    return
+                await asyncio.sleep(0)
+
+        try:
+            loop.run_until_complete(busy())
+            self.assertEqual(got, [b"ping"])
+        finally:
+            loop.close()
+            a.close()
+            b.close()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -31,6 +31,31 @@ class CodecTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             protocol.encode({"t": "call", "params": {"x": {1, 2}}})
 
+    def test_encode_reports_circular_values_as_value_errors(self):
+        loop = {"a": 1}
+        loop["self"] = loop
+        for value in (loop, [loop]):
+            with self.assertRaisesRegex(ValueError, "Circular reference"):
+                protocol.encode({"t": "call", "params": {"arguments": value}})
+        # the encoder is reusable afterwards, also for the very object that failed
+        loop.pop("self")
+        self.assertEqual(json.loads(protocol.encode({"t": "x", "v": loop})), {"t": "x", "v": loop})
+
+    def test_encode_matches_json_dumps(self):
+        for value in ({"t": "x", "n": [1, -2.5, 1e300, 10**30, True, None, ""]},
+                      {"t": "x", 1: "int key", 2.5: "float key", None: "null key"},
+                      {"t": "x", "s": "quote\" back\\ tab\t ctl\x01 \u2028"}):
+            self.assertEqual(protocol.encode(value),
+                             (json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+                              + "\n").encode("utf-8"))
+
+    def test_decode_takes_surrounding_whitespace_and_refuses_extra_data(self):
+        for line in (b' {"t":"reply","id":1}', b'{"t":"reply","id":1}  ', b'\t{"t":"reply","id":1}\r'):
+            self.assertEqual(protocol.decode(line), {"t": "reply", "id": 1}, line)
+        for bad in (b'{"t":"reply"}{"t":"reply"}', b'{"t":"reply"} x', b'{"t":"reply"'):
+            with self.assertRaises(protocol.FrameError, msg=bad):
+                protocol.decode(bad)
+
     def test_decode_round_trip(self):
         frame = {"t": "exec", "id": 7, "code": "print('ü')\n", "servers": ["github"],
                  "output_limit": 65536}
