@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::client::{Bridge, Direct, Workdir};
+use crate::client::{children_of, cpu_seconds, Bridge, Direct, Workdir};
 use crate::stats::{ms, summarize, Summary, Table};
 
 type Fut<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
@@ -135,7 +135,43 @@ async fn warm(t: &mut Table, quick: bool) {
         summarize(&ms(&times)),
         "target median < 1 ms",
     );
+    idle_cpu(t, &b).await;
     b.stop().await;
+}
+
+/// CPU used while the sandbox idles: the bridge, and the podman service it started (if any).
+async fn idle_cpu(t: &mut Table, b: &Bridge) {
+    let engine: Vec<u32> = children_of(b.pid)
+        .into_iter()
+        .filter(|(_, comm)| comm == "podman")
+        .map(|(pid, _)| pid)
+        .collect();
+    let total = |pids: &[u32]| pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>();
+    let (b0, e0, start) = (cpu_seconds(b.pid), total(&engine), Instant::now());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let secs = start.elapsed().as_secs_f64();
+    let (bridge, service) = (
+        (cpu_seconds(b.pid) - b0) / secs,
+        (total(&engine) - e0) / secs,
+    );
+    let note = if engine.is_empty() {
+        format!(
+            "bridge alone (the engine service is not its child): {:.1}%",
+            bridge * 100.0
+        )
+    } else {
+        format!(
+            "bridge {:.1}%, its podman service {:.1}%",
+            bridge * 100.0,
+            service * 100.0
+        )
+    };
+    t.single(
+        "CPU while the sandbox idles: bridge + its engine service (3 s)",
+        "% of a CPU",
+        (bridge + service) * 100.0,
+        note,
+    );
 }
 
 /// One block of sequential proxied calls, timed in the sandbox.
