@@ -74,13 +74,13 @@ class HostReader:
     def dispatch(self, frame):
         """Handle one frame; returns False when reading should stop (shutdown)."""
         kind = frame["t"]
-        if kind == "exec":
+        if kind == "reply":
+            self.calls.resolve(frame)
+        elif kind == "exec":
             if _is_id(frame.get("id")):
                 self.execq.put(frame)
             else:
                 protocol.log("exec frame without an integer id ignored")
-        elif kind == "reply":
-            self.calls.resolve(frame)
         elif kind == "interrupt":
             if _is_id(frame.get("id")):
                 self.state.request_interrupt(frame["id"], self.main_ident)
@@ -152,7 +152,8 @@ def main(leftover=b"", channel_offer=None):
         ack.now()  # every host-visible side effect comes after `started`
         writer.send(frame)
 
-    calls = protocol.CallTable(send_call, lambda: state.last_exec)
+    # On the socket channel `started` went out before the code ran: calls go straight out.
+    calls = protocol.CallTable(writer.send if ack.eager else send_call, lambda: state.last_exec)
     sandbox_api.install(calls)
     runner = Runner(state, Capture("<stdout>", sys.stdout), Capture("<stderr>", sys.stderr),
                     prepare=sandbox_api.prepare_exec, main_module=True)

@@ -18,7 +18,7 @@ class StartedAck:
     def __init__(self, send, delay=DELAY, eager=False):
         self._send = send  # frame dict -> None
         self._delay = delay
-        self._eager = eager
+        self.eager = eager  # `started` goes out as each exec begins; `now` has nothing to do
         self._cond = threading.Condition()
         self._pending = None  # exec id whose `started` has not been sent
         if not eager:
@@ -26,7 +26,7 @@ class StartedAck:
 
     def begin(self, exec_id):
         """The main thread is about to run exec `exec_id`."""
-        if self._eager:
+        if self.eager:
             self._send({"t": "started", "id": exec_id})
             return
         with self._cond:
@@ -35,7 +35,7 @@ class StartedAck:
 
     def now(self):
         """Send the pending `started` immediately (before a `call` frame)."""
-        if self._eager:  # sent when the exec began
+        if self.eager:  # sent when the exec began
             return
         with self._cond:
             pending, self._pending = self._pending, None

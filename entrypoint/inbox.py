@@ -35,6 +35,9 @@ def _private(fd):
     return moved
 
 
+_SOCKETS = []  # socket objects over channel fds, kept alive: closing one closes the channel
+
+
 def _nonblocking_recv(fd):
     """`recv` of a socket object over `fd` (sharing it, never closing it), or None when `fd` is
     not a socket (the stdio channel's pipe)."""
@@ -45,11 +48,8 @@ def _nonblocking_recv(fd):
     if sock.type != socket.SOCK_STREAM:
         sock.detach()
         return None
-    _SOCKETS.append(sock)  # kept alive: closing it would close the channel
+    _SOCKETS.append(sock)
     return sock.recv
-
-
-_SOCKETS = []
 
 
 class TrackedSelector(selectors.DefaultSelector):

@@ -87,6 +87,8 @@ def decode(line):
 
 def split_lines(buf, chunk):
     """Append `chunk` to bytearray `buf`; remove and return the complete lines it now holds."""
+    if chunk and not buf and chunk.find(b"\n") == len(chunk) - 1:  # the usual case: one line
+        return [chunk[:-1]]
     start, pos, lines = len(buf), 0, []
     buf += chunk
     nl = buf.find(b"\n", start)
@@ -214,8 +216,9 @@ class CallTable:
         cid = self._open(("future", loop, fut, where), method, params)
         try:
             return await fut
-        finally:
+        except BaseException:  # cancelled or interrupted: withdraw (a reply already removed it)
             self._drop(cid)
+            raise
 
     def call_sync(self, method, params=None, where=(None, None)):
         """Blocking `call` for synchronous code (safe inside a running event loop too)."""

@@ -22,7 +22,6 @@ def alias(name):
 def _tool_function(server, tool, name, owner):
     """The async function calling `tool` of `server`; `name` is its alias, `owner` e.g. mcp_x."""
     caller = "%s.%s" % (owner, name)
-
     where = (server, tool)
 
     async def call(arguments=None, /, **kwargs):

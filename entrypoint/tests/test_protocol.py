@@ -68,6 +68,10 @@ class CodecTest(unittest.TestCase):
 
     def test_split_lines_keeps_partial_tail(self):
         buf = bytearray()
+        self.assertEqual(protocol.split_lines(buf, b""), [])
+        self.assertEqual(protocol.split_lines(buf, b"\n"), [b""])
+        self.assertEqual(protocol.split_lines(buf, b'{"one":1}\n'), [b'{"one":1}'])
+        self.assertEqual(buf, b"")
         self.assertEqual(protocol.split_lines(buf, b'{"a":1}\n{"b"'), [b'{"a":1}'])
         self.assertEqual(protocol.split_lines(buf, b':2}\n\n{"c":3}\n'),
                          [b'{"b":2}', b"", b'{"c":3}'])
