@@ -1,9 +1,9 @@
 //! Newline-delimited frame reassembly over chunked container output.
 //!
 //! Chunks from the engine are not lines (conmon cuts at 8 KiB, dockerd at 32 KiB, and small
-//! lines share a chunk). [`LineAssembler`] joins them, scanning each byte once (memchr), and enforces a
-//! maximum frame length: an oversized frame is reported and skipped up to its newline without
-//! buffering it, so a hostile container cannot grow the bridge's memory.
+//! lines share a chunk). [`LineAssembler`] joins them, scanning each byte once (memchr), and
+//! enforces a maximum frame length: an oversized frame is reported and skipped up to its newline
+//! without buffering it, so a hostile container cannot grow the bridge's memory.
 
 use bytes::{Bytes, BytesMut};
 

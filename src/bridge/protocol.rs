@@ -147,9 +147,9 @@ pub struct ChannelOffer<'a> {
 
 /// Parses one line from the sandbox.
 ///
-/// Two passes: the tag `t`, then the frame's own fields. Serde's internally tagged enums buffer
-/// every field (a copy of each string) before choosing the variant, which cost more than the
-/// rest of a proxied call's handling in the bridge and doubled the memory of a large result.
+/// Two passes: the tag `t`, then the frame's own fields. Serde's internally tagged enums first
+/// read every field into an intermediate tree and build the variant from that; on a proxied
+/// call that cost more than the rest of the bridge's handling of it (callgrind).
 ///
 /// # Errors
 /// A message suitable for the user when the line is not valid UTF-8 JSON of a known frame type.

@@ -410,23 +410,33 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _bridge_on_own_podman_service(bridge_factory, helpers, name: str, code: str):
+    """A bridge on a podman service of its own, after a successful run of `code`: (bridge,
+    service pid). Skips unless the engine is podman and the bridge started its own service."""
+    if helpers.engine != "podman":
+        pytest.skip("the bridge starts a podman service of its own only with podman")
+    b = bridge_factory(name=name, env={"DOCKER_HOST": ""})
+    r = b.run(code)
+    assert not r.is_error, str(r)
+    services = _podman_services_of(b.pid)
+    if not services:
+        b.close()
+        pytest.skip("the bridge found a podman socket of the host and started no service of its own")
+    assert len(services) == 1, services
+    return b, services[0]
+
+
 def test_an_idle_sandbox_keeps_the_engine_idle(bridge_factory, helpers):
     """The bridge watches its sandbox for the whole session. podman before 4.5 answers the
     Docker-API `wait` by polling without a pause (more than one CPU busy for as long as the
-    sandbox lives); the bridge must not make the engine spin while nothing runs."""
-    if helpers.engine != "podman":
-        pytest.skip("podman-only: dockerd's wait does not poll")
-    b = bridge_factory(name="idle-engine", env={"DOCKER_HOST": ""})
+    sandbox lives); the bridge must not make the engine spin while nothing runs. (dockerd's
+    wait does not poll: podman only.)"""
+    b, service = _bridge_on_own_podman_service(bridge_factory, helpers, "idle-engine", "print('warm')")
     try:
-        r = b.run("print('warm')")
-        assert not r.is_error, str(r)
-        services = _podman_services_of(b.pid)
-        if not services:
-            pytest.skip("the bridge found a podman socket of the host and started no service of its own")
         time.sleep(0.5)  # let start-up work settle
-        before, start = _cpu_seconds(services[0]), time.monotonic()
+        before, start = _cpu_seconds(service), time.monotonic()
         time.sleep(3.0)
-        share = (_cpu_seconds(services[0]) - before) / (time.monotonic() - start)
+        share = (_cpu_seconds(service) - before) / (time.monotonic() - start)
         assert share < 0.25, f"the podman service used {share:.0%} of a CPU while the sandbox idled"
         r = b.run("print('still here')")
         assert not r.is_error and "still here" in r.text, str(r)
@@ -435,29 +445,22 @@ def test_an_idle_sandbox_keeps_the_engine_idle(bridge_factory, helpers):
 
 
 def test_private_podman_service_killed_mid_call(bridge_factory, helpers):
-    if helpers.engine != "podman":
-        pytest.skip("the bridge starts a podman service of its own only with podman")
-    b = bridge_factory(name="service-killed", env={"DOCKER_HOST": ""})
+    b, service = _bridge_on_own_podman_service(bridge_factory, helpers, "service-killed",
+                                               "lc_svc = 1\nprint('warm')")
     try:
-        r = b.run("lc_svc = 1\nprint('warm')")
-        assert not r.is_error, str(r)
-        services = _podman_services_of(b.pid)
-        if not services:
-            pytest.skip("the bridge found a podman socket of the host and started no service of its own")
-        assert len(services) == 1, services
         old = _own_running_container(b, helpers)
 
         fut = b.run_async(SLEEP_THEN_DONE, timeout=60)
         time.sleep(1.0)
         assert not fut.done(), "the call ended early"
-        os.kill(services[0], signal.SIGKILL)
+        os.kill(service, signal.SIGKILL)
         r = fut.result(60)
         _check_affected_call(r)
 
         nxt = b.run("print('next', 'lc_svc' in globals())")
         _check_next_call(nxt, "lc_svc")
         again = _podman_services_of(b.pid)
-        assert again and services[0] not in again, f"no new podman service: {again}\n{b.stderr_tail()}"
+        assert again and service not in again, f"no new podman service: {again}\n{b.stderr_tail()}"
         # The sandbox the dead service left behind is removed once an engine answers again.
         assert helpers.poll(lambda: old not in b.containers(), timeout=20), (
             f"the old sandbox {old} is still there\n{b.stderr_tail()}"
