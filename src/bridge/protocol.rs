@@ -14,18 +14,7 @@ pub const PROTOCOL_VERSION: u32 = 1;
 #[derive(Debug, PartialEq)]
 pub enum Inbound {
     /// The entrypoint booted.
-    Ready {
-        /// Protocol version.
-        v: u32,
-        /// Python version in the sandbox.
-        python: Option<String>,
-        /// `socket` when frames moved to the socket channel, else `stdio`.
-        channel: Option<String>,
-        /// Why an offered channel was not used.
-        channel_error: Option<String>,
-        /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`).
-        posture: Option<serde_json::Value>,
-    },
+    Ready(ReadyFrame),
     /// The entrypoint took exec `id` off its queue and is about to run it.
     Started {
         /// The exec id.
@@ -34,16 +23,40 @@ pub enum Inbound {
     /// An exec finished.
     Result(ResultFrame),
     /// Sandbox code asks the host for something.
-    Call {
-        /// Request id chosen by the sandbox.
-        id: u64,
-        /// The exec during which the request was made.
-        exec: u64,
-        /// Host method name.
-        method: String,
-        /// Method parameters.
-        params: Value,
-    },
+    Call(CallFrame),
+}
+
+/// The entrypoint's `ready` frame.
+#[derive(Debug, Deserialize, PartialEq, Default)]
+pub struct ReadyFrame {
+    /// Protocol version.
+    pub v: u32,
+    /// Python version in the sandbox.
+    #[serde(default)]
+    pub python: Option<String>,
+    /// `socket` when frames moved to the socket channel, else `stdio`.
+    #[serde(default)]
+    pub channel: Option<String>,
+    /// Why an offered channel was not used.
+    #[serde(default)]
+    pub channel_error: Option<String>,
+    /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`).
+    #[serde(default)]
+    pub posture: Option<Value>,
+}
+
+/// A request from sandbox code to the host.
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct CallFrame {
+    /// Request id chosen by the sandbox.
+    pub id: u64,
+    /// The exec during which the request was made.
+    pub exec: u64,
+    /// Host method name.
+    pub method: String,
+    /// Method parameters.
+    #[serde(default)]
+    pub params: Value,
 }
 
 /// The outcome of one exec, as reported by the entrypoint.
@@ -180,57 +193,20 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
         t: std::borrow::Cow<'a, str>,
     }
     #[derive(Deserialize)]
-    struct Ready {
-        v: u32,
-        #[serde(default)]
-        python: Option<String>,
-        #[serde(default)]
-        channel: Option<String>,
-        #[serde(default)]
-        channel_error: Option<String>,
-        #[serde(default)]
-        posture: Option<Value>,
-    }
-    #[derive(Deserialize)]
     struct Started {
         id: u64,
-    }
-    #[derive(Deserialize)]
-    struct Call {
-        id: u64,
-        exec: u64,
-        method: String,
-        #[serde(default)]
-        params: Value,
     }
     let tag = match canonical_tag(line) {
         Some(t) => std::borrow::Cow::Borrowed(t),
         None => serde_json::from_slice::<Tag<'_>>(line)?.t,
     };
     Ok(match tag.as_ref() {
-        "ready" => {
-            let r: Ready = serde_json::from_slice(line)?;
-            Inbound::Ready {
-                v: r.v,
-                python: r.python,
-                channel: r.channel,
-                channel_error: r.channel_error,
-                posture: r.posture,
-            }
-        }
+        "ready" => Inbound::Ready(serde_json::from_slice(line)?),
         "started" => Inbound::Started {
             id: serde_json::from_slice::<Started>(line)?.id,
         },
         "result" => Inbound::Result(serde_json::from_slice(line)?),
-        "call" => {
-            let c: Call = serde_json::from_slice(line)?;
-            Inbound::Call {
-                id: c.id,
-                exec: c.exec,
-                method: c.method,
-                params: c.params,
-            }
-        }
+        "call" => Inbound::Call(serde_json::from_slice(line)?),
         other => {
             return Err(serde::de::Error::unknown_variant(
                 other,
@@ -248,13 +224,11 @@ mod tests {
     fn parses_known_frames() {
         assert_eq!(
             parse_inbound(br#"{"t":"ready","v":1,"python":"3.11.2"}"#),
-            Ok(Inbound::Ready {
+            Ok(Inbound::Ready(ReadyFrame {
                 v: 1,
                 python: Some("3.11.2".into()),
-                channel: None,
-                channel_error: None,
-                posture: None,
-            })
+                ..Default::default()
+            }))
         );
         let r =
             parse_inbound(br#"{"t":"result","id":7,"ok":false,"error":"Traceback","stdout":"x"}"#);
@@ -273,7 +247,10 @@ mod tests {
             Ok(Inbound::Started { id: 4 })
         );
         let c = parse_inbound(br#"{"t":"call","id":3,"exec":7,"method":"ping","params":{"a":1}}"#);
-        assert!(matches!(c, Ok(Inbound::Call { id: 3, exec: 7, .. })));
+        assert!(matches!(
+            c,
+            Ok(Inbound::Call(CallFrame { id: 3, exec: 7, .. }))
+        ));
     }
 
     #[test]

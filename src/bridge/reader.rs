@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use super::dispatch::{CallContext, Dispatcher};
 use super::error::BridgeError;
 use super::frame::{FrameEvent, LineAssembler};
-use super::protocol::{parse_inbound, Inbound, Outbound, PROTOCOL_VERSION};
+use super::protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, PROTOCOL_VERSION};
 use super::session::{
     Outgoing, SessionLimits, Shared, EXIT_CODE_WAIT_MS, MAX_IN_FLIGHT_CALLS, STDERR_LINE_MAX,
     STDERR_TAIL_LINES,
@@ -165,13 +165,13 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
         }
     };
     match parse_inbound(&line) {
-        Ok(Inbound::Ready {
+        Ok(Inbound::Ready(ReadyFrame {
             v,
             channel,
             channel_error,
             posture,
             ..
-        }) => {
+        })) => {
             match (channel.as_deref(), channel_error) {
                 (_, Some(why)) => {
                     tracing::info!("frames stay on stdio: the socket channel failed: {why}")
@@ -216,12 +216,12 @@ fn handle_frame(event: FrameEvent, sink: &FrameSink) {
                 }
             }
         }
-        Ok(Inbound::Call {
+        Ok(Inbound::Call(CallFrame {
             id,
             exec,
             method,
             params,
-        }) => {
+        })) => {
             let servers = {
                 let running = shared.running.lock().expect("running lock");
                 running
