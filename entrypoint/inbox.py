@@ -22,6 +22,8 @@ from . import protocol
 STALL = 0.005  # seconds the loop may stay out of `select` before the thread reads again
 
 
+MAX_WAIT = 86400.0  # seconds: the longest single `select` wait (asyncio's own bound)
+
 PRIVATE_FD_MIN = 100  # like the frame fds: out of the way of code that reuses low fds
 
 
@@ -182,6 +184,39 @@ class Inbox:
                 pass
         self._nudge.set()
         self._kick()
+
+    def settle_inline(self, loop, fut):
+        """Wait for the reply that settles `fut` right here, in the exec's own task, while its
+        loop has nothing else to do; saves a suspension and a loop iteration per sequential call.
+
+        Returns once `fut` is done, or leaves it pending as soon as anything else could run: a
+        ready callback, a due timer, or any other registered descriptor (the loop's self-pipe,
+        a subprocess pipe) becoming readable. The loop's `select` then takes over, so no other
+        task waits longer than it would have."""
+        if loop is not self._loop or self._waiting_sync:
+            return
+        selector = self._selector
+        channel = self.fd
+        ready, timers = loop._ready, loop._scheduled  # noqa: SLF001 - our own loop's queues
+        while not fut.done():
+            if ready or loop._stopping:  # noqa: SLF001
+                return
+            timeout = None
+            if timers:
+                timeout = min(timers[0].when() - loop.time(), MAX_WAIT)
+                if timeout <= 0:
+                    return
+            events = selector.select(timeout)
+            if not events:
+                return
+            for key, _ in events:
+                if key.fd != channel:
+                    return
+            with self._guard:
+                alive = self.pump()
+            if not alive:
+                self.detach()
+                return
 
     def _on_loop(self):
         with self._guard:

@@ -215,7 +215,9 @@ class CallTable:
         fut = loop.create_future()
         cid = self._open(("future", loop, fut, where), method, params)
         try:
-            return await fut
+            if self.inbox is not None:
+                self.inbox.settle_inline(loop, fut)
+            return await fut  # a settled future returns at once, without suspending
         except BaseException:  # cancelled or interrupted: withdraw (a reply already removed it)
             self._drop(cid)
             raise

@@ -1,0 +1,217 @@
+"""Inbox.settle_inline: a proxied call whose loop has nothing else to do is answered inside the
+calling task, without suspending it; anything else that becomes runnable still runs first."""
+import asyncio
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import types
+import unittest
+
+from entrypoint import protocol
+from entrypoint.inbox import Inbox, TrackedSelector
+
+HOLD_LIMIT = 3.0  # seconds a held reply waits for its release before it is sent anyway
+
+
+class Host:
+    """The bridge's side of a socketpair: answers every call frame with its params, at once or,
+    while `hold` is set, only once `release` is set (or HOLD_LIMIT passed)."""
+
+    def __init__(self, sock):
+        self.sock, self.hold, self.release = sock, threading.Event(), threading.Event()
+        self.answered = []  # call ids, in the order they were answered
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        buf = b""
+        while True:
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                frame = json.loads(line)
+                if self.hold.is_set():
+                    self.release.wait(HOLD_LIMIT)
+                self.answered.append(frame["id"])
+                reply = {"t": "reply", "id": frame["id"], "ok": True, "value": frame["params"]}
+                try:
+                    self.sock.sendall(json.dumps(reply).encode() + b"\n")
+                except OSError:  # the test is over
+                    return
+
+
+def counting(coro, counter):
+    """`coro`, counting how often it suspends into the event loop."""
+    @types.coroutine
+    def run():
+        it = coro.__await__()
+        value = None
+        while True:
+            try:
+                yielded = it.send(value)
+            except StopIteration as stop:
+                return stop.value
+            counter.append(yielded)
+            value = yield yielded
+    return run()
+
+
+class InlineReplyTest(unittest.TestCase):
+    def setUp(self):
+        host_sock, ours = socket.socketpair()
+        self.host = Host(host_sock)
+        self.ours = ours
+        self.table = protocol.CallTable(lambda f: ours.sendall(protocol.encode(f)), lambda: 1)
+
+        def dispatch(line):
+            self.table.resolve(protocol.decode(line))
+            return True
+
+        self.inbox = Inbox(ours.fileno(), dispatch, threading.Lock())
+        self.table.inbox = self.inbox
+        self.reader = threading.Thread(target=self.inbox.run_thread, daemon=True)
+        self.reader.start()
+        self.selector = TrackedSelector()
+        self.loop = asyncio.SelectorEventLoop(self.selector)
+        self.inbox.attach(self.loop, self.selector)
+
+    def tearDown(self):
+        self.inbox.detach()
+        self.host.release.set()
+        self.host.sock.shutdown(socket.SHUT_RDWR)  # wakes the host's recv and ends the channel
+        self.host.thread.join(5)
+        self.host.sock.close()
+        self.reader.join(5)
+        self.assertFalse(self.reader.is_alive())
+        self.loop.close()
+        self.ours.close()
+
+    def run_exec(self, coro):
+        return self.loop.run_until_complete(coro)
+
+    def test_sequential_calls_never_suspend_the_task(self):
+        suspensions = []
+
+        async def body():
+            return [await self.table.call("ping", {"i": i}) for i in range(50)]
+
+        got = self.run_exec(counting(body(), suspensions))
+        self.assertEqual(got, [{"i": i} for i in range(50)])
+        self.assertEqual(suspensions, [])
+        self.assertEqual(self.table._pending, {})
+
+    def test_a_ready_callback_runs_before_a_held_reply(self):
+        order = []
+
+        async def body():
+            self.host.hold.set()
+            self.loop.call_soon(lambda: (order.append("callback"), self.host.release.set()))
+            order.append(await self.table.call("ping", "reply"))
+
+        started = time.monotonic()
+        self.run_exec(body())
+        self.assertEqual(order, ["callback", "reply"])
+        self.assertLess(time.monotonic() - started, HOLD_LIMIT / 2)
+
+    def test_a_due_timer_fires_while_a_reply_is_outstanding(self):
+        order = []
+
+        async def sleeper():
+            await asyncio.sleep(0.05)
+            order.append("timer")
+            self.host.release.set()
+
+        async def body():
+            self.host.hold.set()
+            other = asyncio.ensure_future(sleeper())
+            await asyncio.sleep(0)  # the sleeper's timer is now scheduled, nothing is ready
+            order.append(await self.table.call("ping", "reply"))
+            await other
+
+        started = time.monotonic()
+        self.run_exec(body())
+        self.assertEqual(order, ["timer", "reply"])
+        self.assertLess(time.monotonic() - started, HOLD_LIMIT / 2)
+
+    def test_another_descriptor_is_served_while_a_reply_is_outstanding(self):
+        order = []
+        r, w = os.pipe()
+
+        def readable():
+            os.read(r, 10)
+            self.loop.remove_reader(r)
+            order.append("pipe")
+            self.host.release.set()
+
+        async def body():
+            self.host.hold.set()
+            self.loop.add_reader(r, readable)
+            threading.Timer(0.05, os.write, (w, b"x")).start()
+            order.append(await self.table.call("ping", "reply"))
+
+        try:
+            started = time.monotonic()
+            self.run_exec(body())
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual(order, ["pipe", "reply"])
+        self.assertLess(time.monotonic() - started, HOLD_LIMIT / 2)
+
+    def test_a_callback_from_another_thread_is_served_while_a_reply_is_outstanding(self):
+        order = []
+
+        def from_thread():
+            order.append("threadsafe")
+            self.host.release.set()
+
+        async def body():
+            self.host.hold.set()
+            threading.Timer(0.05, self.loop.call_soon_threadsafe, (from_thread,)).start()
+            order.append(await self.table.call("ping", "reply"))
+
+        started = time.monotonic()
+        self.run_exec(body())
+        self.assertEqual(order, ["threadsafe", "reply"])
+        self.assertLess(time.monotonic() - started, HOLD_LIMIT / 2)
+
+    def test_gathered_calls_all_get_their_own_replies(self):
+        async def body():
+            return await asyncio.gather(*[self.table.call("ping", i) for i in range(100)])
+
+        self.assertEqual(self.run_exec(body()), list(range(100)))
+        self.assertEqual(self.table._pending, {})
+
+    def test_an_interrupt_during_an_inline_wait_ends_the_task_at_its_await(self):
+        # The runner then reports the code's own KeyboardInterrupt, raised at the user's line;
+        # the call is withdrawn at once, not when the task is cancelled afterwards.
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+        main = threading.main_thread().ident
+        self.host.hold.set()  # never released: only the interrupt ends the wait
+
+        async def body():
+            threading.Timer(0.05, signal.pthread_kill, (main, signal.SIGINT)).start()
+            await self.table.call("ping", "never")
+
+        task = self.loop.create_task(body())
+        try:
+            with self.assertRaises(KeyboardInterrupt):
+                self.run_exec(task)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        self.assertTrue(task.done())
+        self.assertIsInstance(task.exception(), KeyboardInterrupt)
+        self.assertEqual(self.table._pending, {})
+
+
+if __name__ == "__main__":
+    unittest.main()
