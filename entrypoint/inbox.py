@@ -20,9 +20,8 @@ import time
 from . import protocol
 
 STALL = 0.005  # seconds the loop may stay out of `select` before the thread reads again
-
-
 MAX_WAIT = 86400.0  # seconds: the longest single `select` wait (asyncio's own bound)
+
 
 PRIVATE_FD_MIN = 100  # like the frame fds: out of the way of code that reuses low fds
 

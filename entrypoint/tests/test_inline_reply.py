@@ -22,7 +22,6 @@ class Host:
 
     def __init__(self, sock):
         self.sock, self.hold, self.release = sock, threading.Event(), threading.Event()
-        self.answered = []  # call ids, in the order they were answered
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -41,7 +40,6 @@ class Host:
                 frame = json.loads(line)
                 if self.hold.is_set():
                     self.release.wait(HOLD_LIMIT)
-                self.answered.append(frame["id"])
                 reply = {"t": "reply", "id": frame["id"], "ok": True, "value": frame["params"]}
                 try:
                     self.sock.sendall(json.dumps(reply).encode() + b"\n")
