@@ -211,17 +211,16 @@ class Inbox:
             for key, _ in events:
                 if key.fd != channel:
                     return
-            with self._guard:
-                alive = self.pump()
-            if not alive:
-                self.detach()
+            if not self._on_loop():
                 return
 
     def _on_loop(self):
+        """Dispatch what the channel has, from the loop; False once reading has ended."""
         with self._guard:
             alive = self.pump()
         if not alive:
             self.detach()  # the thread sees `closed` and ends reading
+        return alive
 
     @contextlib.contextmanager
     def waiting_sync(self):

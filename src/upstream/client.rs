@@ -66,6 +66,16 @@ enum State {
     },
 }
 
+impl State {
+    /// The connection, if it is up and its transport still open.
+    fn usable(&self) -> Option<Live> {
+        match self {
+            State::Live(l) if !l.is_closed() => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
 /// One configured server.
 pub struct Upstream {
     /// Its definition.
@@ -95,18 +105,12 @@ impl Upstream {
 
     /// The connection if it is up and nobody holds the state (a start or restart), at once.
     fn live_idle(&self) -> Option<Live> {
-        match &*self.state.try_lock().ok()? {
-            State::Live(l) if !l.is_closed() => Some(l.clone()),
-            _ => None,
-        }
+        self.state.try_lock().ok()?.usable()
     }
 
     /// The connection if it is up, without starting anything.
     pub async fn live_now(&self) -> Option<Live> {
-        match &*self.state.lock().await {
-            State::Live(l) if !l.is_closed() => Some(l.clone()),
-            _ => None,
-        }
+        self.state.lock().await.usable()
     }
 
     /// `idle`, `running`, `failed` or `closed`: for listings.
@@ -125,34 +129,34 @@ impl Upstream {
     /// [`UpstreamError::Start`] when it cannot be started by `deadline` (or is in backoff).
     pub async fn connect(&self, deadline: Instant) -> Result<Live, UpstreamError> {
         let mut state = self.state.lock().await;
-        match &*state {
-            State::Live(l) if !l.is_closed() => return Ok(l.clone()),
-            State::Failed {
-                at,
-                failures,
-                error,
-            } => {
-                let wait = backoff(*failures);
-                if at.elapsed() < wait {
-                    let UpstreamError::Start {
-                        reason,
-                        stderr_tail,
-                        ..
-                    } = error
-                    else {
-                        return Err(error.clone());
-                    };
-                    return Err(UpstreamError::Start {
-                        server: self.spec.name.clone(),
-                        reason: format!(
-                            "{reason} (retrying in {:.1} s)",
-                            (wait - at.elapsed()).as_secs_f64()
-                        ),
-                        stderr_tail: stderr_tail.clone(),
-                    });
-                }
+        if let Some(live) = state.usable() {
+            return Ok(live);
+        }
+        if let State::Failed {
+            at,
+            failures,
+            error,
+        } = &*state
+        {
+            let wait = backoff(*failures);
+            if at.elapsed() < wait {
+                let UpstreamError::Start {
+                    reason,
+                    stderr_tail,
+                    ..
+                } = error
+                else {
+                    return Err(error.clone());
+                };
+                return Err(UpstreamError::Start {
+                    server: self.spec.name.clone(),
+                    reason: format!(
+                        "{reason} (retrying in {:.1} s)",
+                        (wait - at.elapsed()).as_secs_f64()
+                    ),
+                    stderr_tail: stderr_tail.clone(),
+                });
             }
-            _ => {}
         }
         let failures = match &*state {
             State::Failed { failures, .. } => *failures,
