@@ -5,7 +5,10 @@ exits 2.
 
 As the container's pid 1 it first forks: the parent stays behind as a minimal init that reaps
 the processes re-parented to it (orphans of sandbox code would otherwise stay zombies and use up
-the pids limit), forwards termination signals, and exits with the entrypoint's status."""
+the pids limit), forwards termination signals, and exits with the entrypoint's status. Run as an
+ordinary process (the test double, tests) it does the same as a child subreaper, so orphans stay
+in its tree there too; the entrypoint then dies with it (PR_SET_PDEATHSIG). Either way the init's
+pid is handed to cellprocs, which kills what an interrupted exec started."""
 import importlib.abc, importlib.util, json, linecache, os, signal, sys, time, traceback
 
 
@@ -38,6 +41,16 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 REAP_PAUSE = 1.0  # seconds orphans wait to be reaped while the pids limit is nearly used up
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
+
+
+def _prctl(option, value):
+    """prctl(2) through ctypes; False when it is not available or fails."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except Exception:  # noqa: BLE001 - no ctypes, no libc: run without
+        return False
 
 
 def _pids_nearly_used_up():
@@ -55,17 +68,21 @@ def _pids_nearly_used_up():
 
 
 def _init():
-    """Returns in the entrypoint process; as pid 1, never returns in the reaper.
+    """Returns the init's pid (None without one) in the entrypoint process; never returns in
+    the init.
 
     Orphans are reaped as they exit, except while the pids limit is nearly used up: then they
     wait REAP_PAUSE. A fork bomb, whose processes each end at their first failed fork, so sees
     every fork fail and dies, instead of living on in the slots an eager reaper would free.
     The entrypoint's own children are not the init's, so `subprocess` keeps its exit statuses."""
-    if os.getpid() != 1:  # an ordinary process (local runs, tests): nothing to reap for
-        return
+    init = os.getpid()
+    if init != 1 and not _prctl(PR_SET_CHILD_SUBREAPER, 1):
+        return None  # an ordinary process that cannot adopt orphans: no init
     child = os.fork()
     if child == 0:
-        return
+        if init != 1 and not (_prctl(PR_SET_PDEATHSIG, signal.SIGKILL) and os.getppid() == init):
+            os._exit(1)  # the init is already gone
+        return init
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0), os.dup2(null, 1)  # the frame channel belongs to the entrypoint alone
 
@@ -103,7 +120,7 @@ def _init():
                 done(status)
 
 
-def _boot():
+def _boot(init_pid):
     buf, nl = bytearray(), -1
     while nl < 0:
         chunk = os.read(0, 1 << 16) or _fail("stdin closed before the boot frame")
@@ -117,6 +134,8 @@ def _boot():
                 or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
             raise ValueError("want {t:boot, v:1, package, files:{__init__.py, __main__.py, ...}}")
         sys.meta_path.insert(0, _Finder(pkg, files))
+        if "cellprocs.py" in files:
+            importlib.import_module(pkg + ".cellprocs").enable(init_pid)
         entry = importlib.import_module(pkg + ".__main__")
     except Exception as exc:  # noqa: BLE001 - any boot failure is fatal and reported
         traceback.print_exc()
@@ -124,6 +143,5 @@ def _boot():
     return entry.main(bytes(buf[nl + 1:]), frame.get("channel"))
 
 
-_init()
-rc = _boot()  # main() flushes its own streams; os._exit skips joining user threads
+rc = _boot(_init())  # main() flushes its own streams; os._exit skips joining user threads
 os._exit(rc if isinstance(rc, int) else 0)

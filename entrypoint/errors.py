@@ -3,9 +3,11 @@ frame protocol"): `BridgeCallError` and one subclass per reply "kind". All are s
 in tracebacks and exported from both `mcp` and `mcp.runtime`. Pure data: no I/O."""
 
 
-class BridgeCallError(Exception):
+class BridgeCallError(RuntimeError):
     """A host call failed. `str(e)` is the host's message; `kind` is the reply's error kind (None
-    when it gave none); `server` and `tool` name what the call was about (None when unknown)."""
+    when it gave none); `server` and `tool` name what the call was about (None when unknown).
+    A RuntimeError, like the Python bridge's `MCPError` (an alias of this class), so code written
+    for that bridge catches it."""
 
     __module__ = "mcp"  # what sandbox code sees in tracebacks: mcp.BridgeCallError
     KIND = None
@@ -51,8 +53,19 @@ class ServerError(BridgeCallError):
     KIND = "server"
 
 
+class InvalidArgumentsError(BridgeCallError, TypeError):
+    """The arguments do not fit the tool's input schema (checked before the call); the message
+    shows the tool's signature and what was wrong. Also a TypeError, as for a Python function."""
+
+    __module__ = "mcp"
+    KIND = "invalid_arguments"
+
+
+MCPError = BridgeCallError  # the Python bridge's name for a failed MCP call
+
+
 EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
-              UnknownToolError, ServerError)
+              UnknownToolError, ServerError, InvalidArgumentsError)
 _BY_KIND = {cls.KIND: cls for cls in EXCEPTIONS if cls.KIND}
 
 

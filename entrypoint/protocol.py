@@ -12,6 +12,7 @@ import queue
 import threading
 
 from .errors import BridgeCallError, from_reply
+from .values import Record
 
 
 class FrameError(ValueError):
@@ -58,7 +59,9 @@ def encode(frame):
     return data + b"\n"
 
 
-_DECODER = json.JSONDecoder()
+# Every JSON object from the host is a values.Record: a dict whose keys are also attributes, so
+# tool results and helper answers read as `issue.title` (decoded in C; one call per object).
+_DECODER = json.JSONDecoder(object_hook=Record)
 
 
 def _from_json(text):

@@ -3,6 +3,8 @@ protocol"): `alias`, `ServerProxy` (`await mcp_github.create_issue(repo=...)` â†
 and `ServerDict`, the `mcp_servers` mapping. One proxy per server name lives for the whole process
 and is updated in place when the server's tool list changes. Knows nothing about namespaces or
 modules (sandbox_api.py binds them)."""
+import difflib
+import inspect
 import re
 
 from . import runtime
@@ -35,11 +37,64 @@ def _tool_function(server, tool, name, owner):
         return await runtime.host().call("call_tool", params, where)
 
     call.__name__, call.__qualname__ = name, caller
-    call.__doc__ = ("Call tool %r of MCP server %r (async): pass its arguments as keywords or as "
-                    "one dict; returns its result.\nParameters: "
-                    "mcp.runtime.query_tool_docs(%r, %r, detail=\"full\")." % (tool, server,
-                                                                               server, tool))
+    describe(call, server, tool, None)
     return call
+
+
+_BUILTIN_TYPES = {t.__name__: t for t in (str, int, float, bool, dict, list)}
+
+
+class _TypeName:
+    """An annotation shown as its text (`list[str]`, `Literal["a", "b"]`) by inspect and help."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _annotation(text):
+    if not isinstance(text, str):
+        return inspect.Parameter.empty
+    return _BUILTIN_TYPES.get(text) or _TypeName(text)
+
+
+def _signature(spec):
+    """An inspect.Signature from a tool entry's "params" ([[name, type, required, default?]])
+    and "returns"; None when the entry has none or a name is not a Python identifier."""
+    params = spec.get("params")
+    if not isinstance(params, list):
+        return None
+    out = []
+    for p in params:
+        if not (isinstance(p, list) and len(p) >= 3 and isinstance(p[0], str)):
+            return None
+        default = inspect.Parameter.empty if p[2] is True else (p[3] if len(p) > 3 else None)
+        try:
+            out.append(inspect.Parameter(p[0], inspect.Parameter.KEYWORD_ONLY, default=default,
+                                         annotation=_annotation(p[1])))
+        except (ValueError, TypeError):  # e.g. "page-size": not expressible as a parameter
+            return None
+    return inspect.Signature(out, return_annotation=_annotation(spec.get("returns")))
+
+
+def describe(fn, server, tool, spec):
+    """Give a tool's proxy function its real signature and help text from its entry `spec`
+    ({"doc", "params", "returns"}), or a generic text when there is none."""
+    how = ("Call tool %r of MCP server %r (async): `await %s(arg=...)`; returns its result."
+           % (tool, server, fn.__qualname__))
+    spec = spec if isinstance(spec, dict) else {}
+    doc = spec.get("doc")
+    fn.__doc__ = ("%s\n\n%s" % (doc.strip(), how)) if isinstance(doc, str) and doc.strip() else (
+        how + "\nParameters: mcp.runtime.query_tool_docs(%r, %r, detail=\"full\")." % (server, tool))
+    sig = _signature(spec)
+    if sig is None:
+        fn.__dict__.pop("__signature__", None)
+    else:
+        fn.__signature__ = sig
 
 
 class ServerProxy:
@@ -54,17 +109,18 @@ class ServerProxy:
         self._mcp_functions = {}  # tool alias -> async function
         self._mcp_real = {}  # real tool name -> async function
 
-    def _mcp_update(self, tools):
-        """Set the tool list (real names, or None when unknown); keeps functions that still apply.
-        When two tools share an alias, the first keeps it; the other is reachable by its real
-        name with getattr(proxy, "real.name")."""
+    def _mcp_update(self, tools, specs=None):
+        """Set the tool list (real names, or None when unknown) and, from `specs` ({name: tool
+        entry}), each function's signature and help; keeps functions that still apply. When
+        two tools share an alias, the first keeps it; the other is reachable by its real name
+        with getattr(proxy, "real.name")."""
         tools = None if tools is None else list(dict.fromkeys(tools))
-        if tools == self._mcp_tools and tools is not None:
-            return
         old, functions, real = self._mcp_real, {}, {}
         for tool in tools or ():
             fn = old.get(tool) or _tool_function(self._mcp_server, tool, alias(tool),
                                                  "mcp_" + self._mcp_alias)
+            if specs is not None:
+                describe(fn, self._mcp_server, tool, specs.get(tool))
             real[tool] = fn
             functions.setdefault(fn.__name__, fn)
         self._mcp_tools, self._mcp_functions, self._mcp_real = tools, functions, real
@@ -85,8 +141,10 @@ class ServerProxy:
                 state["_mcp_server"], name, alias(name), "mcp_" + state["_mcp_alias"])
             return fn
         listed = ", ".join(sorted(state["_mcp_functions"])) or "(none)"
-        raise AttributeError("MCP server %r has no tool %r; its tools: %s"
-                             % (state["_mcp_server"], name, listed))
+        near = difflib.get_close_matches(alias(name), list(state["_mcp_functions"]), n=1, cutoff=0.8)
+        hint = " (did you mean %r?)" % near[0] if near else ""
+        raise AttributeError("MCP server %r has no tool %r%s; its tools: %s"
+                             % (state["_mcp_server"], name, hint, listed))
 
     def __dir__(self):
         return sorted(self._mcp_functions)
@@ -121,11 +179,17 @@ class Registry:
     def load(self, tools, servers=()):
         """The ServerDict for one exec frame: `tools` ({server: [tool, ...]}) and `servers` (names
         loaded without a tool list get a permissive proxy). Malformed entries are skipped."""
-        wanted = {}
+        wanted, same = {}, set()
         if isinstance(tools, dict):
-            for server, names in tools.items():
-                if isinstance(server, str) and server and isinstance(names, list):
-                    wanted[server] = [n for n in (_tool_name(t) for t in names) if n]
+            for server, entries in tools.items():
+                if not (isinstance(server, str) and server):
+                    continue
+                if entries is True and server in self.proxies:  # unchanged since last sent
+                    same.add(server)
+                    wanted[server] = None
+                elif isinstance(entries, list):
+                    wanted[server] = {n: t for n, t in ((_tool_name(t), t) for t in entries)
+                                      if n}
         for server in servers if isinstance(servers, list) else ():
             if isinstance(server, str) and server and server not in wanted:
                 wanted[server] = None
@@ -134,7 +198,9 @@ class Registry:
             proxy = self.proxies.get(server)
             if proxy is None:
                 proxy = self.proxies[server] = ServerProxy(server)
-            proxy._mcp_update(wanted[server])
+            if server not in same:
+                entries = wanted[server]
+                proxy._mcp_update(None if entries is None else list(entries), entries)
             loaded[server] = proxy
         return loaded
 

@@ -2,7 +2,6 @@
 top-level await, run on the process's single event loop, capture stdout/stderr, and turn an
 exception into a traceback that shows only the sandbox code's frames. Also owns the interrupt
 state and the SIGINT handler. Never writes to the frame channel itself."""
-import ast
 import asyncio
 import builtins
 import collections
@@ -12,6 +11,7 @@ import sys
 import traceback
 import types
 
+from . import cell, cellprocs
 from .inbox import TrackedSelector
 
 FILENAME = "<run_python>"
@@ -23,9 +23,16 @@ _PKG = __name__.rpartition(".")[0]
 
 class ExecState:
     """Which exec is running and whether an interrupt was asked for it. The reader thread and the
-    SIGINT handler share it through single attribute reads/writes (no locks in the handler)."""
+    SIGINT handler share it through single attribute reads/writes (no locks in the handler).
 
-    def __init__(self):
+    `procs` (cellprocs.CellProcesses; by default the one boot.py enabled, else none) kills the
+    processes an interrupted exec started: at once from the reader thread, then again before
+    the result is sent."""
+
+    def __init__(self, procs=None):
+        self.procs = procs if procs is not None else cellprocs.ACTIVE
+        self.began = 0.0  # CLOCK_BOOTTIME when the running exec began (when procs is set)
+        self.swept_for = None  # the exec an interrupt was sent to: sweep when it ends
         self.running = None  # id of the exec being run, None between execs
         self.interrupt_for = None  # exec id an interrupt frame asked to stop
         self.fired = False  # a KeyboardInterrupt was raised for the running exec
@@ -36,6 +43,8 @@ class ExecState:
 
     def begin(self, exec_id):
         self.interrupt_for, self.fired, self.last_exec = None, False, exec_id
+        if self.procs is not None:
+            self.began = cellprocs.boottime()
         self.running = exec_id
 
     def cancelled_before_start(self, exec_id):
@@ -60,7 +69,16 @@ class ExecState:
                 return False
         self.interrupt_for = exec_id
         signal.pthread_kill(main_ident, signal.SIGINT)
+        if self.procs is not None and self.swept_for != exec_id:
+            self.swept_for = exec_id  # the main thread may be stuck: do not wait for it
+            self.procs.sweep_soon(self.began, lambda: self.running == exec_id)
         return True
+
+    def sweep_after(self, exec_id):
+        """Main thread, once exec `exec_id` is over: if it was interrupted, kill what it
+        started before its result goes out."""
+        if self.swept_for == exec_id and self.procs is not None:
+            self.procs.sweep(self.began)
 
     def on_sigint(self, signum, frame):
         """Main-thread SIGINT handler: raise only for an interrupt of the exec still running, so
@@ -147,6 +165,10 @@ class Runner:
             st.running = None
             self._leave()
             outcome = outcome or (False, "KeyboardInterrupt\n")
+        try:
+            st.sweep_after(eid)
+        except KeyboardInterrupt:  # a stray signal: the reader thread's sweep goes on anyway
+            pass
         ok, error = outcome
         (out, out_dropped), (err, err_dropped) = self._outputs["out"], self._outputs["err"]
         return {"t": "result", "id": eid, "ok": ok, "stdout": out, "stderr": err,
@@ -167,20 +189,22 @@ class Runner:
             loop = self._ensure_loop()
             if self.main_module:
                 sys.modules["__main__"] = self.module
+            if self.prepare is not None:  # even when cancelled: the host counts its tools sent
+                self.prepare(self.namespace, frame)
             if self.state.cancelled_before_start(frame["id"]):
                 raise KeyboardInterrupt("interrupted before it started")
-            if self.prepare is not None:
-                self.prepare(self.namespace, frame)
-            compiled = compile(code, FILENAME, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
-                               dont_inherit=True)
+            compiled, shows = cell.compile_cell(code, FILENAME)
             self._remember(compiled, code)
             if compiled.co_flags & inspect.CO_COROUTINE:
                 self._await(loop, eval(compiled, self.namespace))
             else:
                 exec(compiled, self.namespace)
+            if shows:  # notebook behaviour: the final expression's value is shown
+                cell.show(cell.take_result(self.namespace), sys.stdout, sys.stderr)
             return True, None
         except BaseException as exc:  # noqa: BLE001 - everything the sandbox code raises
-            return False, self.format_exception(exc)
+            cell.take_result(self.namespace)
+            return False, self.format_exception(cell.explain(exc))
 
     def _await(self, loop, coro):
         task = loop.create_task(coro)

@@ -1,12 +1,24 @@
-"""The functions of `mcp.runtime` (CONTRACT.md section 3; ARCHITECTURE.md, "MCP proxying over the
-frame protocol"): one async function per host method and a blocking `_sync` twin that also works
-inside a running event loop (it waits on a threading.Event the reader thread sets). Owns no I/O:
-calls go through the protocol.CallTable given to `bind`."""
+"""The functions of `mcp.runtime` (GUIDE.md, "The sandbox API"; ARCHITECTURE.md, "MCP proxying
+over the frame protocol"). Owns no I/O: calls go through the protocol.CallTable given to `bind`.
+
+Every helper works both as a plain call and awaited, with the names, call styles and shapes the
+Python bridge documents (`runtime.discovered_servers()` and `await runtime.list_servers()`), and
+ours (`await runtime.discovered_servers()`, `runtime.list_servers_sync()`). One mechanism,
+`_helper`, does this for all of them: when the call site awaits the call at once (the caller's
+next instruction is GET_AWAITABLE), the helper returns a coroutine, so the event loop keeps
+running while the host answers; otherwise it waits for the host and returns the value in a form
+that can also be awaited (values.ready). The `_sync` twins always wait."""
+import dis
+import functools
+import sys
 from collections.abc import Mapping
 
+from . import values
 from .errors import BridgeCallError
 
 _calls = None  # the protocol.CallTable, set by bind()
+_AWAITED_SITES = {}  # (code, instruction offset) -> the call there is awaited at once
+_MAX_SITES = 4096
 
 
 def bind(calls):
@@ -43,118 +55,183 @@ def tool_arguments(caller, args):
                     % (caller, type(args).__name__))
 
 
-# -- the helpers: async + `_sync`, same names and params as the host methods ------------------
+# -- one mechanism for every helper -------------------------------------------------------------
 
-async def ping(value=None):
+def _awaited_at(frame):
+    """True when the call that `frame` is making is awaited at once (`await helper(...)`)."""
+    code, offset = frame.f_code, frame.f_lasti
+    key = (code, offset)
+    hit = _AWAITED_SITES.get(key)
+    if hit is None:
+        hit = False
+        for ins in dis.get_instructions(code):
+            if ins.offset > offset:
+                hit = ins.opname == "GET_AWAITABLE"
+                break
+        if len(_AWAITED_SITES) >= _MAX_SITES:
+            _AWAITED_SITES.clear()
+        _AWAITED_SITES[key] = hit
+    return hit
+
+
+async def _call_async(method, params, where, shape):
+    return values.ready(shape(await host().call(method, params, where)))
+
+
+def _same(value):
+    return value
+
+
+def _helper(method, shape=_same):
+    """Decorator: the decorated function turns its arguments into (params, (server, tool)), or
+    (params, (server, tool), shape) when the result's shape depends on them; the result is the
+    helper (plain call or awaited) and, as `.sync`, its always-blocking twin."""
+
+    def prepare(build, args, kwargs):
+        call = build(*args, **kwargs)
+        return call if len(call) == 3 else (call[0], call[1], shape)
+
+    def decorate(build):
+        @functools.wraps(build)
+        def helper(*args, **kwargs):
+            params, where, fit = prepare(build, args, kwargs)
+            try:
+                awaited = _awaited_at(sys._getframe(1))
+            except Exception:  # noqa: BLE001 - no caller frame to read: answer plainly
+                awaited = False
+            if awaited:
+                return _call_async(method, params, where, fit)
+            return values.ready(fit(host().call_sync(method, params, where)))
+
+        @functools.wraps(build)
+        def sync(*args, **kwargs):
+            params, where, fit = prepare(build, args, kwargs)
+            return values.ready(fit(host().call_sync(method, params, where)))
+
+        sync.__name__ = sync.__qualname__ = build.__name__ + "_sync"
+        sync.__doc__ = "Blocking `%s` (the same result; can be awaited too)." % build.__name__
+        helper.sync = sync
+        return helper
+
+    return decorate
+
+
+# -- the helpers ----------------------------------------------------------------------------------
+
+_NOWHERE = (None, None)
+
+
+def _names(reply):
+    return tuple(reply) if isinstance(reply, list) else reply
+
+
+@_helper("ping", lambda reply: reply.get("value") if isinstance(reply, dict) else reply)
+def ping(value=None):
     """Send `value` to the bridge and back; returns it. Measures the round trip."""
-    return _echoed(await call_host("ping", {"value": value}))
+    return {"value": value}, _NOWHERE
 
 
-def ping_sync(value=None):
-    """Blocking `ping`."""
-    return _echoed(call_host_sync("ping", {"value": value}))
+def _server_names(reply):
+    servers = reply.get("servers", []) if isinstance(reply, dict) else []
+    return tuple(s.get("name") for s in servers if isinstance(s, dict))
 
 
-def _echoed(reply):
-    return reply.get("value") if isinstance(reply, dict) else reply
+def _server_details(reply):
+    return tuple(reply.get("servers", [])) if isinstance(reply, dict) else ()
 
 
-async def discovered_servers():
-    """Every configured server and config problem: {"servers": [...], "errors": [...]}."""
-    return await call_host("discovered_servers", {})
+@_helper("discovered_servers")
+def discovered_servers(detailed=False):
+    """Names of every configured server, as a tuple. `detailed=True` gives a tuple of dicts:
+    name, description, transport, source, disabled, state. Config problems: config_problems()."""
+    return {}, _NOWHERE, _server_details if detailed else _server_names
 
 
-def discovered_servers_sync():
-    """Blocking `discovered_servers`."""
-    return call_host_sync("discovered_servers", {})
+@_helper("discovered_servers",
+         lambda reply: list(reply.get("errors", [])) if isinstance(reply, dict) else [])
+def config_problems():
+    """Problems found in the server configuration: [{"source", "message"}] (empty when none)."""
+    return {}, _NOWHERE
 
 
-async def list_servers():
-    """Sorted names of all configured servers (loaded or not)."""
-    return await call_host("list_servers", {})
+@_helper("list_servers", _names)
+def list_servers():
+    """Names of all configured servers (loaded or not), sorted, as a tuple."""
+    return {}, _NOWHERE
 
 
-def list_servers_sync():
-    """Blocking `list_servers`."""
-    return call_host_sync("list_servers", {})
+@_helper("list_tools")
+def list_tools(server):
+    """The tools of `server`: [{"name", "alias", "description"}]."""
+    return {"server": server}, (server, None)
 
 
-async def list_tools(server):
-    """The tools of `server`: [{"name", "description"}]."""
-    return await call_host("list_tools", {"server": server}, server)
+@_helper("query_tool_docs")
+def query_tool_docs(server, tool=None, detail="summary"):
+    """Docs of one tool (by name or alias) or of all of `server`'s: [{"server", "tool",
+    "toolAlias", "description"}]; detail="full" adds "input_schema" and a Python "signature"."""
+    return {"server": server, "tool": tool, "detail": detail}, (server, tool)
 
 
-def list_tools_sync(server):
-    """Blocking `list_tools`."""
-    return call_host_sync("list_tools", {"server": server}, server)
+def _search_results(reply):
+    """The hits of a search reply; servers it could not search are named on stderr."""
+    if not isinstance(reply, dict):
+        return reply
+    gaps = [g for g in reply.get("not_indexed") or () if isinstance(g, dict)]
+    if gaps:
+        sys.stderr.write("warning: search_tool_docs could not search %s\n" % "; ".join(
+            "%s (%s)" % (g.get("server"), g.get("reason")) for g in gaps))
+    return list(reply.get("results") or ())
 
 
-async def query_tool_docs(server, tool=None, detail="summary"):
-    """Docs of one tool (or all of `server`'s); detail="full" adds input_schema and signature."""
-    return await call_host("query_tool_docs", {"server": server, "tool": tool, "detail": detail},
-                           server, tool)
+@_helper("search_tool_docs", _search_results)
+def search_tool_docs(query, limit=5, detail="summary"):
+    """Search the tools of ALL configured servers: [{"server", "tool", "toolAlias",
+    "description", "score"}], best first."""
+    return {"query": query, "limit": limit, "detail": detail}, _NOWHERE
 
 
-def query_tool_docs_sync(server, tool=None, detail="summary"):
-    """Blocking `query_tool_docs`."""
-    return call_host_sync("query_tool_docs", {"server": server, "tool": tool, "detail": detail},
-                          server, tool)
+@_helper("describe_server")
+def describe_server(name):
+    """One server: name, alias, transport, source, state, server_info, instructions and tools
+    [{"name", "alias", "description", "input_schema"}]."""
+    return {"name": name}, (name, None)
 
 
-async def search_tool_docs(query, limit=5, detail="summary"):
-    """Fuzzy search of the tools of ALL configured servers, best first."""
-    return await call_host("search_tool_docs", {"query": query, "limit": limit, "detail": detail})
+@_helper("list_loaded_server_metadata", _names)
+def list_loaded_server_metadata():
+    """The servers loaded for this run, as a tuple of {"name", "alias", "tools", ...}."""
+    return {}, _NOWHERE
 
 
-def search_tool_docs_sync(query, limit=5, detail="summary"):
-    """Blocking `search_tool_docs`."""
-    return call_host_sync("search_tool_docs", {"query": query, "limit": limit, "detail": detail})
-
-
-async def describe_server(name):
-    """One server: transport, source, state, server_info, instructions and tools."""
-    return await call_host("describe_server", {"name": name}, name)
-
-
-def describe_server_sync(name):
-    """Blocking `describe_server`."""
-    return call_host_sync("describe_server", {"name": name}, name)
-
-
-async def list_loaded_server_metadata():
-    """The servers loaded for this run: [{"name", "alias", "server_info", "tool_count"}]."""
-    return await call_host("list_loaded_server_metadata", {})
-
-
-def list_loaded_server_metadata_sync():
-    """Blocking `list_loaded_server_metadata`."""
-    return call_host_sync("list_loaded_server_metadata", {})
-
-
-async def capability_summary():
+@_helper("capability_summary")
+def capability_summary():
     """A short text: the helpers and the configured servers with their tool counts."""
-    return await call_host("capability_summary", {})
+    return {}, _NOWHERE
 
 
-def capability_summary_sync():
-    """Blocking `capability_summary`."""
-    return call_host_sync("capability_summary", {})
-
-
-async def call_tool(server, tool, args=None):
+@_helper("call_tool")
+def call_tool(server, tool, args=None):
     """Call `tool` of loaded `server` (real names) with the dict `args`; returns its result."""
     params = {"server": server, "tool": tool, "arguments": tool_arguments("call_tool", args)}
-    return await call_host("call_tool", params, server, tool)
+    return params, (server, tool)
 
 
-def call_tool_sync(server, tool, args=None):
-    """Blocking `call_tool`."""
-    params = {"server": server, "tool": tool, "arguments": tool_arguments("call_tool_sync", args)}
-    return call_host_sync("call_tool", params, server, tool)
+ping_sync = ping.sync
+discovered_servers_sync = discovered_servers.sync
+config_problems_sync = config_problems.sync
+list_servers_sync = list_servers.sync
+list_tools_sync = list_tools.sync
+query_tool_docs_sync = query_tool_docs.sync
+search_tool_docs_sync = search_tool_docs.sync
+describe_server_sync = describe_server.sync
+list_loaded_server_metadata_sync = list_loaded_server_metadata.sync
+capability_summary_sync = capability_summary.sync
+call_tool_sync = call_tool.sync
 
-
-EXPORTS = (ping, ping_sync, discovered_servers, discovered_servers_sync, list_servers,
-           list_servers_sync, list_tools, list_tools_sync, query_tool_docs, query_tool_docs_sync,
-           search_tool_docs, search_tool_docs_sync, describe_server, describe_server_sync,
-           list_loaded_server_metadata, list_loaded_server_metadata_sync, capability_summary,
-           capability_summary_sync, call_tool, call_tool_sync)
+EXPORTS = (ping, ping_sync, discovered_servers, discovered_servers_sync, config_problems,
+           config_problems_sync, list_servers, list_servers_sync, list_tools, list_tools_sync,
+           query_tool_docs, query_tool_docs_sync, search_tool_docs, search_tool_docs_sync,
+           describe_server, describe_server_sync, list_loaded_server_metadata,
+           list_loaded_server_metadata_sync, capability_summary, capability_summary_sync,
+           call_tool, call_tool_sync)

@@ -32,7 +32,9 @@ def _export(module, functions):
         setattr(module, fn.__name__, fn)
     for cls in errors.EXCEPTIONS:  # keep __module__ "mcp": tracebacks read mcp.ToolError
         setattr(module, cls.__name__, cls)
+    module.MCPError = errors.MCPError  # the Python bridge's name for BridgeCallError
     names = {f.__name__ for f in functions} | {c.__name__ for c in errors.EXCEPTIONS}
+    names.add("MCPError")
     module.__all__ = sorted(set(getattr(module, "__all__", ())) | names)
 
 

@@ -60,7 +60,7 @@ impl App {
             let ct = self.ct.clone();
             self.tracker.spawn(async move {
                 tokio::select! {
-                    _ = pool.index_missing() => {}
+                    _ = pool.ensure_indexed() => {}
                     _ = ct.cancelled() => {}
                 }
             });

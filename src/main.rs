@@ -124,6 +124,7 @@ async fn exec(
         code
     };
     let app = App::with_engine(settings.clone());
+    let capped = settings.timeout_capped_note(timeout);
     let req = RunRequest {
         code,
         servers,
@@ -139,6 +140,10 @@ async fn exec(
         }
     };
     app.shutdown().await;
+    let mut report = report;
+    if let Some(note) = capped {
+        report.add_notice(note);
+    }
     let text = format::render(&report, settings.output_mode);
     println!("{}", text.trim_end_matches('\n'));
     Ok(if report.is_error() {

@@ -52,6 +52,14 @@ impl RunReport {
         }
     }
 
+    /// Puts `note` before any notice the run already has.
+    pub fn add_notice(&mut self, note: String) {
+        self.notice = Some(match self.notice.take() {
+            Some(other) => format!("{note}. {other}"),
+            None => note,
+        });
+    }
+
     /// True unless the run completed normally.
     pub fn is_error(&self) -> bool {
         self.status != RunStatus::Ok

@@ -8,6 +8,21 @@ cd "$(dirname "$0")/.."
 # (SIGABRT + PYTHONFAULTHANDLER prints every Python thread's stack; pytest-timeout per test).
 export PYTHONFAULTHANDLER=1
 
+# What the tests need, installed when missing (idempotent): the container engine and sandbox image
+# (as root on Debian/Ubuntu), the Python test dependencies, and the real MCP servers from npm/PyPI.
+if [ "$(id -u)" = 0 ] && ! podman image exists mcp-code-bridge-sandbox:latest >/dev/null 2>&1; then
+    echo "== setup: podman and the sandbox image (.ci/setup-podman.sh)"
+    bash .ci/setup-podman.sh
+fi
+if ! python3 -c 'import pytest, pytest_timeout, mcp, mcp_server_time' >/dev/null 2>&1; then
+    echo "== setup: Python test dependencies (tests/e2e/requirements.txt)"
+    python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
+fi
+if ! command -v npm >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+fi
+bash tests/e2e/install-servers.sh >/dev/null
+
 echo "== cargo test"
 timeout -k 10 1200 cargo test --all-targets 2>&1
 

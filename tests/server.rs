@@ -11,7 +11,13 @@ use serde_json::json;
 use crate::support::process_app;
 
 async fn client() -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
-    let (app, _rt) = process_app(&[]);
+    client_with(&[]).await
+}
+
+async fn client_with(
+    env: &[(&str, &str)],
+) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
+    let (app, _rt) = process_app(env);
     let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
     let (a, b) = tokio::io::duplex(1 << 20);
     let ct = app.ct.clone();
@@ -58,12 +64,8 @@ async fn lists_exactly_one_small_tool_and_runs_code() {
         .expect("call");
     assert_eq!(r.is_error, Some(false));
     assert_eq!(text(&r), "42\n");
-    let sc = r.structured_content.expect("structured content");
-    assert_eq!(
-        sc,
-        json!({"status": "ok", "stdout": "42\n"}),
-        "empty fields dropped"
-    );
+    // Text only by default: Claude Code would show the model structuredContent's JSON instead.
+    assert_eq!(r.structured_content, None);
 
     let r = call(
         &client,
@@ -82,18 +84,37 @@ async fn lists_exactly_one_small_tool_and_runs_code() {
 }
 
 #[tokio::test]
-async fn malformed_requests_are_invalid_params_errors() {
+async fn structured_content_is_added_when_asked_for() {
+    let (client, app) = client_with(&[("MCP_BRIDGE_STRUCTURED_CONTENT", "1")]).await;
+    let r = call(&client, json!({"code": "print(6*7)"}))
+        .await
+        .expect("call");
+    assert_eq!(text(&r), "42\n");
+    let sc = r.structured_content.expect("structured content");
+    assert_eq!(
+        sc,
+        json!({"status": "ok", "stdout": "42\n"}),
+        "empty fields dropped"
+    );
+    client.cancel().await.expect("close");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_arguments_are_tool_errors_and_unknown_tools_protocol_errors() {
     let (client, app) = client().await;
-    for args in [
-        json!({}),
-        json!({"code": 5}),
-        json!({"code": "x", "timeout": -1}),
+    for (args, needle) in [
+        (json!({}), "'code'"),
+        (json!({"code": 5}), "'code'"),
+        (json!({"code": "x", "timeout": -1}), "'timeout'"),
     ] {
-        let err = call(&client, args).await.expect_err("invalid params");
+        // SEP-1303: the model sees the message in a tool result with isError.
+        let r = call(&client, args).await.expect("a tool result");
+        assert_eq!(r.is_error, Some(true));
+        let t = text(&r);
         assert!(
-            err.to_string().contains("-32602")
-                || err.to_string().to_lowercase().contains("invalid"),
-            "{err}"
+            t.contains("invalid run_python arguments") && t.contains(needle),
+            "{t}"
         );
     }
     let err = client

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 pub(crate) fn stub(name: &str, args: &[&str], env: &[(&str, String)]) -> ServerSpec {
     ServerSpec {
+        description: None,
         name: name.into(),
         transport: Transport::Stdio {
             command: env!("CARGO_BIN_EXE_stub-mcp").into(),
@@ -53,7 +54,7 @@ async fn loads_calls_and_reports_tool_errors() {
     let loaded = p.load(&["stub".into()], soon(20)).await.expect("load");
     for t in ["echo", "add", "slow", "crash", "big", "fail", "whoami"] {
         assert!(
-            loaded["stub"].iter().any(|n| n == t),
+            loaded["stub"].iter().any(|n| n.name == t),
             "missing {t}: {loaded:?}"
         );
     }
@@ -173,6 +174,7 @@ async fn an_oversized_message_fails_the_call_at_once_and_the_server_restarts() {
 async fn a_server_that_cannot_start_backs_off() {
     let d = tempfile::tempdir().expect("tempdir");
     let bad = ServerSpec {
+        description: None,
         name: "broken".into(),
         transport: Transport::Stdio {
             command: "/nonexistent/mcp".into(),
@@ -214,7 +216,7 @@ async fn tool_lists_are_cached_for_servers_never_started_and_indexing_stops_them
         "nothing known, nothing started"
     );
     assert!(!starts.exists(), "lazy: not started until named");
-    p.index_missing().await;
+    p.ensure_indexed().await;
     let known = p.known_tools().await;
     assert_eq!(known.len(), 1);
     assert!(known[0].1.len() >= 27, "{}", known[0].1.len());
@@ -226,7 +228,7 @@ async fn tool_lists_are_cached_for_servers_never_started_and_indexing_stops_them
     // A new pool (a new bridge) finds the cache on disk without starting anything.
     let fresh = pool(vec![spec], d.path());
     assert_eq!(fresh.known_tools().await.len(), 1);
-    fresh.index_missing().await;
+    fresh.ensure_indexed().await;
     let lines = std::fs::read_to_string(&starts)
         .expect("start file")
         .lines()
@@ -272,5 +274,50 @@ async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work() {
         );
     }
     assert_eq!(up.starts(), 1, "no restart was needed");
+    p.shutdown().await;
+}
+
+#[tokio::test]
+async fn arguments_are_checked_against_the_schema_before_the_call() {
+    use mcp_code_bridge::bridge::{CallContext, HostCalls};
+    use mcp_code_bridge::upstream::UpstreamHostCalls;
+
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = Arc::new(pool(vec![stub("my-stub", &[], &[])], d.path()));
+    let host = UpstreamHostCalls::new(p.clone());
+    let servers = vec!["my-stub".to_string()];
+    host.load(&servers, soon(20)).await.expect("load");
+    let ctx = CallContext {
+        exec_id: 1,
+        servers: Arc::from(servers),
+        deadline: soon(10),
+    };
+    let call = |tool: &str, args: serde_json::Value| {
+        host.call(
+            &ctx,
+            "call_tool",
+            json!({"server": "my-stub", "tool": tool, "arguments": args}),
+        )
+    };
+    let err = call("add", json!({"a": "1", "bb": 2}))
+        .await
+        .expect_err("invalid");
+    assert_eq!(err.kind, "invalid_arguments");
+    assert_eq!(
+        err.message,
+        "mcp_my_stub.add(a: float, b: float) -> dict:\n  missing required argument 'b'\n  \
+         argument 'a' must be number, got string \"1\"\n  unknown argument 'bb' (did you mean 'b'?)"
+    );
+    let err = call("ad", json!({})).await.expect_err("unknown tool");
+    assert_eq!(err.kind, "unknown_tool");
+    assert!(
+        err.message.contains("(did you mean 'add'?)"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        call("add", json!({"a": 1, "b": 2})).await.expect("valid"),
+        json!({"sum": 3})
+    );
     p.shutdown().await;
 }

@@ -78,14 +78,18 @@ impl Bridge {
 
     /// Calls `run_python`; returns (text, is_error).
     pub async fn run(&self, code: &str, servers: &[&str], timeout: u64) -> (String, bool) {
+        let r = self.call(code, servers, timeout).await;
+        (text_of(&r), r.is_error == Some(true))
+    }
+
+    /// Calls `run_python`; returns the whole result.
+    pub async fn call(&self, code: &str, servers: &[&str], timeout: u64) -> CallToolResult {
         let args = json!({"code": code, "servers": servers, "timeout": timeout});
-        let r = self
-            .client
+        self.client
             .peer()
             .call_tool(CallToolRequestParams::new("run_python").with_arguments(obj(args)))
             .await
-            .expect("tools/call run_python");
-        (text_of(&r), r.is_error == Some(true))
+            .expect("tools/call run_python")
     }
 
     /// Runs sandbox code that prints one `BENCH <json>` line and returns that JSON.
@@ -170,7 +174,8 @@ fn obj(v: Value) -> JsonObject {
     }
 }
 
-fn text_of(r: &CallToolResult) -> String {
+/// The text blocks of a result, joined.
+pub fn text_of(r: &CallToolResult) -> String {
     r.content
         .iter()
         .filter_map(|c| c.as_text().map(|t| t.text.clone()))

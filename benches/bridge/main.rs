@@ -7,6 +7,7 @@
 
 mod client;
 mod machine;
+mod result_tokens;
 mod scenarios;
 mod stats;
 

@@ -15,6 +15,9 @@ type Scenario = for<'a> fn(&'a mut Table, bool) -> Fut<'a>;
 /// Every scenario with its name (command-line arguments filter by name).
 pub const ALL: &[(&str, Scenario)] = &[
     ("context", |t, q| Box::pin(context(t, q))),
+    ("result_tokens", |t, q| {
+        Box::pin(crate::result_tokens::result_tokens(t, q))
+    }),
     ("cold_start", |t, q| Box::pin(cold_start(t, q))),
     ("warm", |t, q| Box::pin(warm(t, q))),
     ("proxy", |t, q| Box::pin(proxy(t, q))),

@@ -211,6 +211,10 @@ class RuntimeHelperTest(McpCase):
             want_calls += [(method, params)] * 2
             value = (CANNED.get(method) if method not in ("call_tool", "ping")
                      else 5 if method == "ping" else dict(params))
+            if method == "discovered_servers":  # the Python bridge's shape: names
+                value = [s["name"] for s in value["servers"]]
+            if method == "search_tool_docs":  # the hits; not_indexed goes to stderr
+                value = value["results"]
             want_values += [value] * 2
         self.assertEqual(host.received(), want_calls)
         self.assertEqual(json.loads(out), want_values)
@@ -224,14 +228,133 @@ class RuntimeHelperTest(McpCase):
             "print(len(rt.__all__), all(hasattr(rt, n) for n in rt.__all__),"
             " sorted(n for n in mcp.__all__))")
         self.assertEqual(out.splitlines(), [
-            "query_tool_docs (server, tool=None, detail='summary') True "
+            "query_tool_docs (server, tool=None, detail='summary') False "
             "(server, tool=None, detail='summary')",
-            "search_tool_docs (query, limit=5, detail='summary') True "
+            "search_tool_docs (query, limit=5, detail='summary') False "
             "(query, limit=5, detail='summary')",
-            "call_tool (server, tool, args=None) True (server, tool, args=None)",
-            "list_tools (server) True (server)",
-            "26 True ['BridgeCallError', 'ServerError', 'ServerNotLoadedError', 'ToolError', "
-            "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
+            "call_tool (server, tool, args=None) False (server, tool, args=None)",
+            "list_tools (server) False (server)",
+            "30 True ['BridgeCallError', 'InvalidArgumentsError', 'MCPError', 'ServerError', "
+            "'ServerNotLoadedError', 'ToolError', 'UnknownServerError', 'UnknownToolError', "
+            "'runtime', 'servers']"])
+
+
+
+class BothCallStylesTest(McpCase):
+    """Every helper works as a plain call and awaited, in plain and in async code (issue 13.1)."""
+
+    def test_plain_and_awaited_give_the_same_value(self):
+        out, host = self.run_ok(
+            "from mcp import runtime\n"
+            "a = runtime.list_servers()\nb = await runtime.list_servers()\n"
+            "c = await runtime.list_servers_sync()\nd = runtime.discovered_servers()\n"
+            "e = await runtime.discovered_servers()\nf = await a\n"
+            "print(a, b == a, c == a, f is a, type(a).__name__, isinstance(a, tuple))\n"
+            "print(d, e == d, runtime.capability_summary().startswith('helpers'))\n"
+            "async def inner():\n"
+            "    x = runtime.describe_server('alpha')\n"
+            "    y = await runtime.describe_server('alpha')\n"
+            "    return x == y, x.name, y['tools'][0].name\n"
+            "print(await inner())\n"
+            "print(runtime.ping(None), await runtime.ping(True), await runtime.call_tool('alpha', 'echo'))")
+        self.assertEqual(out.splitlines(), [
+            "('alpha', 'my-server.v2') True True True AwaitableTuple True",
+            "('alpha',) True True",
+            "(True, 'alpha', 'echo')",
+            "None True {'server': 'alpha', 'tool': 'echo', 'arguments': {}}"])
+        self.assertEqual(len(host.received()), 11)
+
+    def test_awaited_at_the_call_site_runs_concurrently(self):
+        # `await helper()` takes the async path: other tasks run while the host answers.
+        exec_id = self.sb.start_exec(
+            "import asyncio\nfrom mcp import runtime\n"
+            "async def one(i):\n    return await runtime.search_tool_docs(str(i))\n"
+            "r = await asyncio.gather(*[one(i) for i in range(5)])\nprint(len(r))")
+        calls = [self.sb.recv() for _ in range(5)]  # all five in flight before any reply
+        self.assertEqual({c["params"]["query"] for c in calls}, {"0", "1", "2", "3", "4"})
+        for call in calls:
+            self.sb.send({"t": "reply", "id": call["id"], "ok": True, "value": []})
+        self.assertEqual(self.sb.wait_result(exec_id)["stdout"], "5\n")
+
+    def test_search_names_servers_it_could_not_search_on_stderr(self):
+        result = self.sb.run("from mcp import runtime\nprint(runtime.search_tool_docs('x')[0].tool)",
+                             on_call=FakeHost())
+        self.assertEqual(result["stdout"], "echo\n")
+        self.assertIn("could not search beta (could not be started)", result["stderr"])
+
+    def test_config_problems_and_detailed_discovery(self):
+        out, _ = self.run_ok(
+            "from mcp import runtime\n"
+            "print(runtime.config_problems()[0].message, runtime.discovered_servers(True)[0].source)")
+        self.assertEqual(out, "invalid JSON /cfg/a.json\n")
+
+
+class ResultValuesTest(McpCase):
+    def test_dict_results_allow_attribute_access_at_every_depth(self):
+        out, _ = self.run_ok(
+            "r = await mcp_alpha.echo(issue={'title': 'T', 'labels': [{'name': 'bug'}]})\n"
+            "print(r.arguments.issue.title, r.arguments.issue.labels[0].name)\n"
+            "r.arguments.issue.title = 'U'\nprint(r['arguments']['issue']['title'])\n"
+            "import json, pickle\nprint(json.dumps(r.arguments), pickle.loads(pickle.dumps(r)) == r)\n"
+            "try:\n    r.nope\nexcept AttributeError as e:\n    print('AttributeError', 'nope' in str(e))",
+            {"alpha": ["echo"]})
+        self.assertEqual(out.splitlines(), [
+            "T bug", "U",
+            '{"issue": {"title": "U", "labels": [{"name": "bug"}]}} True',
+            "AttributeError True"])
+
+
+class SignatureTest(McpCase):
+    ENTRY = {"name": "create-issue", "doc": "Create an issue.\nMore.",
+             "params": [["repo", "str", True], ["labels", "list[str]", False],
+                        ["draft", "bool", False, False]], "returns": "dict"}
+
+    def test_help_and_signature_show_the_real_parameters(self):
+        probe = ("import inspect, pydoc\n"
+                 "print(inspect.signature(mcp_gh.create_issue))\n"
+                 "print(inspect.getdoc(mcp_gh.create_issue).splitlines()[0])\n"
+                 "print('async create_issue(*, repo: str' in pydoc.render_doc(mcp_gh.create_issue, renderer=pydoc.plaintext))")
+        want = ["(*, repo: str, labels: list[str] = None, draft: bool = False) -> dict",
+                "Create an issue.", "True"]
+        out, _ = self.run_ok(probe, {"gh": [self.ENTRY]})
+        self.assertEqual(out.splitlines(), want)
+        # `true` = unchanged since the last exec: the proxy keeps its tools and signatures.
+        out, _ = self.run_ok(probe + "\nprint(await mcp_gh.create_issue(repo='r'))",
+                             {"gh": True})
+        self.assertEqual(out.splitlines()[:3], want)
+        self.assertIn("'tool': 'create-issue'", out.splitlines()[3])
+
+    def test_unusable_parameter_names_fall_back_to_the_generic_help(self):
+        entry = {"name": "t", "doc": "", "params": [["page-size", "int", True]]}
+        out, _ = self.run_ok("import inspect\nprint(inspect.signature(mcp_gh.t))\n"
+                             "print('query_tool_docs' in mcp_gh.t.__doc__)", {"gh": [entry]})
+        self.assertEqual(out.splitlines(), ["(arguments=None, /, **kwargs)", "True"])
+
+
+class NotebookTest(McpCase):
+    def test_final_expression_is_shown_unless_silenced(self):
+        out, _ = self.run_ok("x = 40\nx + 2")
+        self.assertEqual(out, "42\n")
+        out, _ = self.run_ok("x + 2;")
+        self.assertEqual(out, "")
+        out, _ = self.run_ok("print('a')\nNone")
+        self.assertEqual(out, "a\n")
+        out, _ = self.run_ok("import asyncio\nawait asyncio.sleep(0, result={'k': [1]})")
+        self.assertEqual(out, "{'k': [1]}\n")
+        out, _ = self.run_ok("for i in range(2):\n    i")  # a loop body is not the cell's end
+        self.assertEqual(out, "")
+
+    def test_an_unawaited_coroutine_is_not_shown_but_explained(self):
+        result = self.sb.run("mcp_alpha.echo(x=1)", on_call=FakeHost(), tools={"alpha": ["echo"]})
+        self.assertTrue(result["ok"], result)
+        self.assertEqual(result["stdout"], "")
+        self.assertIn("write `await", result["stderr"])
+        self.assertNotIn("never awaited", result["stderr"])
+
+    def test_unloaded_server_name_error_says_to_load_it(self):
+        result = self.run_err("await mcp_time.get_current_time()")
+        self.assertIn("NameError: name 'mcp_time' is not defined", result["error"])
+        self.assertIn("servers=['time']", result["error"])
 
 
 if __name__ == "__main__":

@@ -43,6 +43,9 @@ class ProxyTest(unittest.TestCase):
                          "_2fa, create_issue, list_repos, plain")
         self.assertFalse(hasattr(proxy, "__len__"))
         self.assertIsNone(getattr(proxy, "_repr_html_", None))
+        with self.assertRaises(AttributeError) as ctx:
+            proxy.create_isue
+        self.assertIn("has no tool 'create_isue' (did you mean 'create_issue'?)", str(ctx.exception))
 
     def test_repr(self):
         self.assertEqual(repr(self.make(tools=["a"])), "<MCP server 'my-server.v2' "

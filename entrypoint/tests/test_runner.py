@@ -49,7 +49,7 @@ class RunnerTest(unittest.TestCase):
 
     def test_stdout_and_stderr_are_captured_separately(self):
         result = self.run_code("import sys\nprint('out')\nprint('err', file=sys.stderr)\n"
-                               "sys.stdout.write('more')")
+                               "sys.stdout.write('more');")
         self.assert_ok(result, "out\nmore")
         self.assertEqual(result["stderr"], "err\n")
         self.assertIs(sys.stdout, self.runner._orig[0])  # restored after the exec
@@ -105,7 +105,7 @@ class RunnerTest(unittest.TestCase):
         self.assert_ok(self.run_code("print('still here')"), "still here\n")
 
     def test_print_of_10_mb_is_cut_with_exact_dropped_count(self):
-        result = self.run_code("print('x' * 10_000_000)\nimport sys\nsys.stderr.write('e' * 100)",
+        result = self.run_code("print('x' * 10_000_000)\nimport sys\nsys.stderr.write('e' * 100);",
                                limit=65536)
         self.assert_ok(result)
         self.assertEqual(len(result["stdout"]), 65536)

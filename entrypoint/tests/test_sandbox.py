@@ -144,7 +144,8 @@ class CallTest(SandboxCase):
     def test_50_concurrent_pings_answered_in_reverse_order(self):
         exec_id = self.sb.start_exec(
             "import asyncio\nfrom mcp import runtime\n"
-            "r = await asyncio.gather(*[runtime.ping(i) for i in range(50)])\n"
+            "async def one(i):\n    return await runtime.ping(i)\n"  # awaited at once: async
+            "r = await asyncio.gather(*[one(i) for i in range(50)])\n"
             "print(r == list(range(50)))")
         calls = [self.sb.recv() for _ in range(50)]  # all 50 are in flight before any reply
         self.assertTrue(all(c["t"] == "call" and c["method"] == "ping" and c["exec"] == exec_id

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -41,8 +42,10 @@ impl CallError {
     }
 }
 
-/// Tool names of the servers loaded for a run, by server name.
-pub type LoadedTools = BTreeMap<String, Vec<String>>;
+/// The tools of the servers loaded for a run, by server name: for each, a JSON array of tool
+/// entries (a name, or `{"name", "doc", "params", "returns"}` for the proxy's signature), shared
+/// while the server's tool list is unchanged, so a session can tell what it already sent.
+pub type LoadedTools = BTreeMap<String, Arc<RawValue>>;
 
 /// A backend answering host methods (MCP servers, discovery helpers).
 #[async_trait::async_trait]
@@ -141,6 +144,10 @@ mod tests {
             .expect_err("unknown");
         assert!(err.message.contains("rm_rf") && err.kind == "bad_request");
         assert!(d.load(&["gh".to_string()], Instant::now()).await.is_err());
-        assert_eq!(d.load(&[], Instant::now()).await, Ok(LoadedTools::new()));
+        assert!(d
+            .load(&[], Instant::now())
+            .await
+            .expect("no servers")
+            .is_empty());
     }
 }

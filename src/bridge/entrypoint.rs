@@ -20,6 +20,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("ack.py", include_str!("../../entrypoint/ack.py")),
     ("__main__.py", include_str!("../../entrypoint/__main__.py")),
     ("capture.py", include_str!("../../entrypoint/capture.py")),
+    (
+        "cellprocs.py",
+        include_str!("../../entrypoint/cellprocs.py"),
+    ),
     ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
@@ -27,6 +31,8 @@ pub const FILES: &[(&str, &str)] = &[
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),
     ("runtime.py", include_str!("../../entrypoint/runtime.py")),
+    ("values.py", include_str!("../../entrypoint/values.py")),
+    ("cell.py", include_str!("../../entrypoint/cell.py")),
     (
         "selfcheck.py",
         include_str!("../../entrypoint/selfcheck.py"),

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// Protocol version sent in `boot` and expected in `ready`.
@@ -110,8 +111,8 @@ pub enum Outbound<'a> {
         code: &'a str,
         /// Servers loaded for this exec.
         servers: &'a [String],
-        /// Tool names of each loaded server.
-        tools: &'a std::collections::BTreeMap<String, Vec<String>>,
+        /// The tools of each loaded server, or `true` when unchanged since the last exec.
+        tools: &'a BTreeMap<&'a str, ExecTools<'a>>,
         /// Characters kept per output stream.
         output_limit: usize,
     },
@@ -147,6 +148,16 @@ impl Outbound<'_> {
         line.push(b'\n');
         line
     }
+}
+
+/// A loaded server's tools in an exec frame.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ExecTools<'a> {
+    /// `true`: the same entries as this sandbox was last sent for the server.
+    Unchanged(bool),
+    /// The tool entries (a JSON array, see `dispatch::LoadedTools`).
+    Listed(&'a RawValue),
 }
 
 /// The socket channel named in the boot frame.

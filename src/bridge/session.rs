@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use std::pin::Pin;
 
+use serde_json::value::RawValue;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::task::AbortOnDropHandle;
@@ -22,7 +23,7 @@ use super::engine_loss::{self, EngineLink};
 use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
 use super::posture::{self, Expected};
-use super::protocol::{ChannelOffer, Outbound, ResultFrame};
+use super::protocol::{ChannelOffer, ExecTools, Outbound, ResultFrame};
 use super::reader::FrameSink;
 use crate::container::{ContainerRuntime, SandboxSpec};
 
@@ -157,6 +158,9 @@ pub struct Session {
     /// The container's stdin, held open while frames use the socket channel.
     _stdin: Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
     _tasks: Vec<AbortOnDropHandle<()>>,
+    /// Per server: the tool entries this sandbox was last sent (later execs send `true` while
+    /// they are unchanged).
+    sent_tools: std::sync::Mutex<std::collections::HashMap<String, Arc<RawValue>>>,
 }
 
 impl Session {
@@ -301,6 +305,7 @@ impl Session {
             death,
             _stdin: Mutex::new(keep_stdin),
             _tasks: tasks,
+            sent_tools: std::sync::Mutex::new(std::collections::HashMap::new()),
         };
         tracing::debug!(
             ms = began.elapsed().as_millis() as u64,
@@ -356,14 +361,32 @@ impl Session {
         output_limit: usize,
     ) -> Result<oneshot::Receiver<Result<ResultFrame, BridgeError>>, BridgeError> {
         let (tx, rx) = oneshot::channel();
-        let line = Outbound::Exec {
-            id,
-            code,
-            servers: &servers,
-            tools,
-            output_limit,
-        }
-        .to_line();
+        let line = {
+            let mut sent = self.sent_tools.lock().expect("sent tools lock");
+            let frame_tools: std::collections::BTreeMap<&str, ExecTools<'_>> = tools
+                .iter()
+                .map(|(server, entries)| {
+                    let same = sent.get(server).is_some_and(|s| Arc::ptr_eq(s, entries));
+                    if !same {
+                        sent.insert(server.clone(), entries.clone());
+                    }
+                    let entry = if same {
+                        ExecTools::Unchanged(true)
+                    } else {
+                        ExecTools::Listed(entries)
+                    };
+                    (server.as_str(), entry)
+                })
+                .collect();
+            Outbound::Exec {
+                id,
+                code,
+                servers: &servers,
+                tools: &frame_tools,
+                output_limit,
+            }
+            .to_line()
+        };
         *self.shared.running.lock().expect("running lock") = Some(Running {
             id,
             started: false,

@@ -63,6 +63,8 @@ pub struct ServerSpec {
     pub disabled: bool,
     /// The file that defined it.
     pub source: PathBuf,
+    /// The entry's `"description"` (else its file's top-level one), shown by discovery.
+    pub description: Option<String>,
 }
 
 /// A problem found while reading server definitions.
@@ -214,10 +216,18 @@ pub fn parse_file(file: &Path, text: &str) -> Vec<Result<ServerSpec, ConfigIssue
     if tables.is_empty() {
         return vec![Err(issue(file, "no \"mcpServers\" object".into()))];
     }
+    let file_description = obj.get("description").and_then(Value::as_str);
     tables
         .into_iter()
         .flat_map(|t| t.iter())
-        .map(|(name, entry)| parse_entry(file, name, entry))
+        .map(|(name, entry)| {
+            parse_entry(file, name, entry).map(|mut spec| {
+                if spec.description.is_none() {
+                    spec.description = file_description.map(str::to_string);
+                }
+                spec
+            })
+        })
         .collect()
 }
 
@@ -313,6 +323,7 @@ fn parse_entry(file: &Path, name: &str, entry: &Value) -> Result<ServerSpec, Con
         transport,
         disabled,
         source: file.to_path_buf(),
+        description: string("description")?,
     })
 }
 

@@ -82,6 +82,9 @@ pub struct Settings {
     /// `MCP_BRIDGE_ALLOW_WEAK_SANDBOX`: use a sandbox even when it is less isolated than
     /// configured (the posture check fails).
     pub allow_weak_sandbox: bool,
+    /// `MCP_BRIDGE_STRUCTURED_CONTENT`: add `structuredContent` to `run_python` results. Off by
+    /// default: Claude Code then shows the model only that JSON, not the rendered text.
+    pub structured_content: bool,
     /// `DOCKER_HOST`, when set.
     pub docker_host: Option<String>,
     /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
@@ -168,13 +171,7 @@ impl Settings {
             .or_else(|| dirs::state_dir().map(|d| d.join("mcp-code-bridge")))
             .or_else(|| dirs::cache_dir().map(|d| d.join("mcp-code-bridge")))
             .unwrap_or_else(|| std::env::temp_dir().join("mcp-code-bridge"));
-        let flag = |name: &'static str| {
-            parsed(name, var(name), false, |v| match v.trim() {
-                "1" | "true" | "yes" => Ok(true),
-                "0" | "false" | "no" => Ok(false),
-                _ => Err("expected 1 or 0".into()),
-            })
-        };
+        let flag = |name: &'static str| parsed(name, var(name), false, parse_flag);
         let cwd = std::env::current_dir().ok();
         let server_sources = Sources {
             dir: var("MCP_BRIDGE_CONFIG_DIR")
@@ -262,6 +259,7 @@ impl Settings {
                 false,
                 parse_flag,
             )?,
+            structured_content: flag("MCP_BRIDGE_STRUCTURED_CONTENT")?,
             docker_host: var("DOCKER_HOST"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
             home,
@@ -274,6 +272,17 @@ impl Settings {
         match requested_secs {
             None => self.timeout,
             Some(s) => Duration::from_secs(s.max(1)).min(self.max_timeout),
+        }
+    }
+
+    /// A note for the result when `requested_secs` is over `MCP_BRIDGE_MAX_TIMEOUT` and was cut.
+    pub fn timeout_capped_note(&self, requested_secs: Option<u64>) -> Option<String> {
+        let max = self.max_timeout.as_secs();
+        match requested_secs {
+            Some(s) if s > max => Some(format!(
+                "timeout {s} s is over the limit (MCP_BRIDGE_MAX_TIMEOUT); ran with {max} s"
+            )),
+            _ => None,
         }
     }
 }
@@ -343,5 +352,10 @@ mod tests {
         assert_eq!(s.call_timeout(None), Duration::from_secs(30));
         assert_eq!(s.call_timeout(Some(5)), Duration::from_secs(5));
         assert_eq!(s.call_timeout(Some(1000)), Duration::from_secs(120));
+        assert_eq!(s.timeout_capped_note(Some(120)), None);
+        assert!(s
+            .timeout_capped_note(Some(1000))
+            .expect("capped")
+            .contains("ran with 120 s"));
     }
 }

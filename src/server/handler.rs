@@ -1,7 +1,8 @@
 //! [`BridgeServer`]: our MCP face. One tool, one resource; decides whose error an error is.
 //!
-//! A failure of the user's code, a timeout or a sandbox problem is a tool result with
-//! `isError: true`; a request we cannot route (unknown tool, bad arguments) is a JSON-RPC error.
+//! A failure of the user's code, a timeout, a sandbox problem or bad `run_python` arguments is a
+//! tool result with `isError: true`; a request we cannot route (unknown tool or resource) is a
+//! JSON-RPC error.
 //! Knows the sandbox only through the [`Sandbox`] handle.
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use super::tool::{self, TOOL_NAME};
 use crate::bridge::{RunRequest, Sandbox};
 use crate::config::Settings;
 use crate::format;
+use crate::report::{RunReport, RunStatus};
 
 /// The bridge's MCP server handler; cheap to clone.
 #[derive(Clone)]
@@ -37,15 +39,28 @@ impl BridgeServer {
 
     /// Runs one `run_python` call and renders it as a tool result.
     ///
+    /// Bad arguments are a tool result with `isError: true` (SEP-1303), not a JSON-RPC error.
+    ///
     /// # Errors
-    /// Invalid arguments, as a JSON-RPC invalid-params error.
+    /// None today; the `Result` keeps the handler's shape.
     pub async fn run_python(
         &self,
         args: Option<&rmcp::model::JsonObject>,
         cancel: tokio_util::sync::CancellationToken,
     ) -> Result<CallToolResult, ErrorData> {
         let arrived = Instant::now();
-        let args = tool::parse_args(args).map_err(|m| ErrorData::invalid_params(m, None))?;
+        let args = match tool::parse_args(args) {
+            Ok(args) => args,
+            // SEP-1303 (2025-11-25): input validation errors are tool results the model sees.
+            Err(message) => {
+                let report = RunReport::failed(
+                    RunStatus::Error,
+                    format!("invalid run_python arguments: {message}"),
+                );
+                return Ok(self.result(&report));
+            }
+        };
+        let capped = self.settings.timeout_capped_note(args.timeout);
         let req = RunRequest {
             code: args.code,
             servers: args.servers,
@@ -53,15 +68,27 @@ impl BridgeServer {
             arrived,
             cancel,
         };
-        let report = self.sandbox.run(req).await;
-        let text = format::render(&report, self.settings.output_mode);
+        let mut report = self.sandbox.run(req).await;
+        if let Some(note) = capped {
+            report.add_notice(note);
+        }
+        Ok(self.result(&report))
+    }
+
+    /// `report` as a tool result: the rendered text, `isError`, and `structuredContent` only
+    /// when `MCP_BRIDGE_STRUCTURED_CONTENT` asks for it (Claude Code shows the model only the
+    /// structured JSON when it is present: anthropics/claude-code#54450, #79944).
+    fn result(&self, report: &RunReport) -> CallToolResult {
+        let text = format::render(report, self.settings.output_mode);
         let mut result = if report.is_error() {
             CallToolResult::error(vec![ContentBlock::text(text)])
         } else {
             CallToolResult::success(vec![ContentBlock::text(text)])
         };
-        result.structured_content = Some(format::structured(&report));
-        Ok(result)
+        if self.settings.structured_content {
+            result.structured_content = Some(format::structured(report));
+        }
+        result
     }
 }
 
@@ -76,7 +103,7 @@ impl ServerHandler for BridgeServer {
                 "mcp-code-bridge",
                 env!("CARGO_PKG_VERSION"),
             ))
-            .with_instructions("Use run_python; see its description for the sandbox helpers.")
+            .with_instructions(tool::INSTRUCTIONS)
     }
 
     async fn list_tools(

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{JsonObject, Tool};
+use rmcp::model::{JsonObject, MetaObject, Tool};
 use serde_json::{json, Value};
 
 /// The one tool's name.
@@ -10,12 +10,18 @@ pub const TOOL_NAME: &str = "run_python";
 
 /// The tool description: the sandbox helpers in brief, never any server's documentation.
 pub const DESCRIPTION: &str = "Run Python in a persistent sandbox (no network; pandas, numpy, \
-matplotlib). Variables and imports persist between calls; top-level await works; print what you \
-need. MCP servers: pass servers=[\"name\"], then await mcp_<name>.<tool>(arg=...). Discover with \
-`from mcp import runtime`: runtime.list_servers_sync(), runtime.search_tool_docs_sync(\"query\"), \
-runtime.query_tool_docs_sync(server, tool, detail=\"full\").";
+matplotlib). State persists between calls; top-level await works; a final expression is shown. \
+MCP servers: pass servers=[\"name\"], then await mcp_<name>.<tool>(arg=...). Find tools: \
+from mcp import runtime; runtime.search_tool_docs(\"query\"), \
+runtime.query_tool_docs(server, tool, detail=\"full\").";
 
-/// The tool definition returned by `tools/list`.
+/// The server instructions sent in `initialize` (under 2,048 characters: Claude Code's cap).
+pub const INSTRUCTIONS: &str = "Use run_python to reach the user's MCP servers: find tools with \
+runtime.search_tool_docs(\"task\"), load them with servers=[...], call \
+await mcp_<server>.<tool>(...). Filter and aggregate in Python; print only what you need.";
+
+/// The tool definition returned by `tools/list`, marked to be loaded up front by clients that
+/// defer tools behind a tool search (`anthropic/alwaysLoad`, Claude Code).
 pub fn definition() -> Tool {
     let schema = json!({
         "type": "object",
@@ -29,7 +35,11 @@ pub fn definition() -> Tool {
     let Value::Object(schema) = schema else {
         unreachable!("a json object literal")
     };
-    Tool::new(TOOL_NAME, DESCRIPTION, Arc::new(schema))
+    let mut meta = JsonObject::new();
+    meta.insert("anthropic/alwaysLoad".into(), Value::Bool(true));
+    let mut tool = Tool::new(TOOL_NAME, DESCRIPTION, Arc::new(schema));
+    tool.meta = Some(MetaObject(meta));
+    tool
 }
 
 /// Validated `run_python` arguments.
@@ -143,5 +153,13 @@ mod tests {
             bytes < 1000,
             "tools/list entry is {bytes} bytes; keep it under ~250 tokens"
         );
+        // What every session pays: the tools/list entry and the instructions, ~250 tokens.
+        assert!(
+            bytes + INSTRUCTIONS.len() < 1000,
+            "tools/list + instructions: {} bytes",
+            bytes + INSTRUCTIONS.len()
+        );
+        let def = serde_json::to_value(definition()).expect("serializes");
+        assert_eq!(def["_meta"]["anthropic/alwaysLoad"], json!(true));
     }
 }

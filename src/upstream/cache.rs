@@ -94,6 +94,7 @@ mod tests {
 
     fn spec(name: &str, cmd: &str) -> ServerSpec {
         ServerSpec {
+            description: None,
             name: name.into(),
             transport: Transport::Stdio {
                 command: cmd.into(),

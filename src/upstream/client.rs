@@ -415,6 +415,7 @@ mod tests {
         // `connect` (handshake and all) is a future of ~8 KiB; inside `call` it was copied on
         // every proxied call, more CPU than the rest of the bridge's work on it.
         let spec = ServerSpec {
+            description: None,
             name: "a".into(),
             transport: crate::config::Transport::Stdio {
                 command: "x".into(),

@@ -1,10 +1,12 @@
 //! Errors of the upstream layer (the user's MCP servers).
 
+use super::validate::did_you_mean;
+
 /// A failure reaching or using a downstream MCP server.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum UpstreamError {
     /// No server of that name is configured.
-    #[error("unknown MCP server '{name}'; configured servers: {}", list(.available))]
+    #[error("unknown MCP server '{name}'{}; configured servers: {}", did_you_mean(.name, .available), list(.available))]
     UnknownServer {
         /// The name asked for.
         name: String,
@@ -20,7 +22,7 @@ pub enum UpstreamError {
         loaded: Vec<String>,
     },
     /// The server has no such tool.
-    #[error("MCP server '{server}' has no tool '{tool}'; its tools: {}", list(.available))]
+    #[error("MCP server '{server}' has no tool '{tool}'{}; its tools: {}", did_you_mean(.tool, .available), list(.available))]
     UnknownTool {
         /// The server.
         server: String,
@@ -28,6 +30,16 @@ pub enum UpstreamError {
         tool: String,
         /// The server's tools.
         available: Vec<String>,
+    },
+    /// The arguments do not fit the tool's input schema (checked before calling).
+    #[error("{call}{signature}:{}", lines(.problems))]
+    InvalidArguments {
+        /// The call as written in the sandbox: `mcp_github.create_issue`.
+        call: String,
+        /// The rest of its Python signature: `(repo: str, title: str) -> dict`.
+        signature: String,
+        /// What is wrong, one line each.
+        problems: Vec<String>,
     },
     /// The server could not be started or initialized.
     #[error("MCP server '{server}' could not be started: {reason}{}", tail(.stderr_tail))]
@@ -80,6 +92,7 @@ impl UpstreamError {
             UpstreamError::UnknownServer { .. } => "unknown_server",
             UpstreamError::NotLoaded { .. } => "not_loaded",
             UpstreamError::UnknownTool { .. } => "unknown_tool",
+            UpstreamError::InvalidArguments { .. } => "invalid_arguments",
             UpstreamError::Start { .. }
             | UpstreamError::Crashed { .. }
             | UpstreamError::Timeout { .. } => "server",
@@ -96,10 +109,72 @@ fn list(names: &[String]) -> String {
     }
 }
 
+/// One problem after the signature; several one per line below it.
+fn lines(p: &[String]) -> String {
+    match p {
+        [one] => format!(" {one}"),
+        many => many.iter().map(|p| format!("\n  {p}")).collect(),
+    }
+}
+
 fn tail(t: &str) -> String {
     if t.trim().is_empty() {
         String::new()
     } else {
         format!("\nserver stderr (last lines):\n{}", t.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_names_suggest_a_near_one() {
+        let e = UpstreamError::UnknownServer {
+            name: "githb".into(),
+            available: vec!["github".into(), "memory".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "unknown MCP server 'githb' (did you mean 'github'?); configured servers: github, memory"
+        );
+        let e = UpstreamError::UnknownTool {
+            server: "everything".into(),
+            tool: "ech".into(),
+            available: vec!["echo".into(), "get-sum".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "MCP server 'everything' has no tool 'ech' (did you mean 'echo'?); its tools: echo, get-sum"
+        );
+        let e = UpstreamError::UnknownServer {
+            name: "zzz".into(),
+            available: vec!["github".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "unknown MCP server 'zzz'; configured servers: github"
+        );
+    }
+
+    #[test]
+    fn invalid_arguments_show_the_signature_and_each_problem() {
+        let e = UpstreamError::InvalidArguments {
+            call: "mcp_github.create_issue".into(),
+            signature: "(repo: str, title: str) -> dict".into(),
+            problems: vec!["missing required argument 'title'".into()],
+        };
+        assert_eq!(e.kind(), "invalid_arguments");
+        assert_eq!(
+            e.to_string(),
+            "mcp_github.create_issue(repo: str, title: str) -> dict: missing required argument 'title'"
+        );
+        let e = UpstreamError::InvalidArguments {
+            call: "mcp_x.t".into(),
+            signature: "(a: int) -> dict".into(),
+            problems: vec!["p1".into(), "p2".into()],
+        };
+        assert_eq!(e.to_string(), "mcp_x.t(a: int) -> dict:\n  p1\n  p2");
     }
 }

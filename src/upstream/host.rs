@@ -1,14 +1,17 @@
 //! [`UpstreamHostCalls`]: the host methods sandbox code calls (`call_tool` and the discovery
 //! helpers), with the policy that a run may only call tools of the servers it loaded.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use rmcp::model::Tool;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::docs::{self, Detail};
+use super::docs::{self, alias, Detail};
 use super::search::{self, Entry};
+use super::validate::{Rejection, Validators};
 use super::{result, UpstreamError, UpstreamPool};
 use crate::bridge::{CallContext, CallError, HostCalls, LoadedTools};
 
@@ -19,7 +22,13 @@ const MAX_SEARCH_LIMIT: usize = 100;
 pub struct UpstreamHostCalls {
     pool: Arc<UpstreamPool>,
     search: tokio::sync::Mutex<Option<Arc<SearchIndex>>>,
+    validators: Validators,
+    /// Per server: the tool list last loaded and its exec-frame entries (rebuilt on change).
+    proxy_entries: std::sync::Mutex<HashMap<String, ProxyEntries>>,
 }
+
+/// A server's tool list and its exec-frame entries (`docs::proxy_entry` per tool, serialized).
+type ProxyEntries = (Arc<Vec<Tool>>, Arc<RawValue>);
 
 /// The search index over every known tool list, with the lists it was built from.
 struct SearchIndex {
@@ -36,6 +45,8 @@ impl UpstreamHostCalls {
         UpstreamHostCalls {
             pool,
             search: tokio::sync::Mutex::new(None),
+            validators: Validators::new(),
+            proxy_entries: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -76,6 +87,57 @@ impl UpstreamHostCalls {
     }
 }
 
+/// A tool list as the exec frame carries it: one `docs::proxy_entry` per tool, serialized once.
+fn proxy_entries(tools: &[Tool]) -> Arc<RawValue> {
+    let list: Vec<Value> = tools.iter().map(docs::proxy_entry).collect();
+    let text = serde_json::to_string(&list).expect("JSON values serialize");
+    Arc::from(RawValue::from_string(text).expect("serde_json wrote valid JSON"))
+}
+
+/// How long before a run's deadline a search stops waiting for indexing.
+const INDEX_WAIT_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+
+impl UpstreamHostCalls {
+    /// Waits for the first indexing pass (starting it if nobody has: `exec`), until shortly
+    /// before `deadline`; returns the configured servers whose tools a search cannot see yet,
+    /// as `{"server", "reason"}`.
+    async fn wait_for_index(&self, deadline: Instant) -> Vec<Value> {
+        let pool = &self.pool;
+        let until = deadline.checked_sub(INDEX_WAIT_MARGIN).unwrap_or(deadline);
+        let failures = tokio::time::timeout_at(until, pool.ensure_indexed())
+            .await
+            .ok();
+        let known: std::collections::HashSet<String> = pool
+            .known_tools()
+            .await
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        let mut gaps = Vec::new();
+        for spec in &pool.servers().specs {
+            if known.contains(&spec.name) {
+                continue;
+            }
+            let failed = failures
+                .as_ref()
+                .and_then(|f| f.iter().find(|(n, _)| *n == spec.name));
+            let reason = match failed {
+                Some((_, why)) => format!("could not be started: {why}"),
+                None if spec.disabled => "disabled: indexed once a run loads it".into(),
+                None if !UpstreamPool::indexable(spec) => {
+                    format!(
+                        "{} server: indexed once a run loads it",
+                        spec.transport.kind()
+                    )
+                }
+                None => "indexing is not finished yet".into(),
+            };
+            gaps.push(json!({"server": spec.name, "reason": reason}));
+        }
+        gaps
+    }
+}
+
 impl From<UpstreamError> for CallError {
     fn from(e: UpstreamError) -> Self {
         CallError {
@@ -101,30 +163,29 @@ fn opt_str<'a>(p: &'a Value, key: &str) -> Result<Option<&'a str>, CallError> {
     }
 }
 
-fn alias(name: &str) -> String {
-    let mut a: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if a.starts_with(|c: char| c.is_ascii_digit()) {
-        a.insert(0, '_');
-    }
-    a
-}
-
 #[async_trait::async_trait]
 impl HostCalls for UpstreamHostCalls {
     async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, String> {
-        self.pool
+        let lists = self
+            .pool
             .load(servers, deadline)
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let mut entries = self.proxy_entries.lock().expect("proxy entries lock");
+        Ok(lists
+            .into_iter()
+            .map(|(server, tools)| {
+                let json = match entries.get(&server) {
+                    Some((list, json)) if Arc::ptr_eq(list, &tools) => json.clone(),
+                    _ => {
+                        let json = proxy_entries(&tools);
+                        entries.insert(server.clone(), (tools, json.clone()));
+                        json
+                    }
+                };
+                (server, json)
+            })
+            .collect())
     }
 
     async fn call(&self, ctx: &CallContext, method: &str, p: Value) -> Result<Value, CallError> {
@@ -143,8 +204,8 @@ impl UpstreamHostCalls {
         let pool = &self.pool;
         // Moved out, not copied: arguments can be large.
         let args = match p.get_mut("arguments").map(Value::take) {
-            None | Some(Value::Null) => serde_json::Map::new(),
-            Some(Value::Object(m)) => m,
+            None | Some(Value::Null) => Value::Object(serde_json::Map::new()),
+            Some(args @ Value::Object(_)) => args,
             Some(_) => return Err(CallError::bad_request("'arguments' must be a dict")),
         };
         let server = str_param(&p, "server")?;
@@ -157,6 +218,35 @@ impl UpstreamHostCalls {
             }
             .into());
         }
+        // Checked against the tool list of the running server; when it is not running (it
+        // crashed since the run loaded it) the call restarts it and goes unchecked.
+        if let Some(live) = up.live_now().await {
+            match self.validators.check(server, &live.tools, tool, &args) {
+                Ok(()) => {}
+                Err(Rejection::UnknownTool) => {
+                    return Err(UpstreamError::UnknownTool {
+                        server: server.into(),
+                        tool: tool.into(),
+                        available: live.tools.iter().map(|t| t.name.to_string()).collect(),
+                    }
+                    .into())
+                }
+                Err(Rejection::Invalid {
+                    signature,
+                    problems,
+                }) => {
+                    return Err(UpstreamError::InvalidArguments {
+                        call: format!("mcp_{}.{}", alias(server), alias(tool)),
+                        signature,
+                        problems,
+                    }
+                    .into())
+                }
+            }
+        }
+        let Value::Object(args) = args else {
+            unreachable!("arguments are an object")
+        };
         let r = up.call(tool, args, ctx.deadline).await?;
         if r.is_error == Some(true) {
             return Err(UpstreamError::Tool {
@@ -166,7 +256,16 @@ impl UpstreamHostCalls {
             }
             .into());
         }
-        Ok(result::to_value(r))
+        let value = result::to_value(r);
+        if !result::maybe_wrapped(&value) {
+            return Ok(value);
+        }
+        // Rare: `{"result": v}`; the tool's output schema tells whether FastMCP wrapped `v`.
+        let live = up.live_now().await;
+        let def = live
+            .as_ref()
+            .and_then(|l| l.tools.iter().find(|t| t.name == tool));
+        Ok(result::unwrap_fastmcp(value, def))
     }
 
     /// Every host method but `call_tool`.
@@ -184,6 +283,8 @@ impl UpstreamHostCalls {
                 for s in &pool.servers().specs {
                     servers.push(json!({
                         "name": s.name,
+                        "alias": alias(&s.name),
+                        "description": describe_spec(s),
                         "transport": s.transport.kind(),
                         "source": s.source.display().to_string(),
                         "disabled": s.disabled,
@@ -198,7 +299,13 @@ impl UpstreamHostCalls {
                 Ok(Value::Array(
                     tools
                         .iter()
-                        .map(|t| json!({"name": t.name, "description": docs::one_line(t)}))
+                        .map(|t| {
+                            json!({
+                                "name": t.name,
+                                "alias": alias(&t.name),
+                                "description": docs::one_line(t),
+                            })
+                        })
                         .collect(),
                 ))
             }
@@ -211,7 +318,7 @@ impl UpstreamHostCalls {
                     None => Ok(Value::Array(
                         tools.iter().map(|t| docs::doc(server, t, detail)).collect(),
                     )),
-                    Some(name) => match tools.iter().find(|t| t.name == name) {
+                    Some(name) => match docs::find(&tools, name) {
                         Some(t) => Ok(json!([docs::doc(server, t, detail)])),
                         None => Err(UpstreamError::UnknownTool {
                             server: server.into(),
@@ -231,19 +338,21 @@ impl UpstreamHostCalls {
                     .min(MAX_SEARCH_LIMIT as u64) as usize;
                 let detail =
                     Detail::parse(opt_str(&p, "detail")?).map_err(CallError::bad_request)?;
+                let not_indexed = self.wait_for_index(ctx.deadline).await;
                 let index = self.search_index().await;
                 let ranked = index.index.rank(query, limit);
-                Ok(Value::Array(
-                    ranked
-                        .into_iter()
-                        .map(|(i, score)| {
-                            let (server, tools, t) = &index.refs[i];
-                            let mut d = docs::doc(server, &tools[*t], detail);
-                            d["score"] = json!((score * 1000.0).round() / 1000.0);
-                            d
-                        })
-                        .collect(),
-                ))
+                let results: Vec<Value> = ranked
+                    .into_iter()
+                    .map(|(i, score)| {
+                        let (server, tools, t) = &index.refs[i];
+                        let mut d = docs::doc(server, &tools[*t], detail);
+                        // Shown in (0, 1), order kept: a ranking score has no upper bound.
+                        let shown = score / (1.0 + score);
+                        d["score"] = json!((shown * 1000.0).round() / 1000.0);
+                        d
+                    })
+                    .collect();
+                Ok(json!({"results": results, "not_indexed": not_indexed}))
             }
             "describe_server" => {
                 let name = str_param(&p, "name")?;
@@ -253,13 +362,15 @@ impl UpstreamHostCalls {
                 let info = live.as_ref().and_then(|l| l.info.clone());
                 Ok(json!({
                     "name": name,
+                    "alias": alias(name),
+                    "description": describe_spec(&up.spec),
                     "transport": up.spec.transport.kind(),
                     "source": up.spec.source.display().to_string(),
                     "state": up.state_name().await,
                     "disabled": up.spec.disabled,
                     "server_info": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| json!({"name": s.name, "version": s.version})),
                     "instructions": info.as_ref().and_then(|i| i.instructions.clone()),
-                    "tools": tools.map(|ts| ts.iter().map(|t| json!({"name": t.name, "description": docs::one_line(t)})).collect::<Vec<_>>()),
+                    "tools": tools.map(|ts| ts.iter().map(docs::listing).collect::<Vec<_>>()),
                 }))
             }
             "list_loaded_server_metadata" => {
@@ -271,7 +382,8 @@ impl UpstreamHostCalls {
                         "name": name,
                         "alias": alias(name),
                         "server_info": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| json!({"name": s.name, "version": s.version})),
-                        "tool_count": live.map(|l| l.tools.len()),
+                        "tool_count": live.as_ref().map(|l| l.tools.len()),
+                        "tools": live.map(|l| l.tools.iter().map(docs::listing).collect::<Vec<_>>()).unwrap_or_default(),
                     }));
                 }
                 Ok(Value::Array(out))
@@ -314,6 +426,19 @@ impl UpstreamHostCalls {
                 "unknown host method '{method}'"
             ))),
         }
+    }
+}
+
+/// A server's one-line description for `discovered_servers(detailed=True)` and
+/// `describe_server`: its config's `description` when it has one, else what it runs.
+fn describe_spec(spec: &crate::config::ServerSpec) -> String {
+    match &spec.description {
+        Some(d) => d.clone(),
+        None => format!(
+            "{} server from {}",
+            spec.transport.kind(),
+            spec.source.display()
+        ),
     }
 }
 

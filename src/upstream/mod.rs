@@ -2,7 +2,8 @@
 //!
 //! `pool.rs` holds one [`client::Upstream`] per configured server (`transport.rs` its stdio pipes,
 //! `lane.rs` the fast `tools/call` path on them, `wire.rs` its lines); `host.rs` answers the
-//! sandbox's host methods over the pool; `docs.rs`, `search.rs` and `result.rs` are pure.
+//! sandbox's host methods over the pool; `docs.rs`, `search.rs` and `result.rs` are pure; `validate.rs` checks arguments against input
+//! schemas before a call.
 //! The only module that names rmcp's client role.
 
 mod cache;
@@ -15,6 +16,7 @@ mod pool;
 mod result;
 pub mod search;
 mod transport;
+mod validate;
 mod wire;
 
 pub use error::UpstreamError;

@@ -22,6 +22,8 @@ pub struct UpstreamPool {
     servers: Arc<Servers>,
     upstreams: BTreeMap<String, Arc<Upstream>>,
     cache: ToolCache,
+    /// Set once the first indexing pass is over: the servers it could not index, with why.
+    indexed: tokio::sync::OnceCell<Arc<Vec<(String, String)>>>,
 }
 
 impl UpstreamPool {
@@ -36,6 +38,7 @@ impl UpstreamPool {
             servers,
             upstreams,
             cache: ToolCache::new(state_dir),
+            indexed: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -74,7 +77,7 @@ impl UpstreamPool {
         Ok(live)
     }
 
-    /// Loads every server in `names` concurrently; returns their tool names.
+    /// Loads every server in `names` concurrently; returns their tool lists.
     ///
     /// # Errors
     /// The first server that is unknown or fails to start.
@@ -82,16 +85,13 @@ impl UpstreamPool {
         &self,
         names: &[String],
         deadline: Instant,
-    ) -> Result<BTreeMap<String, Vec<String>>, UpstreamError> {
+    ) -> Result<BTreeMap<String, Arc<Vec<Tool>>>, UpstreamError> {
         let results =
             futures::future::join_all(names.iter().map(|n| self.connect(n, deadline))).await;
         let mut out = BTreeMap::new();
         for (name, r) in names.iter().zip(results) {
             let live = r?;
-            out.insert(
-                name.clone(),
-                live.tools.iter().map(|t| t.name.to_string()).collect(),
-            );
+            out.insert(name.clone(), live.tools);
         }
         Ok(out)
     }
@@ -135,41 +135,70 @@ impl UpstreamPool {
         self.cache.get(spec).is_some()
     }
 
+    /// Indexes the tools of every server with no cached tool list, once per pool: the first
+    /// caller (the background indexer of `run`, or the first search of `exec`) runs the pass
+    /// and every later or concurrent caller waits for it. Returns the servers that could not
+    /// be indexed, with the reason. A caller that stops waiting (its deadline) does not stop a
+    /// pass another caller drives; a pass whose only caller went away starts again next time.
+    pub async fn ensure_indexed(&self) -> Arc<Vec<(String, String)>> {
+        self.indexed
+            .get_or_init(|| async { Arc::new(self.index_missing().await) })
+            .await
+            .clone()
+    }
+
+    /// Whether the first indexing pass is over.
+    pub fn is_indexed(&self) -> bool {
+        self.indexed.initialized()
+    }
+
     /// Lists the tools of every server with no cache entry, on temporary connections that are
     /// closed afterwards (so indexing does not count as loading), a few servers at a time.
-    pub async fn index_missing(&self) {
+    /// Returns the servers that failed, with the error.
+    async fn index_missing(&self) -> Vec<(String, String)> {
         let todo: Vec<Arc<ServerSpec>> = self
             .upstreams
             .values()
-            // Disabled servers are often broken or costly to start: index them only when used.
-            .filter(|u| !u.spec.disabled && !matches!(u.spec.transport, Transport::Sse { .. }))
+            .filter(|u| Self::indexable(&u.spec))
             .filter(|u| !self.is_cached(&u.spec))
             .map(|u| u.spec.clone())
             .collect();
         if todo.is_empty() {
-            return;
+            return Vec::new();
         }
         tracing::info!(
             servers = todo.len(),
             "indexing the tools of servers not seen before"
         );
         let sem = Arc::new(tokio::sync::Semaphore::new(INDEX_PARALLELISM));
-        futures::future::join_all(todo.into_iter().map(|spec| {
+        let failures = futures::future::join_all(todo.into_iter().map(|spec| {
             let sem = sem.clone();
             async move {
                 let _permit = sem.acquire().await;
                 let temp = Upstream::new(spec.clone());
                 let deadline = Instant::now() + Duration::from_secs(START_TIMEOUT_SECS);
-                match temp.connect(deadline).await {
-                    Ok(live) => self.cache.put(&spec, live.tools.clone()),
-                    Err(err) => {
-                        tracing::warn!(server = %spec.name, cause = %err, "could not index server")
+                let failed = match temp.connect(deadline).await {
+                    Ok(live) => {
+                        self.cache.put(&spec, live.tools.clone());
+                        None
                     }
-                }
+                    Err(err) => {
+                        tracing::warn!(server = %spec.name, cause = %err, "could not index server");
+                        Some((spec.name.clone(), err.to_string()))
+                    }
+                };
                 temp.shutdown().await;
+                failed
             }
         }))
         .await;
+        failures.into_iter().flatten().collect()
+    }
+
+    /// Whether indexing may start `spec`: disabled servers (often broken or costly to start)
+    /// and SSE servers are indexed only once a run loads them.
+    pub fn indexable(spec: &ServerSpec) -> bool {
+        !spec.disabled && !matches!(spec.transport, Transport::Sse { .. })
     }
 
     /// Closes every connection.

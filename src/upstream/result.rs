@@ -1,6 +1,6 @@
 //! Turning a downstream `CallToolResult` into the value sandbox code receives.
 
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, Tool};
 use serde_json::Value;
 
 /// The structured result if present; else the text (joined) parsed as JSON when it is JSON,
@@ -32,6 +32,39 @@ pub fn to_value(result: CallToolResult) -> Value {
     serde_json::from_str::<Value>(trimmed).unwrap_or(Value::String(text))
 }
 
+/// Whether `value` has the shape of a FastMCP-wrapped value (`{"result": v}`, one key).
+pub fn maybe_wrapped(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|m| m.len() == 1 && m.contains_key("result"))
+}
+
+/// The structured result of `tool` unwrapped when FastMCP wrapped a plain value in it:
+/// `{"result": v}` → `v`, but only when the tool's output schema says so. The official Python
+/// SDK's FastMCP titles that schema `<tool>Output` with `result` as its single required
+/// property; the standalone fastmcp 2.x marks it `"x-fastmcp-wrap-result": true`. Any other
+/// value is returned as it is.
+pub fn unwrap_fastmcp(value: Value, tool: Option<&Tool>) -> Value {
+    let Some(schema) = tool.and_then(|t| t.output_schema.as_deref()) else {
+        return value;
+    };
+    let marked = schema.get("x-fastmcp-wrap-result") == Some(&Value::Bool(true));
+    let titled = tool.is_some_and(|t| {
+        schema.get("title").and_then(Value::as_str) == Some(&format!("{}Output", t.name))
+            && schema.get("required") == Some(&serde_json::json!(["result"]))
+            && schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.len() == 1 && p.contains_key("result"))
+    });
+    match value {
+        Value::Object(mut m) if (marked || titled) && m.len() == 1 && m.contains_key("result") => {
+            m.remove("result").unwrap_or(Value::Null)
+        }
+        other => other,
+    }
+}
+
 /// The error text of a result with `isError`.
 pub fn error_text(result: &CallToolResult) -> String {
     let text: Vec<&str> = result
@@ -58,6 +91,54 @@ fn content_value(c: &ContentBlock) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
+
+    fn tool_with_output(name: &str, output: Value) -> Tool {
+        let Value::Object(out) = output else {
+            panic!("object")
+        };
+        let mut t = Tool::new(name.to_string(), "", Arc::new(serde_json::Map::new()));
+        t.output_schema = Some(Arc::new(out));
+        t
+    }
+
+    #[test]
+    fn fastmcp_wrapped_values_are_unwrapped_and_nothing_else() {
+        let sdk = tool_with_output(
+            "add",
+            json!({"title": "addOutput", "type": "object",
+                   "properties": {"result": {"type": "integer"}}, "required": ["result"]}),
+        );
+        assert_eq!(unwrap_fastmcp(json!({"result": 3}), Some(&sdk)), json!(3));
+        let marked = tool_with_output(
+            "greet",
+            json!({"type": "object", "properties": {"result": {"type": "string"}},
+                   "x-fastmcp-wrap-result": true}),
+        );
+        assert_eq!(
+            unwrap_fastmcp(json!({"result": "hi"}), Some(&marked)),
+            json!("hi")
+        );
+        // A tool whose own output really is {"result": ...}: title of another tool, no marker.
+        let plain = tool_with_output(
+            "add",
+            json!({"title": "Sum", "type": "object",
+                   "properties": {"result": {"type": "integer"}}, "required": ["result"]}),
+        );
+        assert_eq!(
+            unwrap_fastmcp(json!({"result": 3}), Some(&plain)),
+            json!({"result": 3})
+        );
+        assert_eq!(
+            unwrap_fastmcp(json!({"result": 3}), None),
+            json!({"result": 3})
+        );
+        // More keys than `result`: not a wrapped value.
+        assert_eq!(
+            unwrap_fastmcp(json!({"result": 3, "x": 1}), Some(&sdk)),
+            json!({"result": 3, "x": 1})
+        );
+    }
 
     #[test]
     fn structured_then_json_then_text() {

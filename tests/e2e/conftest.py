@@ -304,7 +304,7 @@ class Bridge:
         try:
             async with stdio_client(self.params, errlog=self._errlog) as (read, write):
                 async with ClientSession(read, write) as session:
-                    await session.initialize()
+                    self.init_result = await session.initialize()
                     self._stop = asyncio.Event()
                     self.loop = asyncio.get_running_loop()
                     self.session = session
@@ -407,6 +407,9 @@ def _base_env(workdir: Path) -> dict[str, str]:
     env["MCP_BRIDGE_STATE_DIR"] = str(workdir / "state")
     env["MCP_BRIDGE_CONFIG_DIR"] = str(workdir / "mcps")
     env.setdefault("MCP_BRIDGE_LOG_LEVEL", "info")
+    # Most tests read the result's fields from structuredContent, so their bridges turn it on;
+    # test_client_view.py checks the default (text only) with "MCP_BRIDGE_STRUCTURED_CONTENT": "0".
+    env["MCP_BRIDGE_STRUCTURED_CONTENT"] = "1"
     return env
 
 

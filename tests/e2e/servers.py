@@ -14,6 +14,7 @@ everything  @modelcontextprotocol/server-everything (node), tools like echo(mess
 memory      @modelcontextprotocol/server-memory (node), knowledge graph stored in MEMORY_FILE_PATH
 filesystem  @modelcontextprotocol/server-filesystem (node), allowed directories as arguments
 time        mcp-server-time (PyPI), run as `<python> -m mcp_server_time --local-timezone UTC`
+calc        tests/e2e/fastmcp_calc.py: a FastMCP server (official Python SDK): add, shout, stats
 
 The real servers are installed by tests/e2e/install-servers.sh into `servers_dir()`
 ($MCB_TEST_SERVERS, else ~/.cache/mcp-code-bridge/test-servers); `real_servers_installed()` tells
@@ -225,3 +226,8 @@ def write_config(dir: str | os.PathLike[str], servers: dict[str, dict[str, Any]]
         path.write_text(json.dumps(config({name: entry}), indent=2) + "\n")
         paths.append(path)
     return paths
+
+
+def calc() -> dict[str, Any]:
+    """The FastMCP calculator of tests/e2e/fastmcp_calc.py (needs the `mcp` package)."""
+    return {"command": _python(), "args": [str(REPO_ROOT / "tests" / "e2e" / "fastmcp_calc.py")]}

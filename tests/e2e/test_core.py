@@ -14,7 +14,6 @@ except ImportError:  # SDK v1 name
     from mcp.shared.exceptions import McpError  # type: ignore[no-redef]
 
 CAPABILITIES_URI = "resource://mcp-code-bridge/capabilities"
-INVALID_PARAMS = -32602
 
 # A downstream server configured for the shared bridge of this module: its name and tool must
 # never show up in tools/list (the description carries no downstream documentation).
@@ -200,18 +199,24 @@ def test_unknown_resource_is_a_jsonrpc_error(core):
         pytest.param({"code": "print(1)", "servers": "github"}, id="servers-not-list"),
     ],
 )
-def test_malformed_call_is_invalid_params(core, arguments):
-    with pytest.raises(McpError) as info:
-        core.call_raw(arguments)
-    assert info.value.error.code == INVALID_PARAMS, info.value.error
+def test_malformed_call_is_a_tool_error_the_model_sees(core, arguments):
+    # SEP-1303 (2025-11-25): input validation errors are tool results with isError, not
+    # JSON-RPC errors, so the model reads the message and corrects its call.
+    raw = core.call_raw(arguments)
+    assert _is_error(raw), raw
+    text = raw.content[0].text
+    assert "invalid run_python arguments" in text, text
     # The session is still fine afterwards.
     assert core.run("print('still fine')").text.strip() == "still fine"
 
 
 def test_missing_code_names_the_argument(core):
-    with pytest.raises(McpError) as info:
-        core.call_raw({})
-    assert "code" in info.value.error.message, info.value.error
+    raw = core.call_raw({})
+    assert _is_error(raw) and "'code'" in raw.content[0].text, raw
+
+
+def _is_error(raw) -> bool:
+    return bool(getattr(raw, "is_error", None) or getattr(raw, "isError", None))
 
 
 def test_unknown_tool_is_a_jsonrpc_error(core):
@@ -228,8 +233,12 @@ def test_toon_output_mode(bridge_factory):
         r = b.run("print('toon-hello')")
         assert not r.is_error, str(r)
         lines = r.text.splitlines()
+        assert lines[0] == "```toon" and lines[-1] == "```", str(r)
         assert "status: ok" in lines, str(r)
-        assert any(line.startswith("stdout:") and "toon-hello" in line for line in lines), str(r)
+        # stdout as a length-annotated array of lines, as the Python bridge renders it
+        assert "stdout[1]: toon-hello" in lines, str(r)
+        two = b.run("print('a')\nprint('b')")
+        assert "stdout[2]: a,b" in two.text.splitlines(), str(two)
         # structuredContent is the same data whatever the text mode.
         assert r.structured is not None and r.structured["status"] == "ok", str(r)
 

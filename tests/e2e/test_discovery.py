@@ -173,9 +173,9 @@ def test_three_config_sources_with_provenance(tmp_path, bridge_factory, helpers,
             """
 import json
 from mcp import runtime
-d = await runtime.discovered_servers()
+d = {"servers": await runtime.discovered_servers(detailed=True), "errors": await runtime.config_problems()}
 who = {n: (await mcp_servers[n].whoami())["name"] for n in ["alpha", "shared", "extra-srv", "cursor-srv", "claude-srv"]}
-print(json.dumps({"d": d, "sync": runtime.discovered_servers_sync(), "who": who,
+print(json.dumps({"d": d, "sync": {"servers": runtime.discovered_servers_sync(True), "errors": runtime.config_problems_sync()}, "who": who,
                   "names": await runtime.list_servers(), "names_sync": runtime.list_servers_sync()}))
 """,
             servers=["alpha", "shared", "extra-srv", "cursor-srv", "claude-srv"],
@@ -249,7 +249,7 @@ def test_broken_files_are_reported_and_the_rest_work(tmp_path, bridge_factory, h
             """
 import json
 from mcp import runtime
-d = runtime.discovered_servers_sync()
+d = {"servers": runtime.discovered_servers_sync(True), "errors": runtime.config_problems_sync()}
 print(json.dumps({"d": d, "good": await mcp_good.echo(text="ok"), "good2": await mcp_good2.add(a=1, b=2)}))
 """,
             servers=["good", "good2"],
@@ -285,7 +285,7 @@ def test_lazy_start_and_indexing_leaves_nothing_running(tmp_path, bridge_factory
             """
 import json
 from mcp import runtime
-d = await runtime.discovered_servers()
+d = {"servers": await runtime.discovered_servers(detailed=True), "errors": await runtime.config_problems()}
 print(json.dumps({s["name"]: s["state"] for s in d["servers"]}))
 """,
         )
@@ -357,7 +357,7 @@ out = {
     "full": runtime.search_tool_docs_sync("calender evnts", limit=1, detail="full"),
     "weather": runtime.search_tool_docs_sync("wether forcast", limit=1),
     "one": runtime.search_tool_docs_sync("calender", limit=1),
-    "state": {s["name"]: s["state"] for s in runtime.discovered_servers_sync()["servers"]},
+    "state": {s["name"]: s["state"] for s in {"servers": runtime.discovered_servers_sync(True), "errors": runtime.config_problems_sync()}["servers"]},
 }
 print(json.dumps(out))
 """,
@@ -371,7 +371,9 @@ print(json.dumps(out))
     top = hits[0]
     assert (top["server"], top["name"]) == ("calsrv", "tool_0"), hits
     assert top["description"].startswith("List calendar events between two dates"), top
-    assert set(top) == {"server", "name", "description", "score"}, top
+    # The Python bridge's keys (tool, toolAlias, serverAlias) and ours (name).
+    assert set(top) == {"server", "serverAlias", "tool", "toolAlias", "name", "description", "score"}, top
+    assert top["tool"] == top["name"] == top["toolAlias"], top
     assert isinstance(top["score"], (int, float)) and 0 < top["score"] <= 1, top
     assert len(hits) <= 3 and [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
     assert [(h["server"], h["name"]) for h in got["async"]] == [(h["server"], h["name"]) for h in hits]
@@ -435,16 +437,22 @@ print(json.dumps(out))
     assert got["full"] == [
         {
             "server": "stub",
+            "serverAlias": "stub",
+            "tool": "add",
+            "toolAlias": "add",
             "name": "add",
             "description": ADD_DESCRIPTION,
             "input_schema": ADD_SCHEMA,
+            "inputSchema": ADD_SCHEMA,
             "signature": "add(a: float, b: float) -> dict",
         }
     ], got["full"]
     assert got["full_async"] == got["full"]
-    assert got["summary"] == [{"server": "stub", "name": "add", "description": ADD_DESCRIPTION}]
+    assert got["summary"] == [{"server": "stub", "serverAlias": "stub", "tool": "add", "toolAlias": "add",
+                               "name": "add", "description": ADD_DESCRIPTION}]
     assert [d["name"] for d in got["all"]] == STUB_ORDER
-    assert all(set(d) == {"server", "name", "description"} and d["description"] for d in got["all"]), got["all"]
+    summary_keys = {"server", "serverAlias", "tool", "toolAlias", "name", "description"}
+    assert all(set(d) == summary_keys and d["description"] for d in got["all"]), got["all"]
     sigs = {d["name"]: d["signature"] for d in got["all_full"]}
     assert sigs == {
         "echo": "echo(text: str) -> dict",
@@ -455,7 +463,9 @@ print(json.dumps(out))
         "fail": "fail(message: str) -> dict",
         "whoami": "whoami() -> dict",
     }
-    assert got["tools"] == got["tools_sync"] == [{"name": d["name"], "description": d["description"]} for d in got["all"]]
+    assert got["tools"] == got["tools_sync"] == [
+        {"name": d["name"], "alias": d["toolAlias"], "description": d["description"]} for d in got["all"]
+    ]
     assert "nope" in got["unknown"] and "whoami" in got["unknown"], got
     assert "verbose" in got["bad_detail"], got
 
@@ -475,7 +485,7 @@ out = {
     "meta_sync": runtime.list_loaded_server_metadata_sync(),
     "summary": await runtime.capability_summary(),
     "summary_sync": runtime.capability_summary_sync(),
-    "discovered": runtime.discovered_servers_sync(),
+    "discovered": {"servers": runtime.discovered_servers_sync(True), "errors": runtime.config_problems_sync()},
     "off": await mcp_off.echo(text="disabled but loadable"),
 }
 try:
@@ -504,6 +514,10 @@ print(json.dumps(out))
     assert got["meta"] == got["meta_sync"]
     meta = {m["name"]: m for m in got["meta"]}
     assert sorted(meta) == ["my-stub", "off", "stub"], got["meta"]
+    # The Python bridge's shape: each loaded server with its tools (name, alias, description,
+    # input_schema).
+    assert [t["alias"] for t in meta["stub"].pop("tools")] == STUB_ORDER, got["meta"]
+    assert all(set(t) == {"name", "alias", "description", "input_schema"} for t in meta["my-stub"].pop("tools"))
     assert meta["stub"] == {"name": "stub", "alias": "stub", "server_info": stub_info, "tool_count": 7}
     assert meta["my-stub"] == {
         "name": "my-stub", "alias": "my_stub", "server_info": {"name": "my-stub", "version": "0.1.0"}, "tool_count": 7

@@ -158,7 +158,7 @@ print(json.dumps(out))
     assert got["add"] == {"sum": 5}
     assert got["add_float"] == {"sum": 0.75}
     assert got["text"] == "done"
-    assert got["types"] == ["dict", "dict", "str"]
+    assert got["types"] == ["Record", "Record", "str"]  # Record: a dict with attribute access
     assert got["dict_arg"] == {"text": "as one dict"}
     assert got["by_name"] == {"text": "via mcp_servers"}
     assert got["star_echo"] == {"text": "via import *"}
@@ -320,8 +320,12 @@ print(json.dumps(out))
 """,
         servers=["stub"],
     )
-    assert got["a_is_str"][0] == "ToolError" and "argument 'a' must be a number" in got["a_is_str"][1], got
-    assert got["b_missing"][0] == "ToolError" and "argument 'b' must be a number" in got["b_missing"][1], got
+    # Checked against the tool's input schema before the call is sent (issue 13.7).
+    assert got["a_is_str"][0] == "InvalidArgumentsError", got
+    assert "argument 'a' must be number, got string \"x\"" in got["a_is_str"][1], got
+    assert got["b_missing"][0] == "InvalidArgumentsError", got
+    assert "missing required argument 'b'" in got["b_missing"][1], got
+    assert "mcp_stub.add(a: float, b: float)" in got["b_missing"][1], got
     assert got["positional"][0] == "TypeError" and "keyword" in got["positional"][1], got
     _assert_alive(sb)
 
@@ -770,7 +774,7 @@ def test_remote_http_server_with_headers(tmp_path, bridge_factory, http_everythi
             """
 import asyncio, json
 from mcp import runtime
-d = {s["name"]: [s["transport"], s["source"]] for s in runtime.discovered_servers_sync()["servers"]}
+d = {s["name"]: [s["transport"], s["source"]] for s in {"servers": runtime.discovered_servers_sync(True), "errors": runtime.config_problems_sync()}["servers"]}
 out = {"echo": await mcp_remote.echo(message="over http"),
        "sums": await asyncio.gather(*[mcp_remote.get_sum(a=i, b=1) for i in range(10)]),
        "discovered": d}

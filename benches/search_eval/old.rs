@@ -1,4 +1,6 @@
-//! Fuzzy tool search across every configured server (strsim), tolerant of typos.
+//! The ranking this crate had before issue 13.6 (src/upstream/search.rs at that time), kept
+//! as a baseline, verbatim but for the tokenizer, which the crate still has: fuzzy tool search
+//! (strsim), tolerant of typos.
 //!
 //! Names and descriptions are split into lowercase word tokens (`create_issue`, `createIssue`
 //! and `create-issue` all give `create`, `issue`). Each query token is matched to its most
@@ -9,16 +11,8 @@
 
 use std::collections::HashMap;
 
-/// One searchable tool.
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// Server name.
-    pub server: String,
-    /// Tool name.
-    pub tool: String,
-    /// Tool description.
-    pub description: String,
-}
+// The tokenizer is the crate's, unchanged since then.
+use mcp_code_bridge::upstream::search::{tokens, Entry};
 
 /// Weight of a match in the tool name.
 const W_NAME: f64 = 1.0;
@@ -28,36 +22,6 @@ const W_SERVER: f64 = 0.8;
 const W_DESC: f64 = 0.7;
 /// Token similarities below this count as no match.
 const MIN_SIM: f64 = 0.75;
-
-/// Splits text into lowercase word tokens (snake, kebab, camel case and punctuation).
-pub fn tokens(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if c.is_alphanumeric() {
-            if c.is_uppercase() && prev_lower && !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            prev_lower = c.is_lowercase() || c.is_ascii_digit();
-            cur.extend(c.to_lowercase());
-        } else {
-            prev_lower = false;
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-        }
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
-/// Ranks `entries` against `query`; returns `(index, score)` best first, at most `limit`.
-pub fn rank(entries: &[Entry], query: &str, limit: usize) -> Vec<(usize, f64)> {
-    Index::build(entries).rank(query, limit)
-}
 
 /// Entries tokenized once: a vocabulary of distinct tokens and, per entry, the token ids of its
 /// tool name, server name and description. Built when the set of known tools changes and reused
@@ -96,16 +60,6 @@ impl Index {
             .map(|e| [intern(&e.tool), intern(&e.server), intern(&e.description)])
             .collect();
         Index { vocab, entries }
-    }
-
-    /// Number of entries.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// True when there is nothing to search.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// Ranks the entries against `query`; `(entry index, score)` best first, at most `limit`.
@@ -163,80 +117,4 @@ fn similarity(q: &str, t: &str) -> f64 {
         return jw.max(0.9);
     }
     jw
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn e(server: &str, tool: &str, description: &str) -> Entry {
-        Entry {
-            server: server.into(),
-            tool: tool.into(),
-            description: description.into(),
-        }
-    }
-
-    #[test]
-    fn tokenizes_all_cases() {
-        assert_eq!(tokens("createIssue"), ["create", "issue"]);
-        assert_eq!(
-            tokens("list-calendar_events v2"),
-            ["list", "calendar", "events", "v2"]
-        );
-        assert_eq!(tokens("HTTPServer"), ["httpserver"]);
-    }
-
-    #[test]
-    fn typos_find_the_right_tool() {
-        let entries = vec![
-            e(
-                "github",
-                "create_issue",
-                "Create a new issue in a repository",
-            ),
-            e(
-                "gcal",
-                "list_events",
-                "List calendar events in a date range",
-            ),
-            e("weather", "forecast", "Weather forecast for a city"),
-            e("gcal", "create_event", "Create a calendar event"),
-        ];
-        let r = rank(&entries, "calender evnts", 5);
-        assert_eq!(entries[r[0].0].tool, "list_events", "{r:?}");
-        let r = rank(&entries, "wether", 1);
-        assert_eq!(entries[r[0].0].tool, "forecast");
-        let r = rank(&entries, "isue", 1);
-        assert_eq!(entries[r[0].0].tool, "create_issue");
-        assert!(rank(&entries, "zzzzqqq", 5).is_empty());
-        assert_eq!(rank(&entries, "create", 10).len(), 2);
-    }
-
-    #[test]
-    fn thousand_tools_rank_quickly() {
-        let topics = [
-            "calendar events",
-            "github issues",
-            "weather forecast",
-            "database query",
-            "email inbox",
-        ];
-        let entries: Vec<Entry> = (0..1000)
-            .map(|i| {
-                e(
-                    &format!("server{}", i / 20),
-                    &format!("tool_{i}_{}", topics[i % 5].replace(' ', "_")),
-                    &format!("Handles {} number {i}", topics[i % 5]),
-                )
-            })
-            .collect();
-        let start = std::time::Instant::now();
-        let r = rank(&entries, "calender evnts", 5);
-        let took = start.elapsed();
-        assert_eq!(r.len(), 5);
-        assert!(entries[r[0].0].tool.contains("calendar"));
-        // Generous bound for debug builds on shared machines; the benchmark reports the real figure.
-        assert!(took < std::time::Duration::from_millis(500), "{took:?}");
-    }
 }
