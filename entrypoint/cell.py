@@ -11,8 +11,15 @@ RESULT = "_mcp_cell_result_"  # namespace key holding the final expression's val
 _NO_VALUE = object()
 
 
+# A last line that is a plain `print(...)` call: its value is None, nothing to show, so the cell
+# is compiled straight from source (the AST route costs ~16 µs more on a short cell).
+_ENDS_WITH_PRINT = re.compile(r"(?:^|\n)print\([^;\n]*\)[ \t]*\n*\Z")
+
+
 def compile_cell(source, filename):
     """The code object for `source`, and whether it ends with an expression to show."""
+    if _ENDS_WITH_PRINT.search(source):
+        return compile(source, filename, "exec", flags=FLAGS, dont_inherit=True), False
     tree = compile(source, filename, "exec", flags=FLAGS | ast.PyCF_ONLY_AST, dont_inherit=True)
     last = tree.body[-1] if tree.body else None
     shows = isinstance(last, ast.Expr) and not _silenced(source, last)
