@@ -1,6 +1,6 @@
 //! Errors of the upstream layer (the user's MCP servers).
 
-use super::validate::did_you_mean;
+use super::near::did_you_mean;
 
 /// A failure reaching or using a downstream MCP server.
 #[derive(Debug, Clone, thiserror::Error)]

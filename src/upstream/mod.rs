@@ -2,8 +2,8 @@
 //!
 //! `pool.rs` holds one [`client::Upstream`] per configured server (`transport.rs` its stdio pipes,
 //! `lane.rs` the fast `tools/call` path on them, `wire.rs` its lines); `host.rs` answers the
-//! sandbox's host methods over the pool; `docs.rs`, `search.rs` and `result.rs` are pure; `validate.rs` checks arguments against input
-//! schemas before a call.
+//! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
+//! you mean") are pure; `validate/` checks arguments against input schemas before a call.
 //! The only module that names rmcp's client role.
 
 mod cache;
@@ -12,6 +12,7 @@ pub mod docs;
 mod error;
 mod host;
 mod lane;
+mod near;
 mod pool;
 mod result;
 pub mod search;

@@ -1,0 +1,258 @@
+//! Tests of argument checking and of its "did you mean".
+use super::*;
+use crate::upstream::near::did_you_mean;
+use serde_json::json;
+
+fn tools(schema: Value) -> Arc<Vec<Tool>> {
+    let Value::Object(m) = schema else {
+        panic!("object")
+    };
+    Arc::new(vec![Tool::new(
+        "create_issue",
+        "Create an issue.",
+        Arc::new(m),
+    )])
+}
+
+fn issue_schema() -> Value {
+    json!({"type": "object", "properties": {
+        "repo": {"type": "string"},
+        "title": {"type": "string"},
+        "body": {"type": "string"},
+        "count": {"type": "integer"},
+        "state": {"enum": ["open", "closed"]},
+        "options": {"type": "object", "properties": {
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "draft": {"type": "boolean"}
+        }, "required": ["draft"]}
+    }, "required": ["repo", "title"]})
+}
+
+fn problems(schema: Value, args: Value) -> Vec<String> {
+    let v = Validators::new();
+    match v.check("github", &tools(schema), "create_issue", &args) {
+        Ok(()) => vec![],
+        Err(Rejection::Invalid {
+            signature,
+            problems,
+        }) => {
+            assert!(signature.starts_with("(repo: "), "{signature}");
+            problems
+        }
+        Err(other) => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn valid_arguments_pass() {
+    let got = problems(
+        issue_schema(),
+        json!({"repo": "a/b", "title": "t", "count": 3}),
+    );
+    assert!(got.is_empty(), "{got:?}");
+}
+
+#[test]
+fn a_missing_argument_is_named() {
+    assert_eq!(
+        problems(issue_schema(), json!({"repo": "a/b"})),
+        ["missing required argument 'title'"]
+    );
+}
+
+#[test]
+fn a_misspelt_argument_gets_a_suggestion_and_other_extras_pass() {
+    // `additionalProperties` unset: `titel` is a typo of a property not passed; `extra`
+    // resembles nothing and goes through to the server.
+    assert_eq!(
+        problems(
+            issue_schema(),
+            json!({"repo": "a/b", "titel": "t", "extra": 1})
+        ),
+        [
+            "missing required argument 'title'",
+            "unknown argument 'titel' (did you mean 'title'?)"
+        ]
+    );
+    // Both passed: the near name is taken as meant.
+    assert!(problems(
+        issue_schema(),
+        json!({"repo": "a", "title": "t", "titles": 1})
+    )
+    .is_empty());
+}
+
+#[test]
+fn additional_properties_false_reports_every_unknown_argument() {
+    let mut s = issue_schema();
+    s["additionalProperties"] = json!(false);
+    assert_eq!(
+        problems(s, json!({"repo": "a", "title": "t", "bdy": "x", "zzz": 1})),
+        [
+            "unknown argument 'bdy' (did you mean 'body'?)",
+            "unknown argument 'zzz'"
+        ]
+    );
+}
+
+#[test]
+fn a_mistyped_argument_shows_type_and_value() {
+    assert_eq!(
+        problems(
+            issue_schema(),
+            json!({"repo": "a", "title": "t", "count": "5"})
+        ),
+        ["argument 'count' must be integer, got string \"5\""]
+    );
+    assert_eq!(
+        problems(issue_schema(), json!({"repo": 1, "title": null})),
+        [
+            "argument 'repo' must be string, got integer 1",
+            "argument 'title' must be string, got null null"
+        ]
+    );
+}
+
+#[test]
+fn nested_problems_name_the_path() {
+    assert_eq!(
+        problems(
+            issue_schema(),
+            json!({"repo": "a", "title": "t", "options": {"labels": ["x", 2]}})
+        ),
+        [
+            "argument 'options' is missing required key 'draft'",
+            "argument 'options.labels[1]' must be string, got integer 2"
+        ]
+    );
+}
+
+#[test]
+fn enums_list_the_choices() {
+    assert_eq!(
+        problems(issue_schema(), json!({"repo": "a", "title": "t", "state": "opne"})),
+        ["argument 'state' must be one of \"open\", \"closed\", got \"opne\" (did you mean \"open\"?)"]
+    );
+}
+
+#[test]
+fn other_keywords_use_the_crate_message() {
+    let s = json!({"type": "object", "properties": {"repo": {"type": "string"}, "title": {"type": "string"}, "n": {"type": "integer", "minimum": 0}}});
+    let got = problems(s, json!({"n": -1}));
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].starts_with("argument 'n': -1"), "{got:?}");
+}
+
+#[test]
+fn a_schema_that_does_not_compile_is_not_checked() {
+    // A remote reference cannot be resolved offline; the call still goes (names are checked).
+    let s = json!({"type": "object", "properties": {"repo": {"$ref": "https://example.com/x.json"}, "title": {"type": "string"}}, "required": ["repo"]});
+    assert!(problems(s.clone(), json!({"title": 5})).is_empty());
+    assert_eq!(
+        problems(s, json!({"repo": "a", "titel": "t"})),
+        ["unknown argument 'titel' (did you mean 'title'?)"]
+    );
+    let bad = json!({"type": 17, "properties": {"repo": {}, "title": {}}});
+    assert!(problems(bad, json!({"repo": []})).is_empty());
+}
+
+#[test]
+fn unknown_tools_are_refused_and_checks_follow_the_tool_list() {
+    let v = Validators::new();
+    let first = tools(issue_schema());
+    assert_eq!(
+        v.check("github", &first, "nope", &json!({})),
+        Err(Rejection::UnknownTool)
+    );
+    assert!(v
+        .check("github", &first, "create_issue", &json!({}))
+        .is_err());
+    // A new list (say, after a restart) with a looser schema: recompiled, not reused.
+    let second = tools(json!({"type": "object"}));
+    assert_eq!(
+        v.check("github", &second, "create_issue", &json!({})),
+        Ok(())
+    );
+}
+
+#[test]
+fn near_names() {
+    let names = ["github", "gitlab", "filesystem", "everything", "get-sum"];
+    assert_eq!(closest("githb", names), Some("github"));
+    assert_eq!(closest("file_system", names), Some("filesystem"));
+    assert_eq!(closest("get_sum", names), Some("get-sum"));
+    assert_eq!(closest("everythin", names), Some("everything"));
+    assert_eq!(closest("every", names), Some("everything"));
+    assert_eq!(closest("zzz", names), None);
+    assert_eq!(
+        did_you_mean("gitlba", &["gitlab".into()]),
+        " (did you mean 'gitlab'?)"
+    );
+    assert_eq!(closest_argument("titel", ["title", "body"]), Some("title"));
+    assert_eq!(closest_argument("text", ["context"]), None);
+}
+
+#[test]
+fn paths_and_values() {
+    let args = json!({"a": {"b/c": [0, {"d": 1}]}});
+    assert_eq!(
+        python_path("/a/b~1c/1/d", &args).as_deref(),
+        Some("a.b/c[1].d")
+    );
+    assert_eq!(python_path("", &args), None);
+    assert_eq!(
+        short(&json!("x".repeat(100))).chars().count(),
+        MAX_VALUE_CHARS
+    );
+    assert_eq!(short(&json!((0..20).collect::<Vec<_>>())), "[... 20 items]");
+}
+
+/// What a check costs on the hot path: `cargo test --release --lib validate::timing -- --ignored
+/// --nocapture` (about 0.05-0.3 µs a call on a typical schema, next to ~75 µs for the call).
+mod timing {
+    use super::super::*;
+    use serde_json::json;
+
+    #[test]
+    #[ignore = "timing"]
+    fn check_cost() {
+        let Value::Object(m) = json!({"type": "object", "properties": {
+            "owner": {"type": "string", "description": "Repository owner"},
+            "repo": {"type": "string", "description": "Repository name"},
+            "title": {"type": "string", "description": "Issue title"},
+            "body": {"type": "string", "description": "Issue body content"},
+            "assignees": {"type": "array", "items": {"type": "string"}},
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "milestone": {"type": "number"}
+        }, "required": ["owner", "repo", "title"], "additionalProperties": false,
+        "$schema": "http://json-schema.org/draft-07/schema#"}) else {
+            unreachable!()
+        };
+        let tools = Arc::new(vec![Tool::new("create_issue", "x", Arc::new(m))]);
+        let v = Validators::new();
+        let args = json!({"owner": "o", "repo": "r", "title": "A title", "body": "Some body text", "labels": ["bug", "p1"]});
+        let small = json!({"text": "x"});
+        let Value::Object(e) = json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"], "additionalProperties": false})
+        else {
+            unreachable!()
+        };
+        let echo = Arc::new(vec![Tool::new("echo", "x", Arc::new(e))]);
+        for (name, tools, tool, args) in [
+            ("create_issue", &tools, "create_issue", &args),
+            ("echo", &echo, "echo", &small),
+        ] {
+            let s = std::time::Instant::now();
+            v.check("gh", tools, tool, args).expect("valid");
+            eprintln!("{name}: first call (compile) {:?}", s.elapsed());
+            let n = 200_000;
+            let s = std::time::Instant::now();
+            for _ in 0..n {
+                v.check("gh", tools, tool, args).expect("valid");
+            }
+            eprintln!(
+                "{name}: {:.0} ns/check",
+                s.elapsed().as_nanos() as f64 / n as f64
+            );
+        }
+    }
+}
