@@ -61,3 +61,17 @@ while "helper" not in cp_noted():
 cp_helper_start = {"helper": cp_start(cp_helper.pid)}
 time.sleep(0.05)  # the next exec begins in a later clock tick
 """.replace("WORKER_SOURCE", repr(WORKER))
+
+
+# Cell 2, interrupted: every kind of process, then a long sleep.
+START_ALL = """
+cp_busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+cp_session = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+subprocess.Popen([sys.executable, "-c", WORKER, "parent", cp_notes, WORKER])
+subprocess.run([sys.executable, "-c", WORKER, "daemon", cp_notes, WORKER], check=True)
+while len(cp_noted()) < 4:
+    time.sleep(0.01)
+cp_pids = dict(cp_noted(), busy=cp_busy.pid, session=cp_session.pid)
+del cp_pids["helper"]
+cp_starts = {kind: cp_start(pid) for kind, pid in cp_pids.items()}
+"""

@@ -13,21 +13,9 @@ import unittest
 
 from entrypoint import cellprocs
 from entrypoint.tests import Sandbox
-from entrypoint.tests.cell_scripts import START_HELPER
+from entrypoint.tests.cell_scripts import START_ALL, START_HELPER
 
-# Cell 2, interrupted: every kind of process, then a long sleep.
-START_ALL = """
-cp_kept = "survived"
-cp_busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-cp_session = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-subprocess.Popen([sys.executable, "-c", WORKER, "parent", cp_notes, WORKER])
-subprocess.run([sys.executable, "-c", WORKER, "daemon", cp_notes, WORKER], check=True)
-while len(cp_noted()) < 4:
-    time.sleep(0.01)
-cp_pids = dict(cp_noted(), busy=cp_busy.pid, session=cp_session.pid)
-del cp_pids["helper"]
-cp_starts = {kind: cp_start(pid) for kind, pid in cp_pids.items()}
-"""
+START_ALL = 'cp_kept = "survived"\n' + START_ALL
 
 # Cell 3: what is still alive, read from /proc inside the sandbox.
 REPORT = """

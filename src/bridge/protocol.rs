@@ -2,11 +2,14 @@
 //!
 //! Pure serde types, no I/O. `entrypoint/protocol.py` mirrors them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+
+use super::dispatch::LoadedTools;
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -160,6 +163,31 @@ pub enum ExecTools<'a> {
     Listed(&'a RawValue),
 }
 
+impl<'a> ExecTools<'a> {
+    /// The exec frame's `tools` for `loaded`: each server's entries, or `true` when `sent`
+    /// (what this sandbox was sent so far, updated here) already holds the same entries.
+    pub fn for_exec(
+        sent: &mut HashMap<String, Arc<RawValue>>,
+        loaded: &'a LoadedTools,
+    ) -> BTreeMap<&'a str, ExecTools<'a>> {
+        loaded
+            .iter()
+            .map(|(server, entries)| {
+                let same = sent.get(server).is_some_and(|s| Arc::ptr_eq(s, entries));
+                if !same {
+                    sent.insert(server.clone(), entries.clone());
+                }
+                let entry = if same {
+                    ExecTools::Unchanged(true)
+                } else {
+                    ExecTools::Listed(entries)
+                };
+                (server.as_str(), entry)
+            })
+            .collect()
+    }
+}
+
 /// The socket channel named in the boot frame.
 #[derive(Debug, Serialize)]
 pub struct ChannelOffer<'a> {
@@ -230,6 +258,7 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn parses_known_frames() {
@@ -303,6 +332,40 @@ mod tests {
             let err = parse_inbound(bad).expect_err("must be rejected");
             assert!(err.starts_with("malformed frame"), "{err}");
         }
+    }
+
+    #[test]
+    fn a_servers_tools_are_sent_once_then_true_while_unchanged() {
+        let entries: Arc<RawValue> =
+            Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json"));
+        let loaded: LoadedTools = [("gh".to_string(), entries.clone())].into();
+        let mut sent = HashMap::new();
+        fn line(tools: &BTreeMap<&str, ExecTools<'_>>) -> Value {
+            let frame = Outbound::Exec {
+                id: 1,
+                code: "",
+                servers: &[],
+                tools,
+                output_limit: 1,
+            };
+            let v: Value = serde_json::from_slice(&frame.to_line()).expect("json");
+            v["tools"]["gh"].clone()
+        }
+        assert_eq!(
+            line(&ExecTools::for_exec(&mut sent, &loaded)),
+            json!([{"name": "echo"}])
+        );
+        assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), json!(true));
+        // A new tool list (another Arc) is sent again.
+        let changed: LoadedTools = [(
+            "gh".to_string(),
+            Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json")),
+        )]
+        .into();
+        assert_eq!(
+            line(&ExecTools::for_exec(&mut sent, &changed)),
+            json!([{"name": "echo"}])
+        );
     }
 
     #[test]

@@ -363,21 +363,7 @@ impl Session {
         let (tx, rx) = oneshot::channel();
         let line = {
             let mut sent = self.sent_tools.lock().expect("sent tools lock");
-            let frame_tools: std::collections::BTreeMap<&str, ExecTools<'_>> = tools
-                .iter()
-                .map(|(server, entries)| {
-                    let same = sent.get(server).is_some_and(|s| Arc::ptr_eq(s, entries));
-                    if !same {
-                        sent.insert(server.clone(), entries.clone());
-                    }
-                    let entry = if same {
-                        ExecTools::Unchanged(true)
-                    } else {
-                        ExecTools::Listed(entries)
-                    };
-                    (server.as_str(), entry)
-                })
-                .collect();
+            let frame_tools = ExecTools::for_exec(&mut sent, tools);
             Outbound::Exec {
                 id,
                 code,

@@ -11,25 +11,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
-from entrypoint.tests.cell_scripts import START_HELPER  # noqa: E402
+from entrypoint.tests.cell_scripts import START_ALL, START_HELPER  # noqa: E402
 
 # The same sandbox code as the unit tests (entrypoint/tests/cell_scripts.py), plus a variable the
 # timed-out cell must not lose and a line saying the helper runs.
 START_HELPER = 'cp_before = "set before the timeout"\n' + START_HELPER + 'print("helper", cp_helper.pid)\n'
 
-TIMES_OUT = """
-cp_kept = "set in the timed-out cell"
-cp_busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-cp_session = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-subprocess.Popen([sys.executable, "-c", WORKER, "parent", cp_notes, WORKER])
-subprocess.run([sys.executable, "-c", WORKER, "daemon", cp_notes, WORKER], check=True)
-while len(cp_noted()) < 4:
-    time.sleep(0.01)
-cp_pids = dict(cp_noted(), busy=cp_busy.pid, session=cp_session.pid)
-del cp_pids["helper"]
-cp_starts = {kind: cp_start(pid) for kind, pid in cp_pids.items()}
-time.sleep(100)
-"""
+TIMES_OUT = 'cp_kept = "set in the timed-out cell"\n' + START_ALL + "time.sleep(100)\n"
 
 REPORT = """
 print(json.dumps({"started": sorted(cp_pids), "alive": cp_alive(cp_pids, cp_starts),
