@@ -30,13 +30,8 @@ KINDS = {"busy", "session", "parent", "grandchild", "daemon"}
 
 def start_tick(pid):
     """`pid`'s start time in clock ticks, None once it is gone or a zombie."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2:].split()
-    return None if fields[0] in (b"Z", b"X") else int(fields[19])
+    stat = cellprocs._stat(pid)
+    return None if stat is None or stat[0] in (b"Z", b"X") else stat[2]
 
 
 def wait_gone(pid, start, timeout):
