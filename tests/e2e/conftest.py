@@ -487,6 +487,22 @@ def cli_cwd(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def real_ready() -> None:
+    """The real third-party servers (install-servers.sh): a missing install fails under CI=true,
+    else skips."""
+    import servers as S
+
+    if not S.real_servers_installed():
+        msg = (
+            f"the real MCP servers are not installed in {S.servers_dir()} (or node / mcp-server-time "
+            "is missing): run `bash tests/e2e/install-servers.sh`"
+        )
+        if _truthy(os.environ.get("CI")):
+            pytest.fail(f"{msg} (CI is set, so this is a failure, not a skip)", pytrace=False)
+        pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
 def stub_ready() -> Path:
     """The stub server binary; a missing one is a build problem (always a failure)."""
     b = servers_helpers.stub_bin()

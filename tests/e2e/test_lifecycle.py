@@ -207,7 +207,6 @@ def _start_ticks(pid: int) -> str:
 def test_start_removes_only_leftovers_of_dead_bridges_on_this_host(bridge_factory, helpers):
     """Planted containers: a dead bridge's on this host must go; a live one's and another
     host's must stay (the bridge never touches anything that is not provably its leftover)."""
-    import subprocess
     import uuid
 
     eng = helpers.engine

@@ -28,10 +28,6 @@ STUB_TOOL_NAMES = sorted(S.STUB_TOOLS)
 REAL_TIMEOUT = 110
 
 
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
 # --- helpers ------------------------------------------------------------------------------------
 
 
@@ -80,19 +76,6 @@ def _start_pids(path: Path) -> list[int]:
 # --- fixtures -----------------------------------------------------------------------------------
 
 
-
-
-@pytest.fixture(scope="session")
-def real_ready() -> None:
-    """The real third-party servers: a missing install fails under CI=true, else skips."""
-    if not S.real_servers_installed():
-        msg = (
-            f"the real MCP servers are not installed in {S.servers_dir()} (or node / mcp-server-time "
-            "is missing): run `bash tests/e2e/install-servers.sh`"
-        )
-        if _truthy(os.environ.get("CI")):
-            pytest.fail(f"{msg} (CI is set, so this is a failure, not a skip)", pytrace=False)
-        pytest.skip(msg)
 
 
 @pytest.fixture(scope="module")
