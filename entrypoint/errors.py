@@ -46,6 +46,21 @@ class UnknownToolError(BridgeCallError):
     KIND = "unknown_tool"
 
 
+class ToolDisabledError(UnknownToolError):
+    """The tool is switched off by "disabledTools" in the server's config entry."""
+
+    __module__ = "mcp"
+    KIND = "tool_disabled"
+
+
+class ServerNotAllowedError(BridgeCallError, PermissionError):
+    """The server is defined by a project's config file and the user has not approved it; the
+    message says how to approve it. Nothing of it was started."""
+
+    __module__ = "mcp"
+    KIND = "not_allowed"
+
+
 class ServerError(BridgeCallError):
     """The MCP server failed: it could not start, crashed or timed out."""
 
@@ -65,7 +80,8 @@ MCPError = BridgeCallError  # the Python bridge's name for a failed MCP call
 
 
 EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
-              UnknownToolError, ServerError, InvalidArgumentsError)
+              UnknownToolError, ToolDisabledError, ServerNotAllowedError, ServerError,
+              InvalidArgumentsError)
 _BY_KIND = {cls.KIND: cls for cls in EXCEPTIONS if cls.KIND}
 
 

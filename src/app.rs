@@ -44,6 +44,18 @@ impl App {
             problems = servers.issues.len(),
             "MCP servers discovered"
         );
+        let waiting: Vec<&str> = servers
+            .specs
+            .iter()
+            .filter(|s| s.consent == crate::config::Consent::Needed)
+            .map(|s| s.name.as_str())
+            .collect();
+        if !waiting.is_empty() {
+            tracing::info!(
+                "project servers not started until you approve them: {} (see `mcp-code-bridge servers`)",
+                waiting.join(", ")
+            );
+        }
         let pool = Arc::new(UpstreamPool::new(servers, &settings.state_dir));
         let mut app = App::new(
             settings,

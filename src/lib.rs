@@ -2,13 +2,15 @@
 //! locked-down container and lets it reach the user's other MCP servers.
 //!
 //! # Layout
-//! - [`config`]: environment (and config files) → validated, immutable settings. Leaf.
+//! - [`config`]: environment and server config files (the user's and the MCP clients') →
+//!   validated, immutable settings and server definitions with provenance and consent. Leaf.
 //! - [`container`]: the [`container::ContainerRuntime`] trait; bollard for podman and docker.
 //! - [`bridge`]: the sandbox actor, one container session, the frame protocol, and the
 //!   dispatcher every sandbox→host request passes.
 //! - [`format`]: a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`.
+//! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands.
 //!
 //! Dependencies point one way: `server → {bridge, format} → container`; `config`, `report` and
 //! `shutdown` are leaves. See ARCHITECTURE.md for the data flow of one call.
@@ -22,5 +24,6 @@ pub mod doctor;
 pub mod format;
 pub mod report;
 pub mod server;
+pub mod servers_cli;
 pub mod shutdown;
 pub mod upstream;

@@ -34,8 +34,14 @@ enum Command {
         #[arg(long)]
         timeout: Option<u64>,
     },
-    /// List the discovered MCP servers, where each was defined, and config problems.
-    Servers,
+    /// List the discovered MCP servers, where each was defined, and config problems; exit 3
+    /// when there are problems. Starts nothing.
+    Servers {
+        /// Approve a project's server (its `.mcp.json`, `.cursor/mcp.json` or `.vscode/mcp.json`
+        /// entry as it is now) so the bridge may start it; repeat for several.
+        #[arg(long, value_name = "NAME")]
+        allow: Vec<String>,
+    },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
 }
@@ -78,7 +84,10 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             servers,
             timeout,
         } => exec(settings, code, servers, timeout).await,
-        Command::Servers => Ok(list_servers(&settings)),
+        Command::Servers { allow } if allow.is_empty() => {
+            Ok(mcp_code_bridge::servers_cli::list(&settings))
+        }
+        Command::Servers { allow } => Ok(mcp_code_bridge::servers_cli::allow(&settings, &allow)),
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
             print!("{report}");
@@ -168,52 +177,4 @@ fn init_logging(level: &str) {
         .with_ansi(false)
         .with_target(false)
         .init();
-}
-
-fn list_servers(settings: &Settings) -> ExitCode {
-    let found = mcp_code_bridge::config::discover(&settings.server_sources);
-    let pool =
-        mcp_code_bridge::upstream::UpstreamPool::new(Arc::new(found.clone()), &settings.state_dir);
-    if found.specs.is_empty() {
-        println!(
-            "no MCP servers configured (looked in {})",
-            describe_sources(settings)
-        );
-    }
-    for s in &found.specs {
-        let state = match (s.disabled, pool.is_cached(s)) {
-            (true, _) => "disabled",
-            (false, true) => "indexed",
-            (false, false) => "not indexed yet",
-        };
-        println!(
-            "{}\t{}\t{}\t{}",
-            s.name,
-            s.transport.kind(),
-            s.source.display(),
-            state
-        );
-    }
-    for i in &found.issues {
-        println!("problem\t{}\t{}", i.source, i.message);
-    }
-    if found.issues.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(3)
-    }
-}
-
-fn describe_sources(settings: &Settings) -> String {
-    let src = &settings.server_sources;
-    let mut parts: Vec<String> = src
-        .dir
-        .iter()
-        .map(|d| format!("{}/*.json", d.display()))
-        .collect();
-    parts.extend(src.extra_file.iter().map(|f| f.display().to_string()));
-    if !src.client_files.is_empty() {
-        parts.push("client config files".into());
-    }
-    parts.join(", ")
 }

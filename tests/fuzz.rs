@@ -119,10 +119,7 @@ proptest! {
 
 fn dispatcher() -> (Dispatcher, tempfile::TempDir) {
     let d = tempfile::tempdir().expect("tempdir");
-    let servers = Arc::new(Servers {
-        specs: vec![],
-        issues: vec![],
-    });
+    let servers = Arc::new(Servers::default());
     let pool = Arc::new(UpstreamPool::new(servers, d.path()));
     (Dispatcher::new(Arc::new(UpstreamHostCalls::new(pool))), d)
 }

@@ -9,6 +9,9 @@ mod sandbox;
 // The upstream pool against the real stub MCP server (start, call, crash, deadline, cache).
 mod upstream;
 
+// Client config files as each client writes them: provenance, consent, what starts.
+mod client_homes;
+
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
 

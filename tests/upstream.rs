@@ -10,21 +10,16 @@ use serde_json::json;
 use tokio::time::Instant;
 
 pub(crate) fn stub(name: &str, args: &[&str], env: &[(&str, String)]) -> ServerSpec {
-    ServerSpec {
-        description: None,
-        name: name.into(),
-        transport: Transport::Stdio {
-            command: env!("CARGO_BIN_EXE_stub-mcp").into(),
-            args: args.iter().map(|s| s.to_string()).collect(),
-            env: env
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
-                .collect::<BTreeMap<_, _>>(),
-            cwd: None,
-        },
-        disabled: false,
-        source: "/test/stub.json".into(),
-    }
+    let stdio = Transport::Stdio {
+        command: env!("CARGO_BIN_EXE_stub-mcp").into(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        cwd: None,
+    };
+    ServerSpec::new(name, stdio, std::path::Path::new("/test/stub.json"))
 }
 
 fn pool(specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
@@ -33,7 +28,7 @@ fn pool(specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
     UpstreamPool::new(
         Arc::new(Servers {
             specs,
-            issues: vec![],
+            ..Servers::default()
         }),
         dir,
     )
@@ -173,18 +168,13 @@ async fn an_oversized_message_fails_the_call_at_once_and_the_server_restarts() {
 #[tokio::test]
 async fn a_server_that_cannot_start_backs_off() {
     let d = tempfile::tempdir().expect("tempdir");
-    let bad = ServerSpec {
-        description: None,
-        name: "broken".into(),
-        transport: Transport::Stdio {
-            command: "/nonexistent/mcp".into(),
-            args: vec![],
-            env: BTreeMap::new(),
-            cwd: None,
-        },
-        disabled: false,
-        source: "/x.json".into(),
+    let stdio = Transport::Stdio {
+        command: "/nonexistent/mcp".into(),
+        args: vec![],
+        env: BTreeMap::new(),
+        cwd: None,
     };
+    let bad = ServerSpec::new("broken", stdio, std::path::Path::new("/x.json"));
     let p = pool(vec![bad], d.path());
     let err = p
         .load(&["broken".into()], soon(5))

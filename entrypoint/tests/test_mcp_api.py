@@ -10,6 +10,7 @@ from entrypoint.tests.fake_host import CANNED, FakeHost
 TOOLS = {"my-server.v2": ["create-issue", "list.repos", "2fa"], "alpha": ["echo"]}
 KINDS = (("tool", "ToolError"), ("not_loaded", "ServerNotLoadedError"),
          ("unknown_server", "UnknownServerError"), ("unknown_tool", "UnknownToolError"),
+         ("tool_disabled", "ToolDisabledError"), ("not_allowed", "ServerNotAllowedError"),
          ("server", "ServerError"), ("bad_request", "BridgeCallError"), (None, "BridgeCallError"))
 
 
@@ -234,9 +235,9 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "30 True ['BridgeCallError', 'InvalidArgumentsError', 'MCPError', 'ServerError', "
-            "'ServerNotLoadedError', 'ToolError', 'UnknownServerError', 'UnknownToolError', "
-            "'runtime', 'servers']"])
+            "32 True ['BridgeCallError', 'InvalidArgumentsError', 'MCPError', 'ServerError', "
+            "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "
+            "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
 
 
 

@@ -1,15 +1,23 @@
-//! Configuration: the only module that reads environment variables (and, later, config files).
+//! Configuration: the only module that reads environment variables and server config files
+//! (the user's own and, opt-in, the MCP clients': see GUIDE.md, "Client configs").
 //!
 //! Everything here is data in, validated and typed out. Nothing here spawns, connects or logs
 //! about runtime state; callers receive an immutable [`Settings`] and share it as `Arc`.
 
 mod clients;
+mod consent;
+mod entry;
 mod error;
+mod expand;
 mod servers;
 mod settings;
 mod values;
 
-pub use clients::client_config_files;
+pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
+pub use consent::{entry_hash, AllowList, Approval, Consent};
 pub use error::ConfigError;
-pub use servers::{discover, parse_file, ConfigIssue, ServerSpec, Servers, Sources, Transport};
+pub use servers::{
+    discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
+    Transport,
+};
 pub use settings::{ChannelMode, OutputMode, RuntimeChoice, Settings};

@@ -1,14 +1,20 @@
 //! MCP server definitions: every `~/MCPs/*.json`, `MCP_SERVERS_CONFIG`, and (opt-in) the
-//! common MCP clients' config files, parsed leniently into [`ServerSpec`]s with provenance.
+//! common MCP clients' config files, parsed into [`ServerSpec`]s with provenance and consent.
 //!
-//! A broken file or entry becomes a [`ConfigIssue`] and is skipped; the rest load. The first
-//! definition of a name wins (sources are read in a fixed order, `~/MCPs` first, files in
-//! sorted order); later ones are reported as shadowed.
+//! A broken file or entry becomes a problem ([`ConfigIssue`]) and is skipped; the rest load.
+//! When a name is defined more than once, the definition that may start wins over one that
+//! needs consent, then the higher [`Origin::rank`] (the user's own files, then each client's
+//! own precedence); the others are dropped with a note naming both files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+use super::clients::{Client, ClientFile, Origin, Scope};
+use super::consent::{AllowList, ClaudeRecords, Consent};
+use super::entry::parse_entry;
+use super::expand::{Expander, Syntax};
 
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -57,22 +63,70 @@ impl Transport {
 pub struct ServerSpec {
     /// Its name (the key in `mcpServers`).
     pub name: String,
-    /// How to reach it.
+    /// How to reach it (variables already expanded).
     pub transport: Transport,
-    /// `"disabled": true`: still discoverable and lazily loadable.
+    /// `"disabled": true` (or switched off in Claude Code): discoverable, loaded only when a
+    /// call names it, never started for indexing.
     pub disabled: bool,
     /// The file that defined it.
     pub source: PathBuf,
     /// The entry's `"description"` (else its file's top-level one), shown by discovery.
     pub description: Option<String>,
+    /// Who wrote the definition.
+    pub origin: Origin,
+    /// Whether it may be started.
+    pub consent: Consent,
+    /// `"disabledTools"`: tools hidden from the sandbox and refused.
+    pub disabled_tools: Vec<String>,
+    /// SHA-256 of the entry as written, which `servers --allow` records.
+    pub entry_sha256: String,
+    /// Values that came from the environment through variable expansion: kept out of messages.
+    pub secrets: Vec<String>,
 }
 
-/// A problem found while reading server definitions.
+impl ServerSpec {
+    /// A definition from the user's own files with no options set.
+    pub fn new(name: &str, transport: Transport, source: &Path) -> Self {
+        ServerSpec {
+            name: name.to_string(),
+            transport,
+            disabled: false,
+            source: source.to_path_buf(),
+            description: None,
+            origin: Origin::Own,
+            consent: Consent::Own,
+            disabled_tools: Vec::new(),
+            entry_sha256: String::new(),
+            secrets: Vec::new(),
+        }
+    }
+
+    /// `text` with every value that came from variable expansion replaced by `[redacted]`.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for s in &self.secrets {
+            out = out.replace(s.as_str(), "[redacted]");
+        }
+        out
+    }
+
+    /// Whether `tool` is hidden and refused by `disabledTools`.
+    pub fn tool_disabled(&self, tool: &str) -> bool {
+        self.disabled_tools.iter().any(|t| t == tool)
+    }
+
+    /// Same server, same options: a duplicate that needs no note.
+    fn same_definition(&self, other: &ServerSpec) -> bool {
+        self.transport == other.transport && self.disabled_tools == other.disabled_tools
+    }
+}
+
+/// A problem or note found while reading server definitions.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ConfigIssue {
     /// The file (and entry) concerned.
     pub source: String,
-    /// What is wrong.
+    /// What is wrong, or what was decided.
     pub message: String,
 }
 
@@ -84,18 +138,29 @@ pub struct Sources {
     /// `MCP_SERVERS_CONFIG`.
     pub extra_file: Option<PathBuf>,
     /// Client config files to import (empty unless `MCP_BRIDGE_IMPORT_CLIENT_CONFIGS=1`).
-    pub client_files: Vec<PathBuf>,
+    pub client_files: Vec<ClientFile>,
     /// `MCP_BRIDGE_ALLOW_SELF_SERVER=1`.
     pub allow_self: bool,
+    /// The user's home folder (`${userHome}`, Claude Code's settings).
+    pub home: Option<PathBuf>,
+    /// The project: the bridge's working directory (`${workspaceFolder}`, project records).
+    pub project: Option<PathBuf>,
+    /// Claude Code's user settings file (`~/.claude/settings.json`).
+    pub claude_settings: Option<PathBuf>,
+    /// Where `mcp-code-bridge servers --allow` records approvals.
+    pub state_dir: Option<PathBuf>,
 }
 
-/// All server definitions found, sorted by name, plus the problems met.
+/// All server definitions found, sorted by name, plus the problems and notes met.
 #[derive(Debug, Clone, Default)]
 pub struct Servers {
     /// Valid definitions, sorted by name.
     pub specs: Vec<ServerSpec>,
-    /// Broken files and entries, shadowed duplicates, skipped self-references.
+    /// Real problems: broken files and entries, variables that cannot be expanded.
     pub issues: Vec<ConfigIssue>,
+    /// Decisions worth knowing that need no fixing: which of two definitions of a name was
+    /// kept, the bridge's own entry skipped.
+    pub notes: Vec<ConfigIssue>,
 }
 
 impl Servers {
@@ -113,11 +178,55 @@ impl Servers {
     }
 }
 
-/// Reads every source; never fails as a whole.
+/// Reads every source, expanding variables from the process environment; never fails as a
+/// whole.
 pub fn discover(sources: &Sources) -> Servers {
-    let mut found: BTreeMap<String, ServerSpec> = BTreeMap::new();
-    let mut issues = Vec::new();
-    let mut files = Vec::new();
+    discover_with_env(sources, &|k| std::env::var(k).ok())
+}
+
+/// [`discover`] with variables read through `env`.
+pub fn discover_with_env(sources: &Sources, env: &dyn Fn(&str) -> Option<String>) -> Servers {
+    let Reader {
+        found,
+        mut issues,
+        mut notes,
+        ..
+    } = read_all(sources, env);
+    let specs = merge(found, &mut issues, &mut notes);
+    for i in &issues {
+        tracing::warn!(source = %i.source, "server config: {}", i.message);
+    }
+    for n in &notes {
+        tracing::debug!(source = %n.source, "server config: {}", n.message);
+    }
+    Servers {
+        specs,
+        issues,
+        notes,
+    }
+}
+
+/// Every definition from a project's files, with its consent, before precedence is applied
+/// (so a definition shadowed while unapproved is here too): what `servers --allow` approves.
+pub fn project_definitions(
+    sources: &Sources,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Vec<ServerSpec> {
+    let mut found = read_all(sources, env).found;
+    found.retain(|s| s.origin.needs_consent());
+    found
+}
+
+/// Reads every source and decides the consent of each definition.
+fn read_all<'a>(sources: &'a Sources, env: &'a dyn Fn(&str) -> Option<String>) -> Reader<'a> {
+    let mut reader = Reader {
+        sources,
+        env,
+        found: Vec::new(),
+        issues: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut own = Vec::new();
     if let Some(dir) = &sources.dir {
         match std::fs::read_dir(dir) {
             Ok(entries) => {
@@ -126,215 +235,246 @@ pub fn discover(sources: &Sources) -> Servers {
                     .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
                     .collect();
                 jsons.sort();
-                files.extend(jsons);
+                own.extend(jsons);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => issues.push(issue(dir, format!("cannot read the directory: {e}"))),
+            Err(e) => reader.problem(dir, format!("cannot read the directory: {e}")),
         }
     }
-    files.extend(sources.extra_file.iter().cloned());
-    let client_start = files.len();
-    files.extend(sources.client_files.iter().cloned());
-    for (i, file) in files.iter().enumerate() {
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && i >= client_start => continue,
-            Err(e) => {
-                issues.push(issue(file, format!("cannot read: {e}")));
-                continue;
-            }
+    own.extend(sources.extra_file.iter().cloned());
+    for file in &own {
+        reader.read_own(file);
+    }
+    for cf in &sources.client_files {
+        reader.read_client(cf);
+    }
+    decide_consent(&mut reader.found, sources);
+    reader
+}
+
+struct Reader<'a> {
+    sources: &'a Sources,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    found: Vec<ServerSpec>,
+    issues: Vec<ConfigIssue>,
+    notes: Vec<ConfigIssue>,
+}
+
+impl Reader<'_> {
+    fn problem(&mut self, file: &Path, message: String) {
+        self.issues.push(issue(file, message));
+    }
+
+    /// A file of the user's own: every problem counts, values are literal.
+    fn read_own(&mut self, file: &Path) {
+        let root = match read_root(file) {
+            Ok(Some(root)) => root,
+            Ok(None) => return self.problem(file, "cannot read: not found".into()),
+            Err(problem) => return self.issues.push(problem),
         };
-        for parsed in parse_file(file, &text) {
-            match parsed {
-                Err(problem) => issues.push(problem),
-                Ok(spec) if !sources.allow_self && launches_self(&spec) => issues.push(issue(
-                    file,
-                    format!(
+        let mut tables = Vec::new();
+        for key in ["mcpServers", "servers"] {
+            match root.get(key) {
+                Some(Value::Object(m)) => tables.push(m),
+                Some(_) => return self.problem(file, format!("\"{key}\" must be an object")),
+                None => {}
+            }
+        }
+        if tables.is_empty() {
+            return self.problem(file, "no \"mcpServers\" object".into());
+        }
+        let description = root.get("description").and_then(Value::as_str);
+        for table in tables {
+            self.read_table(file, Origin::Own, Syntax::Literal, table, description);
+        }
+    }
+
+    /// A client's file: missing files and files without servers are normal.
+    fn read_client(&mut self, cf: &ClientFile) {
+        let root = match read_root(&cf.path) {
+            Ok(Some(root)) => root,
+            Ok(None) => return,
+            Err(problem) => return self.issues.push(problem),
+        };
+        let origin = Origin::Client(cf.client, cf.scope);
+        let syntax = cf.client.syntax();
+        for key in ["mcpServers", "servers"] {
+            match root.get(key) {
+                Some(Value::Object(m)) => self.read_table(&cf.path, origin, syntax, m, None),
+                Some(Value::Null) | None => {}
+                Some(_) => self.problem(&cf.path, format!("\"{key}\" must be an object")),
+            }
+        }
+        if cf.client == Client::ClaudeCode && cf.scope == Scope::User {
+            // `~/.claude.json` also holds the local scope: the project's own section.
+            let local = self.sources.project.as_deref().and_then(|p| {
+                let projects = root.get("projects")?.as_object()?;
+                p.ancestors()
+                    .find_map(|dir| projects.get(dir.to_str()?))?
+                    .get("mcpServers")?
+                    .as_object()
+                    .cloned()
+            });
+            if let Some(m) = local {
+                let local = Origin::Client(Client::ClaudeCode, Scope::Local);
+                self.read_table(&cf.path, local, syntax, &m, None);
+            }
+        }
+    }
+
+    fn read_table(
+        &mut self,
+        file: &Path,
+        origin: Origin,
+        syntax: Syntax,
+        table: &Map<String, Value>,
+        file_description: Option<&str>,
+    ) {
+        for (name, entry) in table {
+            let mut x = Expander::new(
+                syntax,
+                self.env,
+                self.sources.home.as_deref(),
+                self.sources.project.as_deref(),
+            );
+            match parse_entry(file, origin, name, entry, &mut x) {
+                Err(problem) => self.issues.push(problem),
+                Ok(spec) if !self.sources.allow_self && launches_self(&spec) => {
+                    let skipped = format!(
                         "server '{}' would launch mcp-code-bridge itself; skipped (set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to allow)",
                         spec.name
-                    ),
-                )),
-                Ok(spec) => match found.get(&spec.name) {
-                    Some(first) => issues.push(issue(
-                        file,
-                        format!("server '{}' is already defined in {}; this one is ignored", spec.name, first.source.display()),
-                    )),
-                    None => {
-                        tracing::debug!(server = %spec.name, source = %file.display(), "server defined");
-                        found.insert(spec.name.clone(), spec);
+                    );
+                    if origin == Origin::Own {
+                        self.problem(file, skipped);
+                    } else {
+                        // A client's entry for this bridge is how the bridge got started.
+                        self.notes.push(issue(file, skipped));
                     }
-                },
+                }
+                Ok(mut spec) => {
+                    if spec.description.is_none() {
+                        spec.description = file_description.map(str::to_string);
+                    }
+                    spec.secrets = x.secrets;
+                    self.found.push(spec);
+                }
             }
         }
     }
-    for i in &issues {
-        tracing::warn!(source = %i.source, "server config: {}", i.message);
+}
+
+/// Reads and parses a JSON object file; `Ok(None)` when it does not exist.
+fn read_root(file: &Path) -> Result<Option<Map<String, Value>>, ConfigIssue> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(issue(file, format!("cannot read: {e}"))),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(_) => Err(issue(
+            file,
+            "expected a JSON object with \"mcpServers\"".into(),
+        )),
+        Err(e) => Err(issue(file, format!("invalid JSON: {e}"))),
     }
-    Servers {
-        specs: found.into_values().collect(),
-        issues,
+}
+
+/// Fills in the consent of project-scoped definitions from the client's records, else the
+/// bridge's allow list; applies Claude Code's per-project switches.
+fn decide_consent(found: &mut [ServerSpec], sources: &Sources) {
+    if sources.client_files.is_empty() {
+        return;
     }
+    let claude_json = sources
+        .client_files
+        .iter()
+        .find(|f| f.client == Client::ClaudeCode && f.scope == Scope::User)
+        .map(|f| f.path.as_path());
+    let claude = ClaudeRecords::read(
+        claude_json,
+        sources.claude_settings.as_deref(),
+        sources.project.as_deref(),
+    );
+    let allow = sources
+        .state_dir
+        .as_deref()
+        .map(AllowList::load)
+        .unwrap_or_default();
+    for spec in found.iter_mut() {
+        let Origin::Client(client, scope) = spec.origin else {
+            continue;
+        };
+        if client == Client::ClaudeCode && claude.switched_off.contains(&spec.name) {
+            spec.disabled = true;
+        }
+        if scope != Scope::Project {
+            continue;
+        }
+        let by_client = match client {
+            Client::ClaudeCode => claude.decide(&spec.name),
+            _ => None,
+        };
+        spec.consent =
+            by_client.unwrap_or_else(|| allow.decide(&spec.name, &spec.source, &spec.entry_sha256));
+    }
+}
+
+/// One definition per name: see the module docs for which wins.
+fn merge(
+    found: Vec<ServerSpec>,
+    issues: &mut Vec<ConfigIssue>,
+    notes: &mut Vec<ConfigIssue>,
+) -> Vec<ServerSpec> {
+    let mut by_name: BTreeMap<String, Vec<ServerSpec>> = BTreeMap::new();
+    for spec in found {
+        by_name.entry(spec.name.clone()).or_default().push(spec);
+    }
+    let mut specs = Vec::with_capacity(by_name.len());
+    for (name, mut defs) in by_name {
+        // Stable: among equals, the first read (file order) wins.
+        defs.sort_by_key(|s| (!s.consent.permits(), s.origin.rank()));
+        let mut defs = defs.into_iter();
+        let Some(kept) = defs.next() else { continue };
+        for dropped in defs {
+            if dropped.origin == Origin::Own && kept.origin == Origin::Own {
+                issues.push(issue(
+                    &dropped.source,
+                    format!(
+                        "server '{name}' is already defined in {}; this one is ignored",
+                        kept.source.display()
+                    ),
+                ));
+            } else if kept.same_definition(&dropped) {
+                tracing::debug!(server = %name, dropped = %dropped.source.display(), "same definition twice");
+            } else {
+                let why = if !dropped.consent.permits() && kept.consent.permits() {
+                    " (it is not approved)"
+                } else {
+                    ""
+                };
+                notes.push(issue(
+                    &dropped.source,
+                    format!(
+                        "server '{name}': using the definition in {} ({}); the one in {} ({}) is ignored{why}",
+                        kept.source.display(),
+                        kept.origin.label(),
+                        dropped.source.display(),
+                        dropped.origin.label(),
+                    ),
+                ));
+            }
+        }
+        tracing::debug!(server = %name, source = %kept.source.display(), "server defined");
+        specs.push(kept);
+    }
+    specs
 }
 
 fn issue(file: &Path, message: String) -> ConfigIssue {
     ConfigIssue {
         source: file.display().to_string(),
         message,
-    }
-}
-
-/// Parses one config file: `{"mcpServers": {...}}`, VS Code's `{"servers": {...}}`, or Claude
-/// Code's `~/.claude.json` (top level plus `projects.<cwd>.mcpServers`).
-pub fn parse_file(file: &Path, text: &str) -> Vec<Result<ServerSpec, ConfigIssue>> {
-    let root: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return vec![Err(issue(file, format!("invalid JSON: {e}")))],
-    };
-    let Some(obj) = root.as_object() else {
-        return vec![Err(issue(
-            file,
-            "expected a JSON object with \"mcpServers\"".into(),
-        ))];
-    };
-    let mut tables: Vec<&Map<String, Value>> = Vec::new();
-    for key in ["mcpServers", "servers"] {
-        match obj.get(key) {
-            Some(Value::Object(m)) => tables.push(m),
-            Some(_) => return vec![Err(issue(file, format!("\"{key}\" must be an object")))],
-            None => {}
-        }
-    }
-    if let (Some(Value::Object(projects)), Ok(cwd)) = (obj.get("projects"), std::env::current_dir())
-    {
-        if let Some(Value::Object(m)) = projects
-            .get(&cwd.display().to_string())
-            .and_then(|p| p.get("mcpServers"))
-        {
-            tables.push(m);
-        }
-    }
-    if tables.is_empty() {
-        return vec![Err(issue(file, "no \"mcpServers\" object".into()))];
-    }
-    let file_description = obj.get("description").and_then(Value::as_str);
-    tables
-        .into_iter()
-        .flat_map(|t| t.iter())
-        .map(|(name, entry)| {
-            parse_entry(file, name, entry).map(|mut spec| {
-                if spec.description.is_none() {
-                    spec.description = file_description.map(str::to_string);
-                }
-                spec
-            })
-        })
-        .collect()
-}
-
-fn parse_entry(file: &Path, name: &str, entry: &Value) -> Result<ServerSpec, ConfigIssue> {
-    let err = |m: String| ConfigIssue {
-        source: format!("{} (server '{name}')", file.display()),
-        message: m,
-    };
-    if name.trim().is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
-        return Err(err("invalid server name".into()));
-    }
-    let obj = entry
-        .as_object()
-        .ok_or_else(|| err("the entry must be an object".into()))?;
-    let string = |key: &str| -> Result<Option<String>, ConfigIssue> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(err(format!("\"{key}\" must be a string"))),
-        }
-    };
-    let map = |key: &str| -> Result<BTreeMap<String, String>, ConfigIssue> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(BTreeMap::new()),
-            Some(Value::Object(m)) => m
-                .iter()
-                .map(|(k, v)| match v {
-                    Value::String(s) => Ok((k.clone(), s.clone())),
-                    Value::Number(n) => Ok((k.clone(), n.to_string())),
-                    Value::Bool(b) => Ok((k.clone(), b.to_string())),
-                    _ => Err(err(format!("\"{key}.{k}\" must be a string"))),
-                })
-                .collect(),
-            Some(_) => Err(err(format!("\"{key}\" must be an object of strings"))),
-        }
-    };
-    let disabled = match obj.get("disabled") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => return Err(err("\"disabled\" must be true or false".into())),
-    };
-    let kind = string("type")?
-        .or(string("transport")?)
-        .map(|k| k.to_ascii_lowercase());
-    let transport = match kind.as_deref() {
-        None | Some("stdio") => {
-            let command = string("command")?
-                .filter(|c| !c.trim().is_empty())
-                .ok_or_else(|| {
-                    err(if kind.is_none() && obj.contains_key("url") {
-                        "has \"url\" but no \"type\"; use \"type\": \"http\" (or \"sse\")".into()
-                    } else {
-                        "missing \"command\"".into()
-                    })
-                })?;
-            let args = match obj.get("args") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|v| {
-                        v.as_str()
-                            .map(str::to_string)
-                            .ok_or_else(|| err("\"args\" must be an array of strings".into()))
-                    })
-                    .collect::<Result<_, _>>()?,
-                Some(_) => return Err(err("\"args\" must be an array of strings".into())),
-            };
-            Transport::Stdio {
-                command,
-                args,
-                env: map("env")?,
-                cwd: string("cwd")?.map(PathBuf::from),
-            }
-        }
-        Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
-            Transport::Http {
-                url: url(string("url")?, &err)?,
-                headers: map("headers")?,
-            }
-        }
-        Some("sse") => Transport::Sse {
-            url: url(string("url")?, &err)?,
-            headers: map("headers")?,
-        },
-        Some(other) => {
-            return Err(err(format!(
-                "unknown transport type \"{other}\" (expected stdio, http or sse)"
-            )))
-        }
-    };
-    Ok(ServerSpec {
-        name: name.to_string(),
-        transport,
-        disabled,
-        source: file.to_path_buf(),
-        description: string("description")?,
-    })
-}
-
-fn url(u: Option<String>, err: &impl Fn(String) -> ConfigIssue) -> Result<String, ConfigIssue> {
-    let u = u.ok_or_else(|| err("missing \"url\"".into()))?;
-    if u.starts_with("http://") || u.starts_with("https://") {
-        Ok(u)
-    } else {
-        Err(err(format!(
-            "\"url\" must start with http:// or https://, got {u:?}"
-        )))
     }
 }
 
@@ -380,7 +520,7 @@ mod tests {
             "bad-type": {"type": "carrier-pigeon"},
             "bad-args": {"command": "x", "args": "y"},
             "no-cmd": {"args": []},
-            "url-only": {"url": "http://x"}
+            "url-only": {"url": "http://x", "headers": {"A": "b"}}
         }}"#,
         );
         write(d.path(), "b.json", "{ not json");
@@ -394,7 +534,12 @@ mod tests {
             dir: Some(d.path().into()),
             ..Default::default()
         });
-        assert_eq!(s.names(), ["gh", "old", "remote"]);
+        // A remote entry without "type" is streamable HTTP, as Cursor reads it.
+        assert_eq!(s.names(), ["gh", "old", "remote", "url-only"]);
+        assert_eq!(
+            s.get("url-only").expect("url-only").transport.kind(),
+            "http"
+        );
         let gh = s.get("gh").expect("gh");
         assert_eq!(gh.source, d.path().join("a.json"));
         let Transport::Stdio { env, args, cwd, .. } = &gh.transport else {
@@ -415,7 +560,6 @@ mod tests {
             "carrier-pigeon",
             "\"args\" must be an array",
             "missing \"command\"",
-            "use \"type\": \"http\"",
             "b.json: invalid JSON",
             "already defined",
         ] {
@@ -466,7 +610,14 @@ mod tests {
         );
         let s = discover(&Sources {
             dir: Some(mcps),
-            client_files: vec![d.path().join("absent.json"), cursor],
+            client_files: [d.path().join("absent.json"), cursor]
+                .into_iter()
+                .map(|path| ClientFile {
+                    client: Client::Cursor,
+                    scope: Scope::User,
+                    path,
+                })
+                .collect(),
             ..Default::default()
         });
         assert_eq!(s.names(), ["cur", "shared"]);
@@ -474,7 +625,13 @@ mod tests {
             panic!()
         };
         assert_eq!(command, "mine", "~/MCPs wins on a name clash");
-        assert_eq!(s.issues.len(), 1, "{:?}", s.issues);
+        assert!(s.issues.is_empty(), "{:?}", s.issues);
+        assert_eq!(s.notes.len(), 1, "{:?}", s.notes);
+        assert!(
+            s.notes[0].message.contains("x.json (own config)"),
+            "{:?}",
+            s.notes
+        );
     }
 
     #[test]

@@ -173,17 +173,27 @@ impl Settings {
             .unwrap_or_else(|| std::env::temp_dir().join("mcp-code-bridge"));
         let flag = |name: &'static str| parsed(name, var(name), false, parse_flag);
         let cwd = std::env::current_dir().ok();
+        let import = flag("MCP_BRIDGE_IMPORT_CLIENT_CONFIGS")?;
+        // Claude Code keeps `.claude.json` and `settings.json` in CLAUDE_CONFIG_DIR when set.
+        let claude_dir = var("CLAUDE_CONFIG_DIR").map(PathBuf::from);
         let server_sources = Sources {
             dir: var("MCP_BRIDGE_CONFIG_DIR")
                 .map(PathBuf::from)
                 .or_else(|| home.as_ref().map(|h| h.join("MCPs"))),
             extra_file: var("MCP_SERVERS_CONFIG").map(PathBuf::from),
-            client_files: if flag("MCP_BRIDGE_IMPORT_CLIENT_CONFIGS")? {
-                client_config_files(home.as_deref(), cwd.as_deref())
+            client_files: if import {
+                client_config_files(home.as_deref(), cwd.as_deref(), claude_dir.as_deref())
             } else {
                 Vec::new()
             },
             allow_self: flag("MCP_BRIDGE_ALLOW_SELF_SERVER")?,
+            home: home.clone(),
+            project: cwd.clone(),
+            claude_settings: claude_dir
+                .clone()
+                .map(|d| d.join("settings.json"))
+                .or_else(|| home.as_ref().map(|h| h.join(".claude/settings.json"))),
+            state_dir: Some(state_dir.clone()),
         };
         let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
         Ok(Settings {

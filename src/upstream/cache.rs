@@ -36,9 +36,11 @@ impl ToolCache {
 
     fn path(&self, spec: &ServerSpec) -> PathBuf {
         let transport = serde_json::to_string(&spec.transport).unwrap_or_default();
+        // `disabledTools` is part of the key: the cached list is the filtered one.
+        let hidden = spec.disabled_tools.join("\0");
         self.dir.join(format!(
             "{:016x}.json",
-            fnv1a(&format!("{}\0{transport}", spec.name))
+            fnv1a(&format!("{}\0{transport}\0{hidden}", spec.name))
         ))
     }
 
@@ -93,18 +95,13 @@ mod tests {
     use crate::config::Transport;
 
     fn spec(name: &str, cmd: &str) -> ServerSpec {
-        ServerSpec {
-            description: None,
-            name: name.into(),
-            transport: Transport::Stdio {
-                command: cmd.into(),
-                args: vec![],
-                env: Default::default(),
-                cwd: None,
-            },
-            disabled: false,
-            source: "/x.json".into(),
-        }
+        let stdio = Transport::Stdio {
+            command: cmd.into(),
+            args: vec![],
+            env: Default::default(),
+            cwd: None,
+        };
+        ServerSpec::new(name, stdio, std::path::Path::new("/x.json"))
     }
 
     #[test]

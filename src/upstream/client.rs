@@ -113,8 +113,11 @@ impl Upstream {
         self.state.lock().await.usable()
     }
 
-    /// `idle`, `running`, `failed` or `closed`: for listings.
+    /// `idle`, `running`, `failed`, `closed` or `not approved`: for listings.
     pub async fn state_name(&self) -> &'static str {
+        if !self.spec.consent.permits() {
+            return "not approved";
+        }
         match &*self.state.lock().await {
             State::Idle => "idle",
             State::Live(l) if l.is_closed() => "closed",
@@ -128,6 +131,17 @@ impl Upstream {
     /// # Errors
     /// [`UpstreamError::Start`] when it cannot be started by `deadline` (or is in backoff).
     pub async fn connect(&self, deadline: Instant) -> Result<Live, UpstreamError> {
+        // Consent comes first: nothing of a project's unapproved server runs, by any path.
+        if let Some(message) = self
+            .spec
+            .consent
+            .refusal(&self.spec.name, &self.spec.source)
+        {
+            return Err(UpstreamError::NotAllowed {
+                server: self.spec.name.clone(),
+                message,
+            });
+        }
         let mut state = self.state.lock().await;
         if let Some(live) = state.usable() {
             return Ok(live);
@@ -177,7 +191,7 @@ impl Upstream {
                 tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up
                 let error = UpstreamError::Start {
                     server: self.spec.name.clone(),
-                    reason,
+                    reason: self.spec.redact(&reason),
                     stderr_tail: self.stderr_tail(),
                 };
                 *state = State::Failed {
@@ -213,11 +227,7 @@ impl Upstream {
                         .map_err(|e| format!("cannot run {command:?}: {e}"))?;
                 lane = Some(transport.lane());
                 if let Some(stderr) = stderr {
-                    tokio::spawn(drain_stderr(
-                        stderr,
-                        self.stderr.clone(),
-                        self.spec.name.clone(),
-                    ));
+                    tokio::spawn(drain_stderr(stderr, self.stderr.clone(), self.spec.clone()));
                 }
                 ().serve(transport)
                     .await
@@ -254,10 +264,12 @@ impl Upstream {
             info.as_ref()
                 .is_some_and(|i| i.protocol_version.has_initialize())
         });
-        let tools = peer
+        let mut tools = peer
             .list_all_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
+        // `disabledTools`: hidden from the sandbox, its search and the tool cache.
+        tools.retain(|t| !self.spec.tool_disabled(&t.name));
         let closed = CancellationToken::new();
         let stop = CancellationToken::new();
         let (c, s, name) = (closed.clone(), stop.clone(), self.spec.name.clone());
@@ -299,6 +311,13 @@ impl Upstream {
             Some(live) => live,
             None => Box::pin(self.connect(deadline)).await?,
         };
+        if self.spec.tool_disabled(tool) {
+            return Err(UpstreamError::ToolDisabled {
+                server: self.spec.name.clone(),
+                tool: tool.to_string(),
+                file: self.spec.source.display().to_string(),
+            });
+        }
         if !live.tools.iter().any(|t| t.name == tool) {
             return Err(UpstreamError::UnknownTool {
                 server: self.spec.name.clone(),
@@ -348,7 +367,7 @@ impl Upstream {
                 Err(UpstreamError::Crashed {
                     server: self.spec.name.clone(),
                     tool: tool.into(),
-                    reason,
+                    reason: self.spec.redact(&reason),
                     stderr_tail: self.stderr_tail(),
                 })
             }
@@ -363,7 +382,7 @@ impl Upstream {
         }
     }
 
-    /// The server's last stderr lines.
+    /// The server's last stderr lines (already redacted as they were read).
     pub fn stderr_tail(&self) -> String {
         let t = self.stderr.lock().expect("stderr lock");
         t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
@@ -378,8 +397,9 @@ fn backoff(failures: u32) -> Duration {
 async fn drain_stderr(
     mut stderr: tokio::process::ChildStderr,
     tail: Arc<Mutex<VecDeque<String>>>,
-    server: String,
+    spec: Arc<ServerSpec>,
 ) {
+    let server = &spec.name;
     use tokio::io::AsyncReadExt;
     let mut lines = LineAssembler::new(STDERR_LINE_MAX);
     let mut chunk = vec![0u8; 16 << 10];
@@ -391,7 +411,7 @@ async fn drain_stderr(
         lines.push(&chunk[..n], &mut events);
         for ev in events.drain(..) {
             let line = match ev {
-                FrameEvent::Line(l) => String::from_utf8_lossy(&l).into_owned(),
+                FrameEvent::Line(l) => spec.redact(&String::from_utf8_lossy(&l)),
                 FrameEvent::TooLong { seen } => {
                     format!("[a stderr line over {seen} bytes was cut]")
                 }
@@ -414,18 +434,13 @@ mod tests {
     fn a_warm_call_does_not_carry_the_connect_state_machine() {
         // `connect` (handshake and all) is a future of ~8 KiB; inside `call` it was copied on
         // every proxied call, more CPU than the rest of the bridge's work on it.
-        let spec = ServerSpec {
-            description: None,
-            name: "a".into(),
-            transport: crate::config::Transport::Stdio {
-                command: "x".into(),
-                args: vec![],
-                env: Default::default(),
-                cwd: None,
-            },
-            disabled: false,
-            source: "/x.json".into(),
+        let stdio = crate::config::Transport::Stdio {
+            command: "x".into(),
+            args: vec![],
+            env: Default::default(),
+            cwd: None,
         };
+        let spec = ServerSpec::new("a", stdio, std::path::Path::new("/x.json"));
         let up = Upstream::new(Arc::new(spec));
         let call = up.call("t", JsonObject::new(), Instant::now());
         assert!(

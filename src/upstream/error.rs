@@ -31,6 +31,27 @@ pub enum UpstreamError {
         /// The server's tools.
         available: Vec<String>,
     },
+    /// The tool is switched off by `disabledTools` in the server's config entry.
+    #[error(
+        "tool '{tool}' of MCP server '{server}' is switched off by \"disabledTools\" in {file}"
+    )]
+    ToolDisabled {
+        /// The server.
+        server: String,
+        /// The tool asked for.
+        tool: String,
+        /// The config file that switches it off.
+        file: String,
+    },
+    /// The server comes from a project's config file and the user has not approved it:
+    /// nothing of it is started. The message says how to approve it.
+    #[error("{message}")]
+    NotAllowed {
+        /// The server.
+        server: String,
+        /// Why, and how to allow it.
+        message: String,
+    },
     /// The arguments do not fit the tool's input schema (checked before calling).
     #[error("{call}{signature}:{}", lines(.problems))]
     InvalidArguments {
@@ -93,6 +114,8 @@ impl UpstreamError {
             UpstreamError::NotLoaded { .. } => "not_loaded",
             UpstreamError::UnknownTool { .. } => "unknown_tool",
             UpstreamError::InvalidArguments { .. } => "invalid_arguments",
+            UpstreamError::ToolDisabled { .. } => "tool_disabled",
+            UpstreamError::NotAllowed { .. } => "not_allowed",
             UpstreamError::Start { .. }
             | UpstreamError::Crashed { .. }
             | UpstreamError::Timeout { .. } => "server",

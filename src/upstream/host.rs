@@ -123,6 +123,7 @@ impl UpstreamHostCalls {
                 .and_then(|f| f.iter().find(|(n, _)| *n == spec.name));
             let reason = match failed {
                 Some((_, why)) => format!("could not be started: {why}"),
+                None if !spec.consent.permits() => "not approved: nothing of it is started".into(),
                 None if spec.disabled => "disabled: indexed once a run loads it".into(),
                 None if !UpstreamPool::indexable(spec) => {
                     format!(
@@ -211,6 +212,14 @@ impl UpstreamHostCalls {
         let server = str_param(&p, "server")?;
         let tool = str_param(&p, "tool")?;
         let up = pool.get(server)?;
+        if up.spec.tool_disabled(tool) {
+            return Err(UpstreamError::ToolDisabled {
+                server: server.into(),
+                tool: tool.into(),
+                file: up.spec.source.display().to_string(),
+            }
+            .into());
+        }
         if !ctx.servers.iter().any(|s| s == server) {
             return Err(UpstreamError::NotLoaded {
                 name: server.into(),
@@ -287,6 +296,8 @@ impl UpstreamHostCalls {
                         "description": describe_spec(s),
                         "transport": s.transport.kind(),
                         "source": s.source.display().to_string(),
+                        "origin": s.origin.label(),
+                        "consent": s.consent.label(),
                         "disabled": s.disabled,
                         "state": pool.get(&s.name)?.state_name().await,
                     }));
@@ -366,6 +377,8 @@ impl UpstreamHostCalls {
                     "description": describe_spec(&up.spec),
                     "transport": up.spec.transport.kind(),
                     "source": up.spec.source.display().to_string(),
+                    "origin": up.spec.origin.label(),
+                    "consent": up.spec.consent.label(),
                     "state": up.state_name().await,
                     "disabled": up.spec.disabled,
                     "server_info": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| json!({"name": s.name, "version": s.version})),
@@ -450,10 +463,7 @@ mod tests {
     fn a_call_tool_future_is_small() {
         // The discovery methods may start servers; their state must not ride along (and be
         // copied) on every proxied call.
-        let servers = Arc::new(crate::config::Servers {
-            specs: vec![],
-            issues: vec![],
-        });
+        let servers = Arc::new(crate::config::Servers::default());
         let dir = tempfile::tempdir().expect("tempdir");
         let calls = UpstreamHostCalls::new(Arc::new(UpstreamPool::new(servers, dir.path())));
         let ctx = CallContext {

@@ -196,9 +196,10 @@ impl UpstreamPool {
     }
 
     /// Whether indexing may start `spec`: disabled servers (often broken or costly to start)
-    /// and SSE servers are indexed only once a run loads them.
+    /// and SSE servers are indexed only once a run loads them; a project's server without the
+    /// user's consent never is.
     pub fn indexable(spec: &ServerSpec) -> bool {
-        !spec.disabled && !matches!(spec.transport, Transport::Sse { .. })
+        spec.consent.permits() && !spec.disabled && !matches!(spec.transport, Transport::Sse { .. })
     }
 
     /// Closes every connection.

@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import types
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -413,6 +414,46 @@ def _base_env(workdir: Path) -> dict[str, str]:
     return env
 
 
+def cli_env_for(state_dir: Path, **extra: str) -> dict[str, str]:
+    """Environment for one CLI run: the caller's, minus MCP_BRIDGE_* (but the runtime and image
+    choice), with `state_dir` and `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_BRIDGE_") and k != "MCP_SERVERS_CONFIG"}
+    for keep in ("MCP_BRIDGE_RUNTIME", "MCP_BRIDGE_IMAGE"):
+        if os.environ.get(keep):
+            env[keep] = os.environ[keep]
+    env["MCP_BRIDGE_STATE_DIR"] = str(state_dir)
+    env.update(extra)
+    return env
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """HOME pointed at a temp dir; XDG dirs pinned to the real ones so a rootless container
+    runtime keeps finding its storage and configuration."""
+    real = Path.home()
+    return {
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME") or str(real / ".config"),
+        "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or str(real / ".local" / "share"),
+    }
+
+
+def servers_cli(bin_path: str, env: dict[str, str], cwd: Path, *args: str) -> types.SimpleNamespace:
+    """Runs `mcp-code-bridge servers ARGS`. Returns `code`, `rows` {name: (transport, source,
+    state, origin)}, `notes` and `problems` [(source, message)], `stdout`, `stderr`."""
+    p = subprocess.run([bin_path, "servers", *args], env=env, cwd=str(cwd), capture_output=True, text=True,
+                       timeout=60)
+    out = types.SimpleNamespace(code=p.returncode, rows={}, notes=[], problems=[], stdout=p.stdout,
+                                stderr=p.stderr)
+    for line in p.stdout.splitlines():
+        cols = line.split("\t")
+        if cols[0] in ("problem", "note") and len(cols) >= 3:
+            (out.problems if cols[0] == "problem" else out.notes).append((cols[1], "\t".join(cols[2:])))
+        elif len(cols) == 5:
+            out.rows[cols[0]] = tuple(cols[1:])
+    assert p.returncode in (0, 1, 3), f"`servers` exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # Fixtures
 
@@ -449,10 +490,18 @@ def bridge_factory(e2e_tmp: Path, runtime_ready: str):
     """
     started: list[Bridge] = []
 
-    def make(env: dict[str, str] | None = None, name: str = "bridge", config: dict | None = None) -> Bridge:
+    def make(
+        env: dict[str, str] | None = None,
+        name: str = "bridge",
+        config: dict | None = None,
+        setup: Callable[[Bridge], None] | None = None,
+    ) -> Bridge:
+        """`setup(bridge)` runs before the process starts (to write files into its cwd, say)."""
         b = Bridge(e2e_tmp, env=env, name=name)
         if config is not None:
             (b.dir / "mcps" / "servers.json").write_text(json.dumps(config))
+        if setup is not None:
+            setup(b)
         started.append(b)
         return b.start()
 

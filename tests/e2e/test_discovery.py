@@ -9,15 +9,14 @@ Checked both through `mcp-code-bridge servers` (the CLI listing) and from sandbo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 import servers as S
-from conftest import pid_alive as _pid_alive, processes
+from conftest import cli_env_for as _cli_env, home_env as _home_env, pid_alive as _pid_alive, processes
+from conftest import servers_cli
 
 # Tool order as the stub lists them (docs and listings keep the server's order).
 STUB_ORDER = ["echo", "add", "slow", "crash", "big", "fail", "whoami"]
@@ -50,6 +49,12 @@ def _json(bridge, code: str, servers: list[str] | None = None, timeout: int | No
     return json.loads(lines[-1])
 
 
+def _servers_cli_rows(bin_path: str, env: dict[str, str], cwd: Path):
+    """`mcp-code-bridge servers` as (exit code, {name: (transport, source, state)}, problems, stdout)."""
+    out = servers_cli(bin_path, env, cwd)
+    return out.code, {n: r[:3] for n, r in out.rows.items()}, out.problems, out.stdout
+
+
 def _start_pids(path: Path) -> list[int]:
     try:
         return [int(line.split()[1]) for line in path.read_text().splitlines() if line.strip()]
@@ -72,45 +77,6 @@ def _stub_pids_with_start_file(start_file: Path) -> list[int]:
         if want in env and _pid_alive(pid):
             found.append(pid)
     return found
-
-
-def _cli_env(state_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_BRIDGE_") and k != "MCP_SERVERS_CONFIG"}
-    for keep in ("MCP_BRIDGE_RUNTIME", "MCP_BRIDGE_IMAGE"):
-        if os.environ.get(keep):
-            env[keep] = os.environ[keep]
-    env["MCP_BRIDGE_STATE_DIR"] = str(state_dir)
-    env.update(extra)
-    return env
-
-
-def _servers_cli(bin_path: str, env: dict[str, str], cwd: Path):
-    """Runs `mcp-code-bridge servers`; returns (exit code, {name: (transport, source, state)},
-    [(source, message)] problems, raw stdout)."""
-    p = subprocess.run([bin_path, "servers"], env=env, cwd=str(cwd), capture_output=True, text=True, timeout=60)
-    rows: dict[str, tuple[str, ...]] = {}
-    problems: list[tuple[str, str]] = []
-    for line in p.stdout.splitlines():
-        cols = line.split("\t")
-        if cols[0] == "problem" and len(cols) >= 3:
-            problems.append((cols[1], "\t".join(cols[2:])))
-        elif len(cols) == 4:
-            rows[cols[0]] = tuple(cols[1:])
-    assert p.returncode in (0, 3), f"`servers` exited {p.returncode}\n{p.stdout}\n{p.stderr}"
-    return p.returncode, rows, problems, p.stdout
-
-
-def _home_env(home: Path) -> dict[str, str]:
-    """HOME pointed at a temp dir; XDG dirs pinned to the real ones so a rootless container
-    runtime keeps finding its storage and configuration."""
-    real = Path.home()
-    return {
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": os.environ.get("XDG_CONFIG_HOME") or str(real / ".config"),
-        "XDG_DATA_HOME": os.environ.get("XDG_DATA_HOME") or str(real / ".local" / "share"),
-    }
-
-
 
 
 # --- config sources ------------------------------------------------------------------------------
@@ -154,15 +120,19 @@ def test_three_config_sources_with_provenance(tmp_path, bridge_factory, helpers,
     }
 
     # The CLI listing (run from the project dir: Claude Code's project scope applies there).
-    _, rows, problems, out = _servers_cli(helpers.BRIDGE_BIN, _cli_env(tmp_path / "cli-state", **env), proj.resolve())
+    listing = servers_cli(helpers.BRIDGE_BIN, _cli_env(tmp_path / "cli-state", **env), proj.resolve())
+    rows, out = listing.rows, listing.stdout
     assert {n: r[:2] for n, r in rows.items()} == {**expected, "claude-proj": ("stdio", str(claude))}, out
     assert all(r[2].strip() for r in rows.values()), f"state column missing:\n{out}"
-    clash = [p for p in problems if p[0] == str(cursor)]
+    assert rows["claude-proj"][3] == "Claude Code, local scope" and rows["alpha"][3] == "own config", out
+    # A name defined twice is a note naming both files, not a problem: the exit code is 0.
+    assert listing.code == 0 and listing.problems == [], out
+    clash = [n for n in listing.notes if n[0] == str(cursor)]
     assert clash and "shared" in clash[0][1] and str(mcps / "shared.json") in clash[0][1], out
 
     # Client configs are read only on opt-in.
     no_opt_in = {k: v for k, v in env.items() if k != "MCP_BRIDGE_IMPORT_CLIENT_CONFIGS"}
-    _, rows2, _, out2 = _servers_cli(helpers.BRIDGE_BIN, _cli_env(tmp_path / "cli-state", **no_opt_in), proj.resolve())
+    _, rows2, _, out2 = _servers_cli_rows(helpers.BRIDGE_BIN, _cli_env(tmp_path / "cli-state", **no_opt_in), proj.resolve())
     assert sorted(rows2) == ["alpha", "extra-srv", "shared"], out2
 
     # The same from sandbox code, and every source's servers actually work.
@@ -187,7 +157,7 @@ print(json.dumps({"d": d, "sync": {"servers": runtime.discovered_servers_sync(Tr
     assert all(s["disabled"] is False for s in servers.values())
     assert all(s["state"] == "running" for s in servers.values()), servers  # all loaded in this run
     assert got["sync"]["servers"] == got["d"]["servers"]
-    assert any(e["source"] == str(cursor) and "shared" in e["message"] for e in got["d"]["errors"]), got["d"]["errors"]
+    assert got["d"]["errors"] == [], got["d"]["errors"]  # the name clash is a note, not a problem
     assert got["who"] == {
         "alpha": "alpha",
         "shared": "mcps-shared",
@@ -235,7 +205,7 @@ def test_broken_files_are_reported_and_the_rest_work(tmp_path, bridge_factory, h
             assert hits, f"{where}: no problem reported for {fname}: {problems}"
             assert all(w in hits[0][1] for w in words), f"{where}: {hits[0]} lacks {words}"
 
-    rc, rows, problems, out = _servers_cli(
+    rc, rows, problems, out = _servers_cli_rows(
         helpers.BRIDGE_BIN, _cli_env(tmp_path / "cli-state", MCP_BRIDGE_CONFIG_DIR=str(mcps)), tmp_path
     )
     assert sorted(rows) == ["good", "good2"], out

@@ -1,0 +1,199 @@
+//! One server entry (`"name": {...}`) of a config file, parsed into a [`ServerSpec`] with the
+//! file's variable syntax applied. Accepts every client's shape: `command`/`args`/`env`/`cwd`,
+//! `type` (or `transport`) `stdio`/`http`/`sse`, a remote `url` without `type` (Cursor), Windsurf's
+//! `serverUrl`, `disabled` and `disabledTools`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::clients::Origin;
+use super::consent::{entry_hash, Consent};
+use super::expand::{ExpandError, Expander};
+use super::servers::{ConfigIssue, ServerSpec, Transport};
+
+/// Parses the entry `name` of `file`, expanding variables with `expander`.
+pub fn parse_entry(
+    file: &Path,
+    origin: Origin,
+    name: &str,
+    entry: &Value,
+    expander: &mut Expander<'_>,
+) -> Result<ServerSpec, ConfigIssue> {
+    let err = |m: String| ConfigIssue {
+        source: format!("{} (server '{name}')", file.display()),
+        message: m,
+    };
+    if name.trim().is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+        return Err(err("invalid server name".into()));
+    }
+    let obj = entry
+        .as_object()
+        .ok_or_else(|| err("the entry must be an object".into()))?;
+    let fields = Fields { obj, err: &err };
+    let mut x = |field: &str, text: String| -> Result<String, ConfigIssue> {
+        expander
+            .expand(&text)
+            .map_err(|e| err(expand_problem(field, &e)))
+    };
+    let disabled = match obj.get("disabled") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("\"disabled\" must be true or false".into())),
+    };
+    let disabled_tools = fields.strings("disabledTools")?;
+    let kind = fields
+        .string("type")?
+        .or(fields.string("transport")?)
+        .map(|k| k.to_ascii_lowercase());
+    let remote_url = fields.string("url")?.or(fields.string("serverUrl")?);
+    let has_command = obj.get("command").is_some_and(|c| !c.is_null());
+    let transport = match kind.as_deref() {
+        Some("stdio") | None if has_command || remote_url.is_none() => {
+            let command = fields
+                .string("command")?
+                .filter(|c| !c.trim().is_empty())
+                .ok_or_else(|| err("missing \"command\"".into()))?;
+            let command = x("command", command)?;
+            let args = fields
+                .strings("args")?
+                .into_iter()
+                .map(|a| x("args", a))
+                .collect::<Result<_, _>>()?;
+            let mut env = BTreeMap::new();
+            for (k, v) in fields.map("env")? {
+                env.insert(k.clone(), x(&format!("env.{k}"), v)?);
+            }
+            let cwd = match fields.string("cwd")? {
+                Some(c) => Some(PathBuf::from(x("cwd", c)?)),
+                None => None,
+            };
+            Transport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }
+        }
+        None | Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
+            let url = checked_url(remote_url, &err)?;
+            Transport::Http {
+                url: x("url", url)?,
+                headers: expand_headers(fields.map("headers")?, &mut x)?,
+            }
+        }
+        Some("sse") => {
+            let url = checked_url(remote_url, &err)?;
+            Transport::Sse {
+                url: x("url", url)?,
+                headers: expand_headers(fields.map("headers")?, &mut x)?,
+            }
+        }
+        Some(other) => {
+            return Err(err(format!(
+                "unknown transport type \"{other}\" (expected stdio, http or sse)"
+            )))
+        }
+    };
+    if let Some(f) = ["envFile", "envfile"]
+        .iter()
+        .find(|f| obj.contains_key(**f))
+    {
+        return Err(err(format!(
+            "\"{f}\" is not supported by the bridge; put the variables in \"env\""
+        )));
+    }
+    let mut spec = ServerSpec::new(name, transport, file);
+    spec.disabled = disabled;
+    spec.disabled_tools = disabled_tools;
+    spec.description = fields.string("description")?;
+    spec.origin = origin;
+    spec.entry_sha256 = entry_hash(entry);
+    spec.consent = if origin.needs_consent() {
+        Consent::Needed
+    } else {
+        Consent::Own
+    };
+    Ok(spec)
+}
+
+fn expand_headers(
+    headers: BTreeMap<String, String>,
+    x: &mut impl FnMut(&str, String) -> Result<String, ConfigIssue>,
+) -> Result<BTreeMap<String, String>, ConfigIssue> {
+    headers
+        .into_iter()
+        .map(|(k, v)| {
+            let v = x(&format!("headers.{k}"), v)?;
+            Ok((k, v))
+        })
+        .collect()
+}
+
+/// The message for a variable that could not be expanded: names the field and the variable,
+/// never a value.
+fn expand_problem(field: &str, e: &ExpandError) -> String {
+    format!("in \"{field}\": {e}; the server is not started with the text unexpanded")
+}
+
+fn checked_url(
+    u: Option<String>,
+    err: &impl Fn(String) -> ConfigIssue,
+) -> Result<String, ConfigIssue> {
+    let u = u.ok_or_else(|| err("missing \"url\"".into()))?;
+    let lower = u.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || u.starts_with("${") {
+        Ok(u)
+    } else {
+        Err(err(format!(
+            "\"url\" must start with http:// or https://, got {u:?}"
+        )))
+    }
+}
+
+/// Typed access to an entry's fields, with errors naming the field.
+struct Fields<'a, E: Fn(String) -> ConfigIssue> {
+    obj: &'a Map<String, Value>,
+    err: &'a E,
+}
+
+impl<E: Fn(String) -> ConfigIssue> Fields<'_, E> {
+    fn string(&self, key: &str) -> Result<Option<String>, ConfigIssue> {
+        match self.obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err((self.err)(format!("\"{key}\" must be a string"))),
+        }
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, ConfigIssue> {
+        let bad = || (self.err)(format!("\"{key}\" must be an array of strings"));
+        match self.obj.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+                .collect(),
+            Some(_) => Err(bad()),
+        }
+    }
+
+    fn map(&self, key: &str) -> Result<BTreeMap<String, String>, ConfigIssue> {
+        match self.obj.get(key) {
+            None | Some(Value::Null) => Ok(BTreeMap::new()),
+            Some(Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| match v {
+                    Value::String(s) => Ok((k.clone(), s.clone())),
+                    Value::Number(n) => Ok((k.clone(), n.to_string())),
+                    Value::Bool(b) => Ok((k.clone(), b.to_string())),
+                    _ => Err((self.err)(format!("\"{key}.{k}\" must be a string"))),
+                })
+                .collect(),
+            Some(_) => Err((self.err)(format!(
+                "\"{key}\" must be an object of strings"
+            ))),
+        }
+    }
+}

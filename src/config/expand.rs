@@ -1,0 +1,261 @@
+//! Variable expansion in imported client configs, as each client does it.
+//!
+//! | syntax | forms |
+//! |---|---|
+//! | Claude Code | `${VAR}`, `${VAR:-default}` |
+//! | Cursor | `${env:VAR}`, `${userHome}`, `${workspaceFolder}`, `${workspaceFolderBasename}`, `${pathSeparator}`, `${/}` |
+//! | VS Code | Cursor's forms and `${cwd}`; `${input:id}`, `${config:...}`, `${command:...}` and the editor's file variables need the editor: a config problem here |
+//! | Windsurf | `${env:VAR}` (its `${file:...}` is a config problem here) |
+//! | none | the bridge's own files and Claude Desktop: values are literal |
+//!
+//! An unset variable without a default, or a form the bridge cannot resolve, is an
+//! [`ExpandError`] naming the variable (never its value); the caller turns it into a config
+//! problem rather than sending the literal text to a server. Values taken from the environment
+//! are recorded so messages about the server can be redacted.
+
+use std::path::Path;
+
+/// Which client's variable syntax applies to a config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// No expansion: values are used as written.
+    Literal,
+    /// Claude Code's `${VAR}` and `${VAR:-default}`.
+    ClaudeCode,
+    /// Cursor's `${env:VAR}`, `${userHome}`, `${workspaceFolder}` and friends.
+    Cursor,
+    /// VS Code's predefined variables; `${input:...}` is not resolvable outside the editor.
+    VsCode,
+    /// Windsurf's `${env:VAR}`.
+    Windsurf,
+}
+
+/// Why a value could not be expanded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExpandError {
+    /// A variable with no value and no default.
+    #[error("variable {0} is not set (and has no default)")]
+    Unset(String),
+    /// A form that only the client itself can resolve (an editor prompt, say).
+    #[error("{0} cannot be resolved outside the client that defines it")]
+    Unsupported(String),
+    /// A `${` without its closing `}`.
+    #[error("unterminated ${{...}} in {0:?}")]
+    Unterminated(String),
+}
+
+/// What expansion may read: the environment, the home folder and the workspace folder.
+pub struct Expander<'a> {
+    syntax: Syntax,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    home: Option<&'a Path>,
+    workspace: Option<&'a Path>,
+    /// Values substituted from the environment, kept for redaction.
+    pub secrets: Vec<String>,
+}
+
+impl<'a> Expander<'a> {
+    /// An expander for `syntax`, reading variables through `env`.
+    pub fn new(
+        syntax: Syntax,
+        env: &'a dyn Fn(&str) -> Option<String>,
+        home: Option<&'a Path>,
+        workspace: Option<&'a Path>,
+    ) -> Self {
+        Expander {
+            syntax,
+            env,
+            home,
+            workspace,
+            secrets: Vec::new(),
+        }
+    }
+
+    /// `text` with every variable of this syntax replaced.
+    ///
+    /// # Errors
+    /// An unset variable without a default, an unsupported form, or an unterminated `${`.
+    pub fn expand(&mut self, text: &str) -> Result<String, ExpandError> {
+        if self.syntax == Syntax::Literal || !text.contains("${") {
+            return Ok(text.to_string());
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let body_and_more = &rest[start + 2..];
+            let Some(end) = body_and_more.find('}') else {
+                return Err(ExpandError::Unterminated(text.chars().take(60).collect()));
+            };
+            let body = &body_and_more[..end];
+            match self.resolve(body)? {
+                Some(value) => out.push_str(&value),
+                // Not a variable of this syntax: kept as written, as the client keeps it.
+                None => out.push_str(&rest[start..start + 3 + end]),
+            }
+            rest = &body_and_more[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// The value of one `${body}`; `None` when the form is not this syntax's.
+    fn resolve(&mut self, body: &str) -> Result<Option<String>, ExpandError> {
+        match self.syntax {
+            Syntax::Literal => Ok(None),
+            Syntax::ClaudeCode => {
+                let (name, default) = match body.split_once(":-") {
+                    Some((n, d)) => (n, Some(d)),
+                    None => (body, None),
+                };
+                if !is_var_name(name) {
+                    return Ok(None);
+                }
+                match (self.env_value(name), default) {
+                    (Some(v), _) if !v.is_empty() || default.is_none() => Ok(Some(v)),
+                    (_, Some(d)) => Ok(Some(d.to_string())),
+                    (None, None) => Err(ExpandError::Unset(name.to_string())),
+                    (Some(v), None) => Ok(Some(v)),
+                }
+            }
+            Syntax::Windsurf => match body.strip_prefix("env:") {
+                Some(name) => self.required_env(name).map(Some),
+                None if body.starts_with("file:") => {
+                    Err(ExpandError::Unsupported(format!("${{{body}}}")))
+                }
+                None => Ok(None),
+            },
+            Syntax::Cursor | Syntax::VsCode => {
+                if let Some(name) = body.strip_prefix("env:") {
+                    return self.required_env(name).map(Some);
+                }
+                if body.starts_with("input:") && self.syntax == Syntax::VsCode {
+                    return Err(ExpandError::Unsupported(format!("${{{body}}}")));
+                }
+                let path = |p: Option<&Path>, what: &str| {
+                    p.map(|p| p.display().to_string())
+                        .ok_or_else(|| ExpandError::Unset(what.to_string()))
+                };
+                match body {
+                    "userHome" => path(self.home, "userHome").map(Some),
+                    "workspaceFolder" => path(self.workspace, "workspaceFolder").map(Some),
+                    "workspaceFolderBasename" => self
+                        .workspace
+                        .and_then(|w| w.file_name())
+                        .map(|n| Some(n.to_string_lossy().into_owned()))
+                        .ok_or_else(|| ExpandError::Unset("workspaceFolderBasename".into())),
+                    "pathSeparator" | "/" => Ok(Some(std::path::MAIN_SEPARATOR.to_string())),
+                    "cwd" if self.syntax == Syntax::VsCode => path(self.workspace, "cwd").map(Some),
+                    _ if self.syntax == Syntax::VsCode => {
+                        Err(ExpandError::Unsupported(format!("${{{body}}}")))
+                    }
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+
+    fn required_env(&mut self, name: &str) -> Result<String, ExpandError> {
+        self.env_value(name)
+            .ok_or_else(|| ExpandError::Unset(name.to_string()))
+    }
+
+    fn env_value(&mut self, name: &str) -> Option<String> {
+        let v = (self.env)(name)?;
+        if v.len() >= 4 && !self.secrets.contains(&v) {
+            self.secrets.push(v.clone());
+        }
+        Some(v)
+    }
+}
+
+fn is_var_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("s3cret-token".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn run(syntax: Syntax, text: &str) -> Result<String, ExpandError> {
+        let home = Path::new("/home/u");
+        let ws = Path::new("/work/proj");
+        Expander::new(syntax, &env, Some(home), Some(ws)).expand(text)
+    }
+
+    #[test]
+    fn claude_code_forms() {
+        let cc = Syntax::ClaudeCode;
+        assert_eq!(
+            run(cc, "Bearer ${TOKEN}").expect("test"),
+            "Bearer s3cret-token"
+        );
+        assert_eq!(run(cc, "${MISSING:-dflt}/x").expect("test"), "dflt/x");
+        assert_eq!(run(cc, "${EMPTY:-dflt}").expect("test"), "dflt");
+        assert_eq!(run(cc, "${EMPTY}").expect("test"), "");
+        assert_eq!(
+            run(cc, "$TOKEN and ${env:TOKEN}").expect("test"),
+            "$TOKEN and ${env:TOKEN}"
+        );
+        assert_eq!(
+            run(cc, "${MISSING}"),
+            Err(ExpandError::Unset("MISSING".into()))
+        );
+        assert!(matches!(
+            run(cc, "${TOKEN"),
+            Err(ExpandError::Unterminated(_))
+        ));
+    }
+
+    #[test]
+    fn cursor_vscode_and_windsurf_forms() {
+        for s in [Syntax::Cursor, Syntax::VsCode] {
+            assert_eq!(
+                run(
+                    s,
+                    "${userHome}/x:${workspaceFolder}:${workspaceFolderBasename}${/}"
+                )
+                .expect("test"),
+                "/home/u/x:/work/proj:proj/"
+            );
+            assert_eq!(run(s, "${env:TOKEN}").expect("test"), "s3cret-token");
+            assert_eq!(
+                run(s, "${env:NOPE}"),
+                Err(ExpandError::Unset("NOPE".into()))
+            );
+        }
+        assert_eq!(run(Syntax::Cursor, "${TOKEN}").expect("test"), "${TOKEN}");
+        assert_eq!(
+            run(Syntax::VsCode, "${input:api-key}"),
+            Err(ExpandError::Unsupported("${input:api-key}".into()))
+        );
+        assert_eq!(
+            run(Syntax::Windsurf, "${env:TOKEN}").expect("test"),
+            "s3cret-token"
+        );
+        assert_eq!(
+            run(Syntax::Windsurf, "${userHome}").expect("test"),
+            "${userHome}"
+        );
+        assert_eq!(run(Syntax::Literal, "${TOKEN}").expect("test"), "${TOKEN}");
+    }
+
+    #[test]
+    fn values_from_the_environment_are_kept_for_redaction() {
+        let mut e = Expander::new(Syntax::ClaudeCode, &env, None, None);
+        e.expand("${TOKEN} ${TOKEN} ${X:-plain}").expect("test");
+        assert_eq!(e.secrets, ["s3cret-token"]);
+    }
+}
