@@ -414,10 +414,13 @@ impl UpstreamHostCalls {
                      search_tool_docs, describe_server, call_tool (each with a _sync twin).\nServers:",
                 );
                 for s in &pool.servers().specs {
-                    let count = known
-                        .get(&s.name)
-                        .map(|n| format!("{n} tools"))
-                        .unwrap_or_else(|| "tools not indexed yet".into());
+                    let count = match known.get(&s.name) {
+                        Some(n) => format!("{n} tools"),
+                        None if !s.consent.permits() => {
+                            "not approved: `mcp-code-bridge servers` says how".into()
+                        }
+                        None => "tools not indexed yet".into(),
+                    };
                     let loaded = if ctx.servers.contains(&s.name) {
                         ", loaded"
                     } else {
