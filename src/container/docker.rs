@@ -9,7 +9,7 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    AttachContainerOptions, CreateContainerOptions, KillContainerOptions, ListContainersOptions,
+    AttachContainerOptions, CreateContainerOptions, ListContainersOptions,
     RemoveContainerOptions,
 };
 use bollard::Docker;
@@ -283,21 +283,6 @@ impl ContainerRuntime for DockerRuntime {
                 action: "wait for the sandbox",
                 message: "the engine closed the wait stream".into(),
             }),
-        }
-    }
-
-    async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
-        let options = KillContainerOptions {
-            signal: "SIGKILL".into(),
-        };
-        match self.docker.kill_container(id, Some(options)).await {
-            Ok(()) => Ok(()),
-            // 404: gone; 409: not running. Either way it is no longer executing.
-            Err(BollardError::DockerResponseServerError {
-                status_code: 404 | 409,
-                ..
-            }) => Ok(()),
-            Err(e) => Err(self.err("kill the sandbox", e)),
         }
     }
 

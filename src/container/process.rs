@@ -29,7 +29,7 @@ struct Proc {
 pub struct ProcessRuntime {
     procs: Mutex<HashMap<String, Proc>>,
     next: AtomicU64,
-    /// Every call made, as `"create"`, `"kill <id>"`, ... in order.
+    /// Every call made, as `"create"`, `"remove <id>"`, ... in order.
     pub calls: Mutex<Vec<String>>,
     /// When set, `create` fails with this message.
     pub fail_create: Mutex<Option<String>>,
@@ -244,20 +244,13 @@ impl ContainerRuntime for ProcessRuntime {
         Ok(c)
     }
 
-    async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
-        self.record(format!("kill {id}"));
-        self.reachable("kill the sandbox")?;
+    async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+        self.record(format!("remove {id}"));
+        self.reachable("remove the sandbox")?;
         if let Some(pid) = self.pid_of(id) {
             // SAFETY: kill(2) on a pid we spawned; no memory is touched.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
-        Ok(())
-    }
-
-    async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
-        self.record(format!("remove {id}"));
-        self.reachable("remove the sandbox")?;
-        self.kill(id).await?;
         self.procs.lock().expect("lock poisoned").remove(id);
         Ok(())
     }
