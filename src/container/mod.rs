@@ -10,7 +10,7 @@ mod owner;
 mod podman_service;
 #[doc(hidden)]
 pub mod process;
-mod raw_http;
+mod workarounds;
 mod runtime;
 mod spec;
 
