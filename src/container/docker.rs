@@ -9,8 +9,7 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    AttachContainerOptions, CreateContainerOptions, ListContainersOptions,
-    RemoveContainerOptions,
+    AttachContainerOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
 };
 use bollard::Docker;
 use futures::StreamExt;

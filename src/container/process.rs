@@ -33,6 +33,9 @@ pub struct ProcessRuntime {
     pub calls: Mutex<Vec<String>>,
     /// When set, `create` fails with this message.
     pub fail_create: Mutex<Option<String>>,
+    /// When set, `create` refuses a sandbox with a frame-channel directory, as an engine that
+    /// cannot bind-mount it does (its answer names the directory).
+    pub refuse_mount: std::sync::atomic::AtomicBool,
     /// When set, the socket frame channel is not offered (frames stay on stdio).
     pub no_channel: std::sync::atomic::AtomicBool,
     /// When set, claims to isolate, so the (unisolated) process's posture is enforced.
@@ -145,6 +148,19 @@ impl ContainerRuntime for ProcessRuntime {
                 status: 500,
                 message: msg,
             });
+        }
+        if let Some((dir, _)) = &spec.channel_dir {
+            if self.refuse_mount.load(Ordering::Relaxed) {
+                return Err(RuntimeError::Engine {
+                    engine: "process".into(),
+                    action: "create the sandbox container",
+                    status: 400,
+                    message: format!(
+                        "invalid mount config for type \"bind\": bind source path does not exist: {}",
+                        dir.display()
+                    ),
+                });
+            }
         }
         let id = format!("proc-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let proc = Proc {
