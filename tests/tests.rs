@@ -5,6 +5,10 @@ mod support;
 
 // The sandbox actor against the real entrypoint (timeouts, restarts, output, requests).
 mod sandbox;
+// Which frame channel a sandbox gets (socket, stdio, a refused mount).
+mod sandbox_channel;
+// The engine lost under a sandbox: the call, the reconnect, the orphans.
+mod sandbox_engine_loss;
 
 // The upstream pool against the real stub MCP server (start, call, crash, deadline, cache).
 mod upstream;

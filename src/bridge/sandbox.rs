@@ -1,4 +1,5 @@
-//! [`Sandbox`]: the actor owning the engine connection and the one persistent sandbox session.
+//! [`Sandbox`]: the actor owning the one persistent sandbox session (and, through
+//! `sandbox/engine.rs`, the engine connection).
 //!
 //! Runs are queued FIFO on the actor's channel and executed one at a time; a queued run's wait
 //! counts against its timeout. The actor creates the sandbox lazily, interrupts code that
@@ -15,20 +16,17 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::channel::ChannelListener;
 use super::dispatch::Dispatcher;
-use super::entrypoint;
 use super::error::{explain_exit, BridgeError};
 use super::output::shape_result;
-use super::posture::Expected;
-use super::session::{Session, SessionLimits};
-use crate::config::{ChannelMode, Settings};
-use crate::container::{
-    private_dir, remove_leftovers, Connection, ContainerRuntime, Owner, RuntimeError, SandboxSpec,
-};
+use super::session::Session;
+use crate::config::Settings;
+use crate::container::{Connection, RuntimeError};
 use crate::report::{RunReport, RunStatus};
+use engine::Engine;
 
-mod engine_gone;
+mod engine;
+mod orphans;
 mod start;
 
 /// How long interrupted code gets to stop before the sandbox is killed.
@@ -85,19 +83,13 @@ impl Sandbox {
     ) -> Sandbox {
         let (tx, rx) = mpsc::channel(64);
         let actor = Actor {
+            engine: Engine::new(settings.clone(), connector, tracker.clone()),
             settings,
-            connector,
             dispatcher,
-            owner: Owner::current(),
-            conn: None,
             session: None,
             notice: None,
             next_exec: 1,
-            generation: 0,
-            channel_refused: false,
             respawn_due: false,
-            sweep_due: false,
-            engine_lost: None,
             last_used: Instant::now(),
             ct,
             tracker: tracker.clone(),
@@ -126,24 +118,15 @@ impl Sandbox {
 
 struct Actor {
     settings: Arc<Settings>,
-    connector: Connector,
+    engine: Engine,
     dispatcher: Dispatcher,
-    owner: Owner,
-    conn: Option<Connection>,
     session: Option<Session>,
+    /// What the next run is told (its state was reset, and why).
     notice: Option<String>,
     next_exec: u64,
-    generation: u64,
-    /// The engine refused the channel mount once: stay on stdio for this bridge.
-    channel_refused: bool,
     /// A sandbox was lost (killed after a timeout, died): start its replacement as soon as
     /// no call is waiting, so the next call does not pay for it (`MCP_BRIDGE_PREWARM`).
     respawn_due: bool,
-    /// The engine connection was dropped (the engine went away): sandboxes of ours may be left
-    /// on it, to be removed once it answers again.
-    sweep_due: bool,
-    /// The last run ended because the engine went away: why.
-    engine_lost: Option<String>,
     last_used: Instant,
     ct: CancellationToken,
     tracker: TaskTracker,
@@ -187,12 +170,7 @@ impl Actor {
         if let Some(s) = self.session.take() {
             s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
         }
-        if self.sweep_due {
-            self.sweep_at_exit().await;
-        }
-        if let Some(c) = self.conn.take() {
-            c.close().await;
-        }
+        self.engine.close().await;
         tracing::debug!("sandbox actor stopped");
     }
 
@@ -276,9 +254,7 @@ impl Actor {
 
     /// Makes sure a live session exists, replacing a dead one.
     async fn ensure_session(&mut self) -> Result<(), BridgeError> {
-        if let Some(cause) = self.session.as_ref().and_then(Session::engine_lost) {
-            self.forget_engine(&cause).await;
-        }
+        self.forget_engine_if_lost().await;
         if let Some(s) = &self.session {
             if !s.has_ended() {
                 return Ok(());
@@ -294,44 +270,27 @@ impl Actor {
                 self.tracker.spawn(s.kill());
             }
         }
-        if let Some(c) = &self.conn {
-            // A new sandbox is due: make sure the engine still answers (a podman service of
-            // ours may have died while no sandbox was there to notice).
-            if let Err(err) = c.runtime.ping().await {
-                tracing::warn!(endpoint = %c.endpoint, cause = %err, "the container engine no longer answers; reconnecting");
-                self.drop_conn().await;
-            }
+        self.session = Some(self.engine.start_sandbox(&self.dispatcher).await?);
+        Ok(())
+    }
+
+    /// When a run or the session found the engine lost: the session is let go (asked to exit
+    /// over its socket channel; its container is removed once an engine answers again), the
+    /// connection (and a podman service of ours) is closed, and the next call gets a fresh
+    /// sandbox on a new connection.
+    async fn forget_engine_if_lost(&mut self) {
+        let session_lost = self.session.as_ref().and_then(Session::engine_lost);
+        let Some(endpoint) = self.engine.forget_if_lost(session_lost).await else {
+            return;
+        };
+        if let Some(s) = self.session.take() {
+            self.tracker
+                .spawn(s.close(Duration::from_millis(CLOSE_GRACE_MS)));
         }
-        if self.conn.is_none() {
-            let began = Instant::now();
-            let conn = (self.connector)().await?;
-            tracing::debug!(ms = began.elapsed().as_millis() as u64, endpoint = %conn.endpoint, "engine connected");
-            if !conn.runtime.image_present(&self.settings.image).await? {
-                let engine = conn.runtime.engine().to_string();
-                conn.close().await;
-                return Err(RuntimeError::ImageMissing {
-                    image: self.settings.image.clone(),
-                    engine,
-                }
-                .into());
-            }
-            if self.sweep_due {
-                self.sweep_orphans(&conn).await;
-            }
-            // In the background: a container stuck in the engine must not delay this call.
-            let (runtime, owner) = (conn.runtime.clone(), self.owner.clone());
-            self.tracker.spawn(async move {
-                match remove_leftovers(runtime.as_ref(), &owner).await {
-                    Ok(0) => {}
-                    Ok(n) => {
-                        tracing::info!(removed = n, "cleaned up sandboxes of bridges that are gone")
-                    }
-                    Err(err) => tracing::warn!(cause = %err, "could not list leftover sandboxes"),
-                }
-            });
-            self.conn = Some(conn);
-        }
-        self.start_session().await
+        self.respawn_due = true;
+        self.notice = Some(format!(
+            "The connection to the container engine ({endpoint}) was lost, so the sandbox was replaced: variables and imports from earlier calls are gone."
+        ));
     }
 
     async fn exec(&mut self, req: &RunRequest, deadline: Instant) -> Retry {
@@ -361,7 +320,10 @@ impl Actor {
             _ = tokio::time::sleep_until(deadline) => RunStatus::Timeout,
             _ = req.cancel.cancelled() => RunStatus::Cancelled,
             _ = self.ct.cancelled() => {
-                if let Some(s) = self.session.take() { self.engine_lost = s.engine_lost(); s.kill().await; }
+                if let Some(s) = self.session.take() {
+                    if let Some(cause) = s.engine_lost() { self.engine.note_lost(cause); }
+                    s.kill().await;
+                }
                 return Retry::No(RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down"));
             }
         };
@@ -424,7 +386,7 @@ impl Actor {
 
     fn sandbox_died(&mut self, err: BridgeError) -> RunReport {
         if let BridgeError::EngineLost { cause, .. } = &err {
-            self.engine_lost = Some(cause.clone());
+            self.engine.note_lost(cause.clone());
         }
         if let Some(s) = self.session.take() {
             self.tracker.spawn(s.kill());

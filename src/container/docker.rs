@@ -9,8 +9,7 @@ use std::time::Duration;
 use bollard::errors::Error as BollardError;
 use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
 use bollard::query_parameters::{
-    AttachContainerOptions, CreateContainerOptions, KillContainerOptions, ListContainersOptions,
-    RemoveContainerOptions,
+    AttachContainerOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
 };
 use bollard::Docker;
 use futures::StreamExt;
@@ -44,7 +43,7 @@ impl DockerRuntime {
             Docker::connect_with_unix(path, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
                 .map_err(|e| transport("engine", "connect", e))?;
         // `/_ping` rather than `/version`: podman takes ~300 ms to answer the latter.
-        let engine = super::raw_http::identify(path).await?;
+        let engine = super::workarounds::identify(path).await?;
         Ok(DockerRuntime {
             docker,
             engine,
@@ -123,7 +122,7 @@ impl ContainerRuntime for DockerRuntime {
 
     async fn ping(&self) -> Result<(), RuntimeError> {
         if let Some(path) = &self.unix_path {
-            return match super::raw_http::identify(path).await {
+            return match super::workarounds::identify(path).await {
                 Ok(_) => Ok(()),
                 Err(RuntimeError::Transport {
                     action, message, ..
@@ -270,8 +269,8 @@ impl ContainerRuntime for DockerRuntime {
 
     async fn wait(&self, id: &str) -> Result<i64, RuntimeError> {
         if let (Some(path), "podman") = (&self.unix_path, self.engine.as_str()) {
-            // The Docker-API wait busy-polls on podman < 4.5 (raw_http.rs).
-            return super::raw_http::podman_wait(&self.engine, path, id).await;
+            // The Docker-API wait busy-polls on podman < 4.5 (workarounds.rs).
+            return super::workarounds::podman_wait(&self.engine, path, id).await;
         }
         let mut stream = self.docker.wait_container(id, None);
         match stream.next().await {
@@ -283,21 +282,6 @@ impl ContainerRuntime for DockerRuntime {
                 action: "wait for the sandbox",
                 message: "the engine closed the wait stream".into(),
             }),
-        }
-    }
-
-    async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
-        let options = KillContainerOptions {
-            signal: "SIGKILL".into(),
-        };
-        match self.docker.kill_container(id, Some(options)).await {
-            Ok(()) => Ok(()),
-            // 404: gone; 409: not running. Either way it is no longer executing.
-            Err(BollardError::DockerResponseServerError {
-                status_code: 404 | 409,
-                ..
-            }) => Ok(()),
-            Err(e) => Err(self.err("kill the sandbox", e)),
         }
     }
 
@@ -332,7 +316,7 @@ impl ContainerRuntime for DockerRuntime {
                     return Err(self.err("list sandboxes", e));
                 };
                 tracing::debug!(cause = %e, "typed container list failed; using the raw list");
-                return super::raw_http::list_managed(&self.engine, path).await;
+                return super::workarounds::list_managed(&self.engine, path).await;
             }
             Err(e) => return Err(self.err("list sandboxes", e)),
         };

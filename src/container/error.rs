@@ -64,11 +64,48 @@ impl RuntimeError {
         matches!(self, RuntimeError::Engine { status: 404, .. })
     }
 
+    /// True when the engine refused a request over the bind mount of host directory `dir`: its
+    /// answer names the directory (docker: "bind source path does not exist: DIR", "error while
+    /// creating mount source path 'DIR'", "Mounts denied: The path DIR is not shared from the
+    /// host"; podman: "statfs DIR: ..."). Any other refusal is not about the mount.
+    pub fn refuses_mount_of(&self, dir: &std::path::Path) -> bool {
+        let dir = dir.to_string_lossy();
+        matches!(self, RuntimeError::Engine { message, .. } if !dir.is_empty() && message.contains(dir.as_ref()))
+    }
+
     /// True when the engine was not reached or the connection broke (not an engine's answer).
     pub fn is_transport(&self) -> bool {
         matches!(
             self,
             RuntimeError::Transport { .. } | RuntimeError::Unreachable { .. }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine(message: &str) -> RuntimeError {
+        RuntimeError::Engine {
+            engine: "docker".into(),
+            action: "create the sandbox container",
+            status: 400,
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_refused_mount_is_an_answer_naming_the_directory() {
+        let dir = std::path::Path::new("/run/user/0/mcp-code-bridge-0/ch-7-1");
+        let refused = engine("invalid mount config for type \"bind\": bind source path does not exist: /run/user/0/mcp-code-bridge-0/ch-7-1");
+        assert!(refused.refuses_mount_of(dir));
+        assert!(!engine("no space left on device").refuses_mount_of(dir));
+        let broken = RuntimeError::Transport {
+            engine: "docker".into(),
+            action: "create the sandbox container",
+            message: "connection reset".into(),
+        };
+        assert!(!broken.refuses_mount_of(dir));
     }
 }

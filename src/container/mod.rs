@@ -10,9 +10,9 @@ mod owner;
 mod podman_service;
 #[doc(hidden)]
 pub mod process;
-mod raw_http;
 mod runtime;
 mod spec;
+mod workarounds;
 
 pub use connect::{connect, private_dir, Connection};
 pub use error::RuntimeError;

@@ -29,10 +29,13 @@ struct Proc {
 pub struct ProcessRuntime {
     procs: Mutex<HashMap<String, Proc>>,
     next: AtomicU64,
-    /// Every call made, as `"create"`, `"kill <id>"`, ... in order.
+    /// Every call made, as `"create"`, `"remove <id>"`, ... in order.
     pub calls: Mutex<Vec<String>>,
     /// When set, `create` fails with this message.
     pub fail_create: Mutex<Option<String>>,
+    /// When set, `create` refuses a sandbox with a frame-channel directory, as an engine that
+    /// cannot bind-mount it does (its answer names the directory).
+    pub refuse_mount: std::sync::atomic::AtomicBool,
     /// When set, the socket frame channel is not offered (frames stay on stdio).
     pub no_channel: std::sync::atomic::AtomicBool,
     /// When set, claims to isolate, so the (unisolated) process's posture is enforced.
@@ -146,6 +149,19 @@ impl ContainerRuntime for ProcessRuntime {
                 message: msg,
             });
         }
+        if let Some((dir, _)) = &spec.channel_dir {
+            if self.refuse_mount.load(Ordering::Relaxed) {
+                return Err(RuntimeError::Engine {
+                    engine: "process".into(),
+                    action: "create the sandbox container",
+                    status: 400,
+                    message: format!(
+                        "invalid mount config for type \"bind\": bind source path does not exist: {}",
+                        dir.display()
+                    ),
+                });
+            }
+        }
         let id = format!("proc-{}", self.next.fetch_add(1, Ordering::Relaxed));
         let proc = Proc {
             spec: spec.clone(),
@@ -244,20 +260,13 @@ impl ContainerRuntime for ProcessRuntime {
         Ok(c)
     }
 
-    async fn kill(&self, id: &str) -> Result<(), RuntimeError> {
-        self.record(format!("kill {id}"));
-        self.reachable("kill the sandbox")?;
+    async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+        self.record(format!("remove {id}"));
+        self.reachable("remove the sandbox")?;
         if let Some(pid) = self.pid_of(id) {
             // SAFETY: kill(2) on a pid we spawned; no memory is touched.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
         }
-        Ok(())
-    }
-
-    async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
-        self.record(format!("remove {id}"));
-        self.reachable("remove the sandbox")?;
-        self.kill(id).await?;
         self.procs.lock().expect("lock poisoned").remove(id);
         Ok(())
     }

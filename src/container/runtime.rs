@@ -65,8 +65,6 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     async fn start(&self, id: &str) -> Result<(), RuntimeError>;
     /// Waits for the container to exit and returns its exit code.
     async fn wait(&self, id: &str) -> Result<i64, RuntimeError>;
-    /// Sends SIGKILL. A container that is already gone is not an error.
-    async fn kill(&self, id: &str) -> Result<(), RuntimeError>;
     /// Force-removes the container. A container that is already gone is not an error.
     async fn remove(&self, id: &str) -> Result<(), RuntimeError>;
     /// Lists every container (running or not) labelled [`LABEL_MANAGED`](super::LABEL_MANAGED).

@@ -1,16 +1,29 @@
-//! Starting a sandbox on a connected engine: its name and spec, the socket frame channel (with
-//! stdio as the fallback when the engine refuses the mount), and the session's limits.
+//! Starting a sandbox on the engine: its name and spec, the socket frame channel (with stdio
+//! as the fallback, for good, when the engine refuses to mount the socket's directory), and
+//! the session's limits.
 
-use super::*;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-impl Actor {
-    /// Starts a session on the connected engine (`self.conn` must be set).
-    pub(super) async fn start_session(&mut self) -> Result<(), BridgeError> {
-        let runtime = self
-            .conn
-            .as_ref()
-            .map(|c| c.runtime.clone())
-            .expect("start_session is called with a connection");
+use super::engine::{Engine, FrameChannel};
+use crate::bridge::channel::ChannelListener;
+use crate::bridge::dispatch::Dispatcher;
+use crate::bridge::entrypoint;
+use crate::bridge::error::BridgeError;
+use crate::bridge::posture::Expected;
+use crate::bridge::session::{Session, SessionLimits};
+use crate::container::{private_dir, ContainerRuntime, SandboxSpec};
+
+impl Engine {
+    /// Starts a sandbox session, connecting first when needed.
+    ///
+    /// # Errors
+    /// The engine's or the boot's failure; a broken connection is closed (the next sandbox
+    /// reconnects).
+    pub(super) async fn start_sandbox(
+        &mut self,
+        dispatcher: &Dispatcher,
+    ) -> Result<Session, BridgeError> {
+        let runtime = self.connected().await?;
         self.generation += 1;
         let name = format!(
             "mcp-code-bridge-{}-{}-{}",
@@ -38,26 +51,26 @@ impl Actor {
         let mut started = Session::start(
             runtime.clone(),
             &spec,
-            self.dispatcher.clone(),
+            dispatcher.clone(),
             limits,
             channel.map(|(l, _)| l),
             expected.as_ref(),
         )
         .await;
-        if spec.channel_dir.is_some()
-            && matches!(
-                started,
-                Err(BridgeError::Runtime(RuntimeError::Engine { .. }))
-            )
-        {
-            // E.g. an engine that cannot see this machine's files: go on without the socket.
+        let refused = match (&started, &spec.channel_dir) {
+            (Err(BridgeError::Runtime(err)), Some((dir, _))) => err.refuses_mount_of(dir),
+            _ => false,
+        };
+        if refused {
+            // E.g. an engine that cannot see this machine's files: go on without the socket,
+            // for this sandbox and every later one. Any other engine error is just this start's.
             tracing::info!("the engine refused the frame-channel mount; frames use stdio");
-            self.channel_refused = true;
+            self.channel = FrameChannel::Stdio;
             spec.channel_dir = None;
             started = Session::start(
                 runtime,
                 &spec,
-                self.dispatcher.clone(),
+                dispatcher.clone(),
                 limits,
                 None,
                 expected.as_ref(),
@@ -67,15 +80,14 @@ impl Actor {
         match started {
             Ok(s) => {
                 tracing::info!(container = %s.id(), "sandbox started");
-                self.session = Some(s);
-                Ok(())
+                Ok(s)
             }
             Err(err) => {
                 if matches!(&err, BridgeError::Runtime(e) if e.is_transport())
                     || matches!(err, BridgeError::EngineLost { .. })
                 {
                     // The engine connection itself may be broken: reconnect next time.
-                    self.drop_conn().await;
+                    self.disconnect().await;
                 }
                 Err(err)
             }
@@ -85,14 +97,14 @@ impl Actor {
     /// A socket channel for the next sandbox and where it appears inside, when the settings
     /// and the engine allow one.
     fn channel_for(&self, runtime: &dyn ContainerRuntime) -> Option<(ChannelListener, String)> {
-        if self.settings.channel == ChannelMode::Stdio || self.channel_refused {
+        if self.channel == FrameChannel::Stdio {
             return None;
         }
         let base = private_dir(&self.settings);
         ChannelListener::remove_stale(&base);
         // Unique per process, even with several bridges in one process (tests).
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let name = format!("ch-{}-{n}", self.owner.pid);
         match ChannelListener::bind(&base, &name) {
             Ok(listener) => {

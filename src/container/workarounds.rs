@@ -1,13 +1,25 @@
-//! Plain HTTP/1.0 requests over the engine's unix socket, where bollard's typed calls fall short.
+//! Engine and bollard bugs worked around by talking to the engine's unix socket directly: plain
+//! HTTP/1.0 requests, written by hand, where bollard's typed calls fail or cost too much.
 //!
-//! - Listing labelled containers: bollard's typed list rejects states it does not know, and
-//!   podman reports `"stopped"` for exited containers after cleanup, which is exactly the state of
-//!   a dead bridge's leftovers. This reads only `Id` and `Labels`, so any state parses.
+//! - Listing labelled containers: podman's Docker-compatible list reports its internal
+//!   `"stopped"` (and `"stopping"`) states, which the Docker API does not have, and bollard's
+//!   typed list rejects the whole answer over one such container ("unknown variant `stopped`").
+//!   That is exactly the state of a dead bridge's leftovers after cleanup. This reads only `Id`
+//!   and `Labels`, so any state parses. Podman:
+//!   <https://github.com/containers/podman/issues/28359> (fixed by
+//!   <https://github.com/containers/podman/pull/28390>); bollard:
+//!   <https://github.com/fussybeaver/bollard/issues/293>,
+//!   <https://github.com/fussybeaver/bollard/pull/715>.
 //! - Identifying the engine: podman answers `/version` in ~300 ms (it runs `conmon`/`runc` to
-//!   report their versions) while `/_ping` takes ~1 ms and names libpod in its headers.
+//!   report their versions; measured here, no issue found) while `/_ping` takes ~1 ms and names
+//!   libpod in its headers.
 //! - Waiting for a podman container to exit: podman before 4.5 answers the Docker-API `wait` by
 //!   polling the container's state with no pause, which keeps more than one CPU busy for as long
-//!   as the sandbox lives (podman issue 18150). Its own libpod `wait` takes a poll interval.
+//!   as the sandbox lives (<https://github.com/containers/podman/issues/18150>, fixed by
+//!   <https://github.com/containers/podman/pull/18149>). Its own libpod `wait` takes a poll
+//!   interval.
+//!
+//! Only `docker.rs` calls these, and only for an engine on a unix socket.
 
 use std::collections::HashMap;
 use std::time::Duration;
