@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_code_bridge::bridge::{parse_inbound, CallContext, Dispatcher, FrameEvent, LineAssembler};
+use mcp_code_bridge::bridge::{parse_inbound, CallContext, Dispatcher};
 use mcp_code_bridge::config::Servers;
+use mcp_code_bridge::lines::{FrameEvent, LineAssembler};
 use mcp_code_bridge::upstream::{UpstreamHostCalls, UpstreamPool};
 use proptest::prelude::*;
 use serde_json::{json, Value};

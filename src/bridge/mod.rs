@@ -1,7 +1,7 @@
 //! The bridge layer: sandbox sessions, their frame protocol, and requests from sandbox code.
 //!
 //! `sandbox.rs` (the actor) drives `session.rs` (one container's stdio) which speaks
-//! `protocol.rs` frames reassembled by `frame.rs`; `dispatch.rs` is the one place sandbox
+//! `protocol.rs` frames reassembled by `crate::lines`; `dispatch.rs` is the one place sandbox
 //! requests pass; `channel.rs` is the optional socket that carries frames instead of stdio.
 //! Knows containers only through the `container::ContainerRuntime` trait.
 
@@ -10,7 +10,6 @@ mod dispatch;
 mod engine_loss;
 pub mod entrypoint;
 mod error;
-mod frame;
 mod output;
 pub mod posture;
 mod protocol;
@@ -20,6 +19,5 @@ mod session;
 
 pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;
-pub use frame::{FrameEvent, LineAssembler};
 pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};

@@ -1,6 +1,6 @@
 //! The reader task of a sandbox session: reassembles frames from the container's stdout,
 //! answers `call`s through the dispatcher, logs stderr and keeps its tail, and marks the
-//! session dead when the output ends. Everything it reads is untrusted (see `frame.rs`).
+//! session dead when the output ends. Everything it reads is untrusted (see `crate::lines`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,13 +11,12 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 use super::dispatch::{CallContext, Dispatcher};
 use super::error::BridgeError;
-use super::frame::{FrameEvent, LineAssembler};
 use super::protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, PROTOCOL_VERSION};
 use super::session::{
     Outgoing, SessionLimits, Shared, EXIT_CODE_WAIT_MS, MAX_IN_FLIGHT_CALLS, STDERR_LINE_MAX,
-    STDERR_TAIL_LINES,
 };
 use crate::container::Chunk;
+use crate::lines::{FrameEvent, LineAssembler};
 
 /// What every frame handler needs; cloned into each read loop.
 #[derive(Clone)]
@@ -83,11 +82,7 @@ pub(super) async fn read_loop(
                         FrameEvent::TooLong { .. } => "[a very long stderr line was cut]".into(),
                     };
                     tracing::debug!(target: "sandbox", "{line}");
-                    let mut tail = shared.stderr_tail.lock().expect("stderr tail lock");
-                    if tail.len() == STDERR_TAIL_LINES {
-                        tail.pop_front();
-                    }
-                    tail.push_back(line);
+                    shared.stderr_tail.push(line);
                 }
             }
             Err(err) => {

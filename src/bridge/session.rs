@@ -3,10 +3,9 @@
 //! A session owns the container id and three tasks: a writer (the only one touching the
 //! container's stdin), a reader (reassembles frames from stdout, answers `call`s, logs stderr
 //! and keeps its tail) and a waiter (learns the exit code). The sandbox actor owns the session;
-//! nothing else holds it. Everything read from the container is untrusted: see `frame.rs` and
+//! nothing else holds it. Everything read from the container is untrusted: see `crate::lines` and
 //! `protocol.rs` for the limits applied.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,6 +25,7 @@ use super::posture::{self, Expected};
 use super::protocol::{ChannelOffer, ExecTools, Outbound, ResultFrame};
 use super::reader::FrameSink;
 use crate::container::{ContainerRuntime, SandboxSpec};
+use crate::lines::LineTail;
 
 /// How long the entrypoint may take to answer the boot frame.
 pub const BOOT_TIMEOUT_SECS: u64 = 30;
@@ -89,7 +89,7 @@ pub(super) struct Shared {
     pub(super) running: Mutex<Option<Running>>,
     /// Answered by the `ready` frame with the sandbox's posture report.
     pub(super) ready: Mutex<Option<oneshot::Sender<Result<serde_json::Value, String>>>>,
-    pub(super) stderr_tail: Mutex<VecDeque<String>>,
+    pub(super) stderr_tail: LineTail,
     pub(super) death: watch::Sender<Option<Death>>,
     pub(super) memory_bytes: u64,
     /// Whether the engine is still there, and whether frames can do without it.
@@ -98,8 +98,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub(super) fn tail(&self) -> String {
-        let t = self.stderr_tail.lock().expect("stderr tail lock");
-        t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+        self.stderr_tail.joined()
     }
 
     pub(super) fn fail_running(&self, mut err: BridgeError) {
@@ -227,7 +226,7 @@ impl Session {
             ended: std::sync::atomic::AtomicBool::new(false),
             running: Mutex::new(None),
             ready: Mutex::new(Some(ready_tx)),
-            stderr_tail: Mutex::new(VecDeque::new()),
+            stderr_tail: LineTail::new(STDERR_TAIL_LINES, STDERR_LINE_MAX),
             death: death_tx,
             memory_bytes: limits.memory_bytes,
             engine: EngineLink::new(),
