@@ -1,6 +1,6 @@
 //! The bridge layer: sandbox sessions, their frame protocol, and requests from sandbox code.
 //!
-//! `sandbox.rs` (the actor) drives `session.rs` (one container's stdio) which speaks
+//! `sandbox.rs` (the actor) drives `session/` (one container: its tasks and frames) which speaks
 //! `protocol.rs` frames reassembled by `crate::lines`; `dispatch.rs` is the one place sandbox
 //! requests pass; `channel.rs` is the optional socket that carries frames instead of stdio.
 //! Knows containers only through the `container::ContainerRuntime` trait.
@@ -13,7 +13,6 @@ mod error;
 mod output;
 pub mod posture;
 mod protocol;
-mod reader;
 mod sandbox;
 mod session;
 
