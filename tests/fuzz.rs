@@ -141,7 +141,6 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
         let (d, _dir) = dispatcher();
         let ctx = CallContext {
-            exec_id: 1,
             servers: Arc::from(vec!["ghost".to_string()]),
             deadline: tokio::time::Instant::now() + Duration::from_secs(5),
         };
@@ -151,7 +150,7 @@ proptest! {
         let outcome = outcome.expect("answered in time");
         if let Err(e) = outcome {
             prop_assert!(!e.message.is_empty());
-            prop_assert!(!e.kind.is_empty());
+            prop_assert!(!e.kind.as_str().is_empty());
         }
     }
 }

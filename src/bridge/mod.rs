@@ -10,6 +10,7 @@ mod dispatch;
 mod engine_loss;
 pub mod entrypoint;
 mod error;
+mod error_kind;
 mod output;
 pub mod posture;
 mod protocol;
@@ -18,5 +19,6 @@ mod session;
 
 pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;
+pub use error_kind::ErrorKind;
 pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};

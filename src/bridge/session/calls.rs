@@ -12,6 +12,7 @@ use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS};
 use super::state::Shared;
 use super::writer::Outgoing;
 use crate::bridge::dispatch::{CallContext, Dispatcher};
+use crate::bridge::error_kind::ErrorKind;
 use crate::bridge::protocol::{CallFrame, Outbound};
 
 /// What answering `call` frames needs; shared by both read loops.
@@ -71,11 +72,7 @@ impl Calls {
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
         let task = async move {
-            let ctx = CallContext {
-                exec_id: exec,
-                servers,
-                deadline,
-            };
+            let ctx = CallContext { servers, deadline };
             let reply = match dispatcher.handle(&ctx, &method, params).await {
                 Ok(value) => Outbound::Reply {
                     id,
@@ -107,7 +104,7 @@ fn refusal(id: u64, message: String) -> Outbound<'static> {
         ok: false,
         value: Value::Null,
         error: Some(message),
-        kind: Some("bad_request"),
+        kind: Some(ErrorKind::BadRequest),
     }
 }
 
