@@ -82,6 +82,10 @@ MCPError = BridgeCallError  # the Python bridge's name for a failed MCP call
 EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
               UnknownToolError, ToolDisabledError, ServerNotAllowedError, ServerError,
               InvalidArgumentsError)
+# Kinds with no class of their own: raised as a plain BridgeCallError carrying the kind. With the
+# KIND of each class in EXCEPTIONS, the kinds the host sends: the Rust test in
+# src/bridge/error_kind.rs holds this list equal to ErrorKind::ALL.
+PLAIN_KINDS = ("bad_request",)
 _BY_KIND = {cls.KIND: cls for cls in EXCEPTIONS if cls.KIND}
 
 

@@ -7,6 +7,8 @@
 //! - [`container`]: the [`container::ContainerRuntime`] trait; bollard for podman and docker.
 //! - [`bridge`]: the sandbox actor, one container session, the frame protocol, and the
 //!   dispatcher every sandbox→host request passes.
+//! - [`lines`]: newline reassembly of chunked streams and bounded tails of their last lines.
+//!   Leaf.
 //! - [`format`]: a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`.
@@ -22,6 +24,7 @@ pub mod config;
 pub mod container;
 pub mod doctor;
 pub mod format;
+pub mod lines;
 pub mod report;
 pub mod server;
 pub mod servers_cli;

@@ -5,8 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_code_bridge::bridge::{parse_inbound, CallContext, Dispatcher, FrameEvent, LineAssembler};
+use mcp_code_bridge::bridge::{parse_inbound, CallContext, Dispatcher};
 use mcp_code_bridge::config::Servers;
+use mcp_code_bridge::lines::{FrameEvent, LineAssembler};
 use mcp_code_bridge::upstream::{UpstreamHostCalls, UpstreamPool};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -140,7 +141,6 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("rt");
         let (d, _dir) = dispatcher();
         let ctx = CallContext {
-            exec_id: 1,
             servers: Arc::from(vec!["ghost".to_string()]),
             deadline: tokio::time::Instant::now() + Duration::from_secs(5),
         };
@@ -150,7 +150,7 @@ proptest! {
         let outcome = outcome.expect("answered in time");
         if let Err(e) = outcome {
             prop_assert!(!e.message.is_empty());
-            prop_assert!(!e.kind.is_empty());
+            prop_assert!(!e.kind.as_str().is_empty());
         }
     }
 }

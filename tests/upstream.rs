@@ -278,7 +278,6 @@ async fn arguments_are_checked_against_the_schema_before_the_call() {
     let servers = vec!["my-stub".to_string()];
     host.load(&servers, soon(20)).await.expect("load");
     let ctx = CallContext {
-        exec_id: 1,
         servers: Arc::from(servers),
         deadline: soon(10),
     };
@@ -292,14 +291,14 @@ async fn arguments_are_checked_against_the_schema_before_the_call() {
     let err = call("add", json!({"a": "1", "bb": 2}))
         .await
         .expect_err("invalid");
-    assert_eq!(err.kind, "invalid_arguments");
+    assert_eq!(err.kind.as_str(), "invalid_arguments");
     assert_eq!(
         err.message,
         "mcp_my_stub.add(a: float, b: float) -> dict:\n  missing required argument 'b'\n  \
          argument 'a' must be number, got string \"1\"\n  unknown argument 'bb' (did you mean 'b'?)"
     );
     let err = call("ad", json!({})).await.expect_err("unknown tool");
-    assert_eq!(err.kind, "unknown_tool");
+    assert_eq!(err.kind.as_str(), "unknown_tool");
     assert!(
         err.message.contains("(did you mean 'add'?)"),
         "{}",

@@ -11,11 +11,11 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::error_kind::ErrorKind;
+
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
 pub struct CallContext {
-    /// The exec id.
-    pub exec_id: u64,
     /// Servers the run loaded (`servers` argument of `run_python`).
     pub servers: Arc<[String]>,
     /// When the run's time is up; every downstream call must finish by then.
@@ -25,9 +25,8 @@ pub struct CallContext {
 /// A failed host call, as raised in the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallError {
-    /// Error class for the sandbox (`tool`, `not_loaded`, `unknown_server`, `unknown_tool`,
-    /// `server`, `bad_request`); see ARCHITECTURE.md.
-    pub kind: &'static str,
+    /// Error class for the sandbox; see ARCHITECTURE.md.
+    pub kind: ErrorKind,
     /// The message.
     pub message: String,
 }
@@ -36,7 +35,7 @@ impl CallError {
     /// A `bad_request` error.
     pub fn bad_request(message: impl Into<String>) -> Self {
         CallError {
-            kind: "bad_request",
+            kind: ErrorKind::BadRequest,
             message: message.into(),
         }
     }
@@ -132,7 +131,6 @@ mod tests {
     async fn builtins_and_unknown_methods() {
         let d = Dispatcher::new(Arc::new(NoHostCalls));
         let ctx = CallContext {
-            exec_id: 1,
             servers: Arc::from(Vec::new()),
             deadline: Instant::now(),
         };
@@ -142,7 +140,7 @@ mod tests {
             .handle(&ctx, "rm_rf", Value::Null)
             .await
             .expect_err("unknown");
-        assert!(err.message.contains("rm_rf") && err.kind == "bad_request");
+        assert!(err.message.contains("rm_rf") && err.kind.as_str() == "bad_request");
         assert!(d.load(&["gh".to_string()], Instant::now()).await.is_err());
         assert!(d
             .load(&[], Instant::now())

@@ -1,7 +1,7 @@
 //! The bridge layer: sandbox sessions, their frame protocol, and requests from sandbox code.
 //!
-//! `sandbox.rs` (the actor) drives `session.rs` (one container's stdio) which speaks
-//! `protocol.rs` frames reassembled by `frame.rs`; `dispatch.rs` is the one place sandbox
+//! `sandbox.rs` (the actor) drives `session/` (one container: its tasks and frames) which speaks
+//! `protocol.rs` frames reassembled by `crate::lines`; `dispatch.rs` is the one place sandbox
 //! requests pass; `channel.rs` is the optional socket that carries frames instead of stdio.
 //! Knows containers only through the `container::ContainerRuntime` trait.
 
@@ -10,16 +10,15 @@ mod dispatch;
 mod engine_loss;
 pub mod entrypoint;
 mod error;
-mod frame;
+mod error_kind;
 mod output;
 pub mod posture;
 mod protocol;
-mod reader;
 mod sandbox;
 mod session;
 
 pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;
-pub use frame::{FrameEvent, LineAssembler};
+pub use error_kind::ErrorKind;
 pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};

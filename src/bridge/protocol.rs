@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::dispatch::LoadedTools;
+use super::error_kind::ErrorKind;
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -137,7 +138,7 @@ pub enum Outbound<'a> {
         error: Option<String>,
         /// The error class when `ok` is false.
         #[serde(skip_serializing_if = "Option::is_none")]
-        kind: Option<&'static str>,
+        kind: Option<ErrorKind>,
     },
     /// Exit cleanly.
     Shutdown,
@@ -388,7 +389,7 @@ mod tests {
             ok: false,
             value: Value::Null,
             error: Some("no".into()),
-            kind: Some("tool"),
+            kind: Some(ErrorKind::Tool),
         }
         .to_line();
         let v: Value = serde_json::from_slice(&reply).expect("valid json");

@@ -5,8 +5,7 @@
 //! started on first use, reused while alive, restarted on the next use after it dies, and
 //! after a failed start waits an exponentially growing backoff before trying again.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -20,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 use super::lane::{Lane, LaneError};
 use super::transport::{ChildTransport, EndReason};
 use super::UpstreamError;
-use crate::bridge::{FrameEvent, LineAssembler};
 use crate::config::{ServerSpec, Transport};
+use crate::lines::{FrameEvent, LineAssembler, LineTail};
 
 /// Longest a server may take to start and list its tools.
 pub const START_TIMEOUT_SECS: u64 = 30;
@@ -33,6 +32,8 @@ pub const BACKOFF_MAX_SECS: u64 = 30;
 pub const STDERR_TAIL_LINES: usize = 20;
 /// Longest stderr line buffered; longer ones are replaced by a note.
 pub const STDERR_LINE_MAX: usize = 64 << 10;
+/// Characters of a stderr line kept in the tail.
+pub const STDERR_LINE_CHARS: usize = 1000;
 
 /// A connected server: a cheap handle to its session.
 #[derive(Clone)]
@@ -81,7 +82,7 @@ pub struct Upstream {
     /// Its definition.
     pub spec: Arc<ServerSpec>,
     state: tokio::sync::Mutex<State>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<LineTail>,
     ended: EndReason,
     starts: std::sync::atomic::AtomicU32,
 }
@@ -92,7 +93,7 @@ impl Upstream {
         Upstream {
             spec,
             state: tokio::sync::Mutex::new(State::Idle),
-            stderr: Arc::default(),
+            stderr: Arc::new(LineTail::new(STDERR_TAIL_LINES, STDERR_LINE_CHARS)),
             ended: Arc::default(),
             starts: std::sync::atomic::AtomicU32::new(0),
         }
@@ -384,8 +385,7 @@ impl Upstream {
 
     /// The server's last stderr lines (already redacted as they were read).
     pub fn stderr_tail(&self) -> String {
-        let t = self.stderr.lock().expect("stderr lock");
-        t.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+        self.stderr.joined()
     }
 }
 
@@ -396,7 +396,7 @@ fn backoff(failures: u32) -> Duration {
 
 async fn drain_stderr(
     mut stderr: tokio::process::ChildStderr,
-    tail: Arc<Mutex<VecDeque<String>>>,
+    tail: Arc<LineTail>,
     spec: Arc<ServerSpec>,
 ) {
     let server = &spec.name;
@@ -417,11 +417,7 @@ async fn drain_stderr(
                 }
             };
             tracing::debug!(target: "upstream", server = %server, "{line}");
-            let mut t = tail.lock().expect("stderr lock");
-            if t.len() == STDERR_TAIL_LINES {
-                t.pop_front();
-            }
-            t.push_back(line.chars().take(1000).collect());
+            tail.push(line);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Errors of the upstream layer (the user's MCP servers).
 
 use super::near::did_you_mean;
+use crate::bridge::ErrorKind;
 
 /// A failure reaching or using a downstream MCP server.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -108,18 +109,18 @@ pub enum UpstreamError {
 
 impl UpstreamError {
     /// The error class sent to the sandbox (see ARCHITECTURE.md).
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            UpstreamError::UnknownServer { .. } => "unknown_server",
-            UpstreamError::NotLoaded { .. } => "not_loaded",
-            UpstreamError::UnknownTool { .. } => "unknown_tool",
-            UpstreamError::InvalidArguments { .. } => "invalid_arguments",
-            UpstreamError::ToolDisabled { .. } => "tool_disabled",
-            UpstreamError::NotAllowed { .. } => "not_allowed",
+            UpstreamError::UnknownServer { .. } => ErrorKind::UnknownServer,
+            UpstreamError::NotLoaded { .. } => ErrorKind::NotLoaded,
+            UpstreamError::UnknownTool { .. } => ErrorKind::UnknownTool,
+            UpstreamError::InvalidArguments { .. } => ErrorKind::InvalidArguments,
+            UpstreamError::ToolDisabled { .. } => ErrorKind::ToolDisabled,
+            UpstreamError::NotAllowed { .. } => ErrorKind::NotAllowed,
             UpstreamError::Start { .. }
             | UpstreamError::Crashed { .. }
-            | UpstreamError::Timeout { .. } => "server",
-            UpstreamError::Tool { .. } => "tool",
+            | UpstreamError::Timeout { .. } => ErrorKind::Server,
+            UpstreamError::Tool { .. } => ErrorKind::Tool,
         }
     }
 }
@@ -188,7 +189,7 @@ mod tests {
             signature: "(repo: str, title: str) -> dict".into(),
             problems: vec!["missing required argument 'title'".into()],
         };
-        assert_eq!(e.kind(), "invalid_arguments");
+        assert_eq!(e.kind().as_str(), "invalid_arguments");
         assert_eq!(
             e.to_string(),
             "mcp_github.create_issue(repo: str, title: str) -> dict: missing required argument 'title'"

@@ -470,7 +470,6 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let calls = UpstreamHostCalls::new(Arc::new(UpstreamPool::new(servers, dir.path())));
         let ctx = CallContext {
-            exec_id: 1,
             servers: Arc::from(Vec::new()),
             deadline: Instant::now(),
         };

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout};
 
 use super::lane::{Lane, LaneError, SharedStdin, FIRST_ID};
-use crate::bridge::{FrameEvent, LineAssembler};
+use crate::lines::{FrameEvent, LineAssembler};
 
 /// Largest JSON-RPC message accepted from a server, in bytes.
 pub const MAX_MESSAGE_BYTES: usize = 64 << 20;

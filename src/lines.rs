@@ -1,9 +1,16 @@
-//! Newline-delimited frame reassembly over chunked container output.
+//! Lines out of byte streams: newline reassembly over chunked output ([`LineAssembler`]) and
+//! the bounded tail of a stream's last lines kept for error messages ([`LineTail`]).
 //!
 //! Chunks from the engine are not lines (conmon cuts at 8 KiB, dockerd at 32 KiB, and small
 //! lines share a chunk). [`LineAssembler`] joins them, scanning each byte once (memchr), and
 //! enforces a maximum frame length: an oversized frame is reported and skipped up to its newline
 //! without buffering it, so a hostile container cannot grow the bridge's memory.
+//!
+//! A leaf: used by the bridge (sandbox frames and stderr) and upstream (server messages and
+//! stderr); knows neither.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
 
 use bytes::{Bytes, BytesMut};
 
@@ -91,6 +98,51 @@ impl LineAssembler {
     }
 }
 
+/// The last lines of a stream (a process's stderr), bounded in count and in characters per
+/// line, for error messages. Shared by reference: pushing and joining lock a std mutex only
+/// for the copy.
+#[derive(Debug)]
+pub struct LineTail {
+    lines: Mutex<VecDeque<String>>,
+    max_lines: usize,
+    max_chars: usize,
+}
+
+impl LineTail {
+    /// A tail keeping the last `max_lines` lines, each cut to `max_chars` characters.
+    pub fn new(max_lines: usize, max_chars: usize) -> Self {
+        LineTail {
+            lines: Mutex::new(VecDeque::with_capacity(max_lines)),
+            max_lines,
+            max_chars,
+        }
+    }
+
+    /// Appends `line` (cut to the character bound), dropping the oldest line when full.
+    pub fn push(&self, mut line: String) {
+        if let Some((cut, _)) = line.char_indices().nth(self.max_chars) {
+            line.truncate(cut);
+        }
+        let mut lines = self.lines.lock().expect("line tail lock: never poisoned");
+        if lines.len() == self.max_lines {
+            lines.pop_front();
+        }
+        if self.max_lines > 0 {
+            lines.push_back(line);
+        }
+    }
+
+    /// The kept lines, oldest first, joined with `\n`.
+    pub fn joined(&self) -> String {
+        let lines = self.lines.lock().expect("line tail lock: never poisoned");
+        lines
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,5 +222,15 @@ mod tests {
         a.push(b"\n", &mut out);
         assert_eq!(out.len(), 1);
         assert!(start.elapsed() < std::time::Duration::from_secs(2));
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines_each_cut_to_its_bound() {
+        let tail = LineTail::new(3, 4);
+        assert_eq!(tail.joined(), "");
+        for line in ["one", "two", "three", "four", "fünfzig"] {
+            tail.push(line.to_string());
+        }
+        assert_eq!(tail.joined(), "thre\nfour\nfünf");
     }
 }

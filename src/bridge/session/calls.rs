@@ -1,0 +1,141 @@
+//! `call` frames: sandbox code asking the host for something. Each is checked against the
+//! running exec and the in-flight cap, handled by the dispatcher on its own task, and its
+//! reply queued within the reply budget.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, Semaphore};
+use tracing::Instrument;
+
+use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS};
+use super::state::Shared;
+use super::writer::Outgoing;
+use crate::bridge::dispatch::{CallContext, Dispatcher};
+use crate::bridge::error_kind::ErrorKind;
+use crate::bridge::protocol::{CallFrame, Outbound};
+
+/// What answering `call` frames needs; shared by both read loops.
+#[derive(Clone)]
+pub(super) struct Calls {
+    writer: mpsc::Sender<Outgoing>,
+    dispatcher: Dispatcher,
+    /// In-flight sandbox requests, shared by both channels.
+    in_flight: Arc<Semaphore>,
+    /// Bytes of replies queued but not yet written to the sandbox (one permit per byte).
+    pending: Arc<Semaphore>,
+    max_pending: usize,
+}
+
+impl Calls {
+    /// Calls answered through `dispatcher`, their replies queued on `writer`.
+    pub(super) fn new(
+        writer: mpsc::Sender<Outgoing>,
+        dispatcher: Dispatcher,
+        limits: SessionLimits,
+    ) -> Self {
+        Calls {
+            writer,
+            dispatcher,
+            in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS)),
+            pending: Arc::new(Semaphore::new(limits.max_pending_results)),
+            max_pending: limits.max_pending_results,
+        }
+    }
+
+    /// Answers one `call` frame: at once when it is refused, else from a task of its own.
+    pub(super) fn handle(&self, frame: CallFrame, shared: &Shared) {
+        let CallFrame {
+            id,
+            exec,
+            method,
+            params,
+        } = frame;
+        let servers = {
+            let running = shared.running.lock().expect("running lock");
+            running
+                .as_ref()
+                .filter(|r| r.id == exec)
+                .map(|r| (r.servers.clone(), r.deadline))
+        };
+        let writer = self.writer.clone();
+        let Some((servers, deadline)) = servers else {
+            let reply = refusal(id, "no run_python call is in progress".into());
+            let _ = writer.try_send(reply.to_line().into());
+            return;
+        };
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            let msg = format!("too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})");
+            let _ = writer.try_send(refusal(id, msg).to_line().into());
+            return;
+        };
+        let dispatcher = self.dispatcher.clone();
+        let (pending, max_pending) = (self.pending.clone(), self.max_pending);
+        let task = async move {
+            let ctx = CallContext { servers, deadline };
+            let reply = match dispatcher.handle(&ctx, &method, params).await {
+                Ok(value) => Outbound::Reply {
+                    id,
+                    ok: true,
+                    value,
+                    error: None,
+                    kind: None,
+                },
+                Err(e) => Outbound::Reply {
+                    id,
+                    ok: false,
+                    value: Value::Null,
+                    error: Some(e.message),
+                    kind: Some(e.kind),
+                },
+            };
+            let out = budgeted(reply, id, &pending, max_pending);
+            let _ = writer.send(out).await;
+            drop(permit);
+        };
+        tokio::spawn(task.in_current_span());
+    }
+}
+
+/// A `bad_request` reply to call `id`.
+fn refusal(id: u64, message: String) -> Outbound<'static> {
+    Outbound::Reply {
+        id,
+        ok: false,
+        value: Value::Null,
+        error: Some(message),
+        kind: Some(ErrorKind::BadRequest),
+    }
+}
+
+/// The reply as a queued frame holding its share of the reply budget, or, when the sandbox
+/// has left too much unread (or the reply alone is over the budget), an error reply instead:
+/// a sandbox that asks for results and never reads them cannot make the bridge hold them all.
+fn budgeted(reply: Outbound<'_>, id: u64, pending: &Arc<Semaphore>, max: usize) -> Outgoing {
+    let line = reply.to_line();
+    let share = u32::try_from(line.len()).unwrap_or(u32::MAX);
+    let held = (line.len() <= max)
+        .then(|| pending.clone().try_acquire_many_owned(share).ok())
+        .flatten();
+    if let Some(held) = held {
+        return Outgoing {
+            line,
+            _budget: Some(held),
+        };
+    }
+    let message = if line.len() > max {
+        format!(
+            "this result ({} bytes) was dropped: it is larger than MCP_BRIDGE_MAX_PENDING_RESULTS \
+             ({max} bytes)",
+            line.len()
+        )
+    } else {
+        format!(
+            "this result ({} bytes) was dropped: {} bytes of earlier results are still waiting \
+             for the sandbox to read them, and MCP_BRIDGE_MAX_PENDING_RESULTS is {max} bytes",
+            line.len(),
+            max.saturating_sub(pending.available_permits())
+        )
+    };
+    refusal(id, message).to_line().into()
+}

@@ -1,0 +1,108 @@
+//! One frame from the sandbox, whichever channel brought it: `ready` answers the boot
+//! handshake, `started` and `result` advance the running exec, `call` goes to [`Calls`].
+//! A frame over the limit or one that does not parse fails the running exec.
+
+use std::sync::Arc;
+
+use super::calls::Calls;
+use super::limits::SessionLimits;
+use super::state::Shared;
+use crate::bridge::error::BridgeError;
+use crate::bridge::protocol::{parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
+use crate::lines::FrameEvent;
+
+/// What every frame handler needs; cloned into each read loop.
+#[derive(Clone)]
+pub(super) struct FrameSink {
+    pub(super) shared: Arc<Shared>,
+    pub(super) max_frame: usize,
+    calls: Calls,
+}
+
+impl FrameSink {
+    /// A sink for one session.
+    pub(super) fn new(shared: Arc<Shared>, calls: Calls, limits: SessionLimits) -> Self {
+        FrameSink {
+            shared,
+            max_frame: limits.max_frame,
+            calls,
+        }
+    }
+
+    /// Handles one event of the frame assembler.
+    pub(super) fn handle(&self, event: FrameEvent) {
+        let shared = &self.shared;
+        let line = match event {
+            FrameEvent::Line(line) => line,
+            FrameEvent::TooLong { .. } => {
+                let max_frame = self.max_frame;
+                shared.fail_running(BridgeError::Protocol(format!(
+                    "the sandbox sent a frame larger than MCP_BRIDGE_MAX_FRAME ({max_frame} bytes); it was dropped"
+                )));
+                return;
+            }
+        };
+        match parse_inbound(&line) {
+            Ok(Inbound::Ready(frame)) => ready(frame, shared),
+            Ok(Inbound::Started { id }) => {
+                if let Some(r) = shared
+                    .running
+                    .lock()
+                    .expect("running lock")
+                    .as_mut()
+                    .filter(|r| r.id == id)
+                {
+                    r.started = true;
+                }
+            }
+            Ok(Inbound::Result(frame)) => {
+                let mut running = shared.running.lock().expect("running lock");
+                match running.take() {
+                    Some(r) if r.id == frame.id => {
+                        let _ = r.done.send(Ok(frame));
+                    }
+                    other => {
+                        *running = other;
+                        tracing::warn!(
+                            id = frame.id,
+                            "ignored a result for an exec that is not running"
+                        );
+                    }
+                }
+            }
+            Ok(Inbound::Call(frame)) => self.calls.handle(frame, shared),
+            Err(msg) => {
+                tracing::warn!("{msg}");
+                shared.fail_running(BridgeError::Protocol(msg));
+            }
+        }
+    }
+}
+
+/// Answers the boot handshake with the posture report, or why the entrypoint cannot serve.
+fn ready(frame: ReadyFrame, shared: &Shared) {
+    let ReadyFrame {
+        v,
+        channel,
+        channel_error,
+        posture,
+        ..
+    } = frame;
+    match (channel.as_deref(), channel_error) {
+        (_, Some(why)) => {
+            tracing::info!("frames stay on stdio: the socket channel failed: {why}")
+        }
+        (Some(ch), None) => tracing::debug!(channel = ch, "sandbox ready"),
+        _ => {}
+    }
+    let result = if v == PROTOCOL_VERSION {
+        Ok(posture.unwrap_or_default())
+    } else {
+        Err(format!(
+            "entrypoint speaks protocol {v}, the bridge {PROTOCOL_VERSION}"
+        ))
+    };
+    if let Some(tx) = shared.ready.lock().expect("ready lock").take() {
+        let _ = tx.send(result);
+    }
+}

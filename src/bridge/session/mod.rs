@@ -1,0 +1,223 @@
+//! [`Session`]: one live sandbox container and the tasks that serve it.
+//!
+//! A session owns the container id and its tasks: a writer (`writer.rs`, the only one
+//! writing to the sandbox), the read loops (`reader.rs`: attach stream and socket channel;
+//! `inbound.rs` handles each frame, `calls.rs` the sandbox's requests) and a waiter
+//! (`waiter.rs`, learns the exit code). `boot.rs` starts them and waits for `ready`; `state.rs`
+//! is the one place their shared state lives; `limits.rs` holds the bounds. The tasks run in a
+//! `session{container=…}` span. The sandbox actor owns the session; nothing else holds it.
+//! Everything read from the container is untrusted: see `crate::lines` and `protocol.rs` for
+//! the limits applied.
+
+mod boot;
+mod calls;
+mod inbound;
+mod limits;
+mod reader;
+mod state;
+mod waiter;
+mod writer;
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::value::RawValue;
+use tokio::io::AsyncWrite;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::task::AbortOnDropHandle;
+use tracing::Instrument;
+
+use super::channel::ChannelListener;
+use super::dispatch::{Dispatcher, LoadedTools};
+use super::error::{explain_exit, BridgeError};
+use super::posture::Expected;
+use super::protocol::{ExecTools, Outbound, ResultFrame};
+use crate::container::{ContainerRuntime, SandboxSpec};
+use state::{Running, Shared};
+use writer::Outgoing;
+
+pub use limits::SessionLimits;
+pub use state::Death;
+
+/// Characters of the container id shown in the session's span.
+const SPAN_ID_CHARS: usize = 12;
+
+/// A running sandbox container.
+pub struct Session {
+    id: String,
+    runtime: Arc<dyn ContainerRuntime>,
+    writer: mpsc::Sender<Outgoing>,
+    shared: Arc<Shared>,
+    death: watch::Receiver<Option<Death>>,
+    /// The container's stdin, held open while frames use the socket channel.
+    _stdin: Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
+    _tasks: Vec<AbortOnDropHandle<()>>,
+    /// Per server: the tool entries this sandbox was last sent (later execs send `true` while
+    /// they are unchanged).
+    sent_tools: Mutex<HashMap<String, Arc<RawValue>>>,
+}
+
+impl Session {
+    /// Creates, attaches and starts a container for `spec`, boots the entrypoint and waits
+    /// until it is ready. With `channel` (and `spec.channel_dir` naming where it is mounted),
+    /// frames move to that socket once the entrypoint connects; otherwise they stay on stdio.
+    ///
+    /// # Errors
+    /// [`BridgeError::Runtime`] when the engine refuses; [`BridgeError::Boot`] when the
+    /// entrypoint does not answer. The container is removed on failure.
+    pub async fn start(
+        runtime: Arc<dyn ContainerRuntime>,
+        spec: &SandboxSpec,
+        dispatcher: Dispatcher,
+        limits: SessionLimits,
+        channel: Option<ChannelListener>,
+        expected: Option<&Expected>,
+    ) -> Result<Session, BridgeError> {
+        let began = tokio::time::Instant::now();
+        let id = runtime.create(spec).await?;
+        tracing::debug!(
+            ms = began.elapsed().as_millis() as u64,
+            "sandbox container created"
+        );
+        let channel = channel.zip(spec.channel_dir.as_ref().map(|(_, inside)| inside.clone()));
+        let span = tracing::info_span!(
+            "session",
+            container = id.get(..SPAN_ID_CHARS).unwrap_or(&id)
+        );
+        let booted = boot::boot(&runtime, &id, dispatcher, limits, channel, expected)
+            .instrument(span)
+            .await;
+        match booted {
+            Ok(b) => Ok(Session {
+                id,
+                runtime,
+                writer: b.writer,
+                shared: b.shared,
+                death: b.death,
+                _stdin: Mutex::new(b.stdin),
+                _tasks: b.tasks,
+                sent_tools: Mutex::new(HashMap::new()),
+            }),
+            Err(e) => {
+                if let Err(err) = runtime.remove(&id).await {
+                    tracing::warn!(container = %id, cause = %err, "could not remove a sandbox that failed to start");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The engine's container id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    async fn send(&self, line: Vec<u8>) -> Result<(), BridgeError> {
+        self.writer
+            .send(line.into())
+            .await
+            .map_err(|_| BridgeError::Died {
+                reason: "its stdin is closed".into(),
+                stderr_tail: self.shared.tail(),
+                before_start: true,
+            })
+    }
+
+    /// Starts exec `id`; the receiver yields its result, or the error that ended it.
+    ///
+    /// # Errors
+    /// [`BridgeError::Died`] when the sandbox is already gone.
+    pub async fn exec(
+        &self,
+        id: u64,
+        code: &str,
+        servers: Arc<[String]>,
+        tools: &LoadedTools,
+        deadline: tokio::time::Instant,
+        output_limit: usize,
+    ) -> Result<oneshot::Receiver<Result<ResultFrame, BridgeError>>, BridgeError> {
+        let (tx, rx) = oneshot::channel();
+        let line = {
+            let mut sent = self.sent_tools.lock().expect("sent tools lock");
+            let frame_tools = ExecTools::for_exec(&mut sent, tools);
+            Outbound::Exec {
+                id,
+                code,
+                servers: &servers,
+                tools: &frame_tools,
+                output_limit,
+            }
+            .to_line()
+        };
+        *self.shared.running.lock().expect("running lock") = Some(Running {
+            id,
+            started: false,
+            servers,
+            deadline,
+            done: tx,
+        });
+        if let Some(d) = self.death.borrow().clone() {
+            self.shared.fail_running(BridgeError::Died {
+                reason: explain_exit(d.code, self.shared.memory_bytes),
+                stderr_tail: self.shared.tail(),
+                before_start: true,
+            });
+        }
+        self.send(line).await?;
+        Ok(rx)
+    }
+
+    /// Asks the entrypoint to interrupt exec `id`.
+    pub async fn interrupt(&self, id: u64) {
+        let _ = self.send(Outbound::Interrupt { id }.to_line()).await;
+    }
+
+    /// Why the engine was lost while this session ran, if it was. Frames on the socket
+    /// channel may still flow, but the container can no longer be watched or removed through
+    /// this connection.
+    pub fn engine_lost(&self) -> Option<String> {
+        self.shared.engine.lost()
+    }
+
+    /// The exit of the container, once known.
+    pub fn death(&self) -> Option<Death> {
+        self.death.borrow().clone()
+    }
+
+    /// True once the container's output has ended (it is dead or dying), even before
+    /// its exit code is known.
+    pub fn has_ended(&self) -> bool {
+        self.death().is_some() || self.shared.ended()
+    }
+
+    /// Waits until the container has ended.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes a watch channel.
+    pub async fn died(&self) -> Death {
+        let mut rx = self.death.clone();
+        let guard = rx.wait_for(|d| d.is_some()).await;
+        match guard {
+            Ok(d) => d.clone().unwrap_or(Death { code: None }),
+            Err(_) => Death { code: None },
+        }
+    }
+
+    /// Kills and removes the container at once.
+    pub async fn kill(self) {
+        if let Err(err) = self.runtime.remove(&self.id).await {
+            tracing::warn!(container = %self.id, cause = %err, "could not remove the sandbox");
+        }
+    }
+
+    /// Asks the entrypoint to exit, waits up to `grace`, then removes the container.
+    pub async fn close(self, grace: Duration) {
+        if self.death().is_none() {
+            let _ = self.send(Outbound::Shutdown.to_line()).await;
+            let _ = tokio::time::timeout(grace, self.died()).await;
+        }
+        self.kill().await;
+    }
+}

@@ -1,0 +1,133 @@
+//! [`Shared`]: the one place a session's state lives that its tasks (reader, writer, waiter)
+//! and the [`Session`](super::Session) handle all see: the running exec, the ready handshake,
+//! the stderr tail and the container's death. Every lock here is a std mutex held for a copy
+//! or a swap, never across an `.await`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{oneshot, watch};
+
+use super::limits::{STDERR_LINE_MAX, STDERR_TAIL_LINES};
+use crate::bridge::engine_loss::EngineLink;
+use crate::bridge::error::{explain_exit, BridgeError};
+use crate::bridge::protocol::ResultFrame;
+use crate::lines::LineTail;
+
+/// Why and how a sandbox ended.
+#[derive(Debug, Clone)]
+pub struct Death {
+    /// Exit code, when the engine told it.
+    pub code: Option<i64>,
+}
+
+/// Where an exec's result (or the error that ended it) goes.
+pub(super) type ExecReply = oneshot::Sender<Result<ResultFrame, BridgeError>>;
+
+/// Where the `ready` frame's posture report (or why boot failed) goes.
+pub(super) type ReadyReply = oneshot::Sender<Result<serde_json::Value, String>>;
+
+/// The exec the sandbox is running.
+pub(super) struct Running {
+    pub(super) id: u64,
+    pub(super) started: bool,
+    pub(super) servers: Arc<[String]>,
+    pub(super) deadline: tokio::time::Instant,
+    pub(super) done: ExecReply,
+}
+
+/// State shared by a session's tasks and its handle.
+pub(super) struct Shared {
+    /// Set the moment the output stream ends, before the exit code is known.
+    ended: AtomicBool,
+    pub(super) running: Mutex<Option<Running>>,
+    /// Answered by the `ready` frame with the sandbox's posture report.
+    pub(super) ready: Mutex<Option<ReadyReply>>,
+    pub(super) stderr_tail: LineTail,
+    pub(super) death: watch::Sender<Option<Death>>,
+    pub(super) memory_bytes: u64,
+    /// Whether the engine is still there, and whether frames can do without it.
+    pub(super) engine: Arc<EngineLink>,
+}
+
+impl Shared {
+    /// State for a session whose container has `memory_bytes`; `ready` is answered by the
+    /// `ready` frame, `death` is sent once when the container ends.
+    pub(super) fn new(
+        memory_bytes: u64,
+        ready: ReadyReply,
+        death: watch::Sender<Option<Death>>,
+    ) -> Arc<Self> {
+        Arc::new(Shared {
+            ended: AtomicBool::new(false),
+            running: Mutex::new(None),
+            ready: Mutex::new(Some(ready)),
+            stderr_tail: LineTail::new(STDERR_TAIL_LINES, STDERR_LINE_MAX),
+            death,
+            memory_bytes,
+            engine: EngineLink::new(),
+        })
+    }
+
+    /// The container's last stderr lines.
+    pub(super) fn tail(&self) -> String {
+        self.stderr_tail.joined()
+    }
+
+    /// Records that the output stream ended (the exit code may not be known yet).
+    pub(super) fn set_ended(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+    }
+
+    /// True once the output stream ended.
+    pub(super) fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Ends the running exec, if any, with `err`.
+    pub(super) fn fail_running(&self, mut err: BridgeError) {
+        if let Some(r) = self.running.lock().expect("running lock").take() {
+            if let BridgeError::Died { before_start, .. } = &mut err {
+                *before_start = !r.started;
+            }
+            let _ = r.done.send(Err(err));
+        }
+    }
+
+    /// Records the container's end (once): fails the boot handshake and the running exec.
+    pub(super) fn mark_dead(&self, code: Option<i64>) {
+        let first = self.death.send_if_modified(|d| {
+            if d.is_none() {
+                *d = Some(Death { code });
+                true
+            } else {
+                false
+            }
+        });
+        if first {
+            let reason = explain_exit(code, self.memory_bytes);
+            let lost = self.engine.lost();
+            if code == Some(0) {
+                tracing::debug!("sandbox exited cleanly");
+            } else if lost.is_none() {
+                tracing::warn!(exit_code = ?code, "sandbox ended: {reason}");
+            }
+            let err = match lost {
+                Some(cause) => BridgeError::EngineLost { cause },
+                None => BridgeError::Died {
+                    reason: reason.clone(),
+                    stderr_tail: self.tail(),
+                    before_start: false,
+                },
+            };
+            if let Some(tx) = self.ready.lock().expect("ready lock").take() {
+                let why = match &err {
+                    BridgeError::EngineLost { .. } => err.to_string(),
+                    _ => reason,
+                };
+                let _ = tx.send(Err(why));
+            }
+            self.fail_running(err);
+        }
+    }
+}
