@@ -201,23 +201,20 @@ async fn tool_lists_are_cached_for_servers_never_started_and_indexing_stops_them
         &[("STUB_START_FILE", starts.display().to_string())],
     );
     let p = pool(vec![spec.clone()], d.path());
-    assert!(
-        p.known_tools().await.is_empty(),
-        "nothing known, nothing started"
-    );
+    assert!(p.known_tools().is_empty(), "nothing known, nothing started");
     assert!(!starts.exists(), "lazy: not started until named");
     p.ensure_indexed().await;
-    let known = p.known_tools().await;
+    let known = p.known_tools();
     assert_eq!(known.len(), 1);
     assert!(known[0].1.len() >= 27, "{}", known[0].1.len());
     assert_eq!(
-        p.get("cal").expect("cal").state_name().await,
+        p.get("cal").expect("cal").state_name(),
         "idle",
         "indexing does not load the server"
     );
     // A new pool (a new bridge) finds the cache on disk without starting anything.
     let fresh = pool(vec![spec], d.path());
-    assert_eq!(fresh.known_tools().await.len(), 1);
+    assert_eq!(fresh.known_tools().len(), 1);
     fresh.ensure_indexed().await;
     let lines = std::fs::read_to_string(&starts)
         .expect("start file")

@@ -6,6 +6,13 @@
 //! loop) hands the reply straight to the caller, parsed once into a `CallToolResult`. Lane ids
 //! start at [`FIRST_ID`], so they never meet rmcp's u32 counter. rmcp keeps everything else
 //! on the connection: the handshake, lists, pings, notifications and server requests.
+//!
+//! The one entry point is [`Lane`]: the connection's owner makes one per stdio transport (when
+//! `MCP_BRIDGE_CALL_LANE` is on), callers use [`Lane::call_tool`], and the transport's reader
+//! offers it every line ([`Lane::route`], [`Lane::route_malformed`]) before rmcp sees it.
+//! `wire.rs` writes and reads the lane's lines.
+
+mod wire;
 
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -18,8 +25,8 @@ use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{oneshot, OwnedMutexGuard};
-
-use super::wire;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 /// The first id the lane uses (2^40: above any u32 counter, exact in a JavaScript number).
 pub const FIRST_ID: u64 = 1 << 40;
@@ -57,16 +64,22 @@ type Reply = Result<CallToolResult, LaneError>;
 /// The lane of one stdio connection.
 pub struct Lane {
     stdin: SharedStdin,
+    /// Where a write the pipe could not take at once finishes (the bridge's tracker).
+    tasks: TaskTracker,
+    /// The upstream's span, for those writes.
+    span: tracing::Span,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     next: AtomicU64,
     closed: AtomicBool,
 }
 
 impl Lane {
-    /// A lane writing to `stdin`.
-    pub fn new(stdin: SharedStdin) -> Self {
+    /// A lane writing to `stdin`, finishing slow writes on `tasks` in the current span.
+    pub fn new(stdin: SharedStdin, tasks: TaskTracker) -> Self {
         Lane {
             stdin,
+            tasks,
+            span: tracing::Span::current(),
             pending: Mutex::default(),
             next: AtomicU64::new(FIRST_ID),
             closed: AtomicBool::new(false),
@@ -114,20 +127,24 @@ impl Lane {
         };
         let stdin = self.stdin.clone();
         let lane = self.clone();
-        tokio::spawn(async move {
-            let (mut guard, from) = match done {
-                Some(held) => held,
-                None => (stdin.lock_owned().await, 0),
-            };
-            let ok = match guard.as_mut() {
-                Some(pipe) => pipe.write_all(&line[from..]).await.is_ok(),
-                None => false,
-            };
-            if !ok {
-                drop(guard);
-                lane.close();
+        let span = self.span.clone();
+        self.tasks.spawn(
+            async move {
+                let (mut guard, from) = match done {
+                    Some(held) => held,
+                    None => (stdin.lock_owned().await, 0),
+                };
+                let ok = match guard.as_mut() {
+                    Some(pipe) => pipe.write_all(&line[from..]).await.is_ok(),
+                    None => false,
+                };
+                if !ok {
+                    drop(guard);
+                    lane.close();
+                }
             }
-        });
+            .instrument(span),
+        );
     }
 
     /// Delivers `line` if it is a reply to a lane request. Returns false for anything else
@@ -164,8 +181,21 @@ impl Lane {
         true
     }
 
-    /// Fails the lane call `id`, if it is waiting (a reply the transport could not parse).
-    pub fn fail(&self, id: u64, error: LaneError) {
+    /// Fails the lane call of a reply with `id` that no reader could parse (`err`): true when
+    /// the id is the lane's, whether or not its call is still waiting; false for rmcp's ids.
+    pub fn route_malformed(&self, id: &serde_json::Value, err: &serde_json::Error) -> bool {
+        match id.as_u64().filter(|n| *n >= FIRST_ID) {
+            Some(n) => {
+                // The lane's error adds the "malformed response" wording itself.
+                self.fail(n, LaneError::Malformed(err.to_string()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fails the lane call `id`, if it is waiting.
+    fn fail(&self, id: u64, error: LaneError) {
         if let Some(tx) = self.pending.lock().expect("lane lock").remove(&id) {
             let _ = tx.send(Err(error));
         }
@@ -241,7 +271,7 @@ mod tests {
     use super::*;
 
     fn lane() -> Lane {
-        Lane::new(Arc::new(tokio::sync::Mutex::new(None)))
+        Lane::new(Arc::new(tokio::sync::Mutex::new(None)), TaskTracker::new())
     }
 
     fn waiting(lane: &Lane, id: u64) -> oneshot::Receiver<Reply> {
@@ -333,7 +363,10 @@ mod tests {
             .expect("spawn cat");
         let stdin = cat.stdin.take();
         let mut sent = tokio::io::BufReader::new(cat.stdout.take().expect("stdout")).lines();
-        let l = Arc::new(Lane::new(Arc::new(tokio::sync::Mutex::new(stdin))));
+        let l = Arc::new(Lane::new(
+            Arc::new(tokio::sync::Mutex::new(stdin)),
+            TaskTracker::new(),
+        ));
         let mut args = serde_json::Map::new();
         args.insert("text".into(), "hi".into());
         let gave_up = tokio::time::timeout(
