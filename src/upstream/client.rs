@@ -266,7 +266,13 @@ impl Upstream {
                 // rmcp's request future is large; boxed, it stays off the lane's path.
                 None => {
                     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-                    Box::pin(live.peer.call_tool_once(params)).await
+                    match Box::pin(live.peer.call_tool_once(params)).await {
+                        // A result rmcp could not read as a tool result: the lane's words.
+                        Err(rmcp::ServiceError::UnexpectedResponse) => {
+                            Err(LaneError::not_a_tool_result().into_service_error())
+                        }
+                        r => r,
+                    }
                 }
             }
         };

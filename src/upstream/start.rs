@@ -1,9 +1,10 @@
 //! Starting one server for its owner (`owner.rs`): the process or HTTP connection, the MCP
 //! handshake and the tool list, with `disabledTools` dropped. Every task it spawns (the stderr
-//! reader) is on the bridge's tracker, in the server's span, and ends with the owner's token.
+//! reader) is on the bridge's tracker, in the server's span.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
@@ -14,6 +15,10 @@ use super::client::{drain_stderr, Live};
 use super::owner::Owner;
 use super::transport::{ChildTransport, ProcessGroup};
 use crate::config::Transport;
+
+/// How long the stderr reader goes on once the connection is closed (or the bridge stops):
+/// the process group is killed by then, so this only bounds a pipe an escaped process holds.
+const STDERR_AFTER_CLOSE: Duration = Duration::from_secs(1);
 
 /// A started server: the connection (owned by the owner task) and the handle callers share.
 pub(super) struct Started {
@@ -30,6 +35,7 @@ impl Owner {
         self.starts.fetch_add(1, Ordering::Relaxed);
         tracing::info!(server = %self.spec.name, "starting MCP server");
         let mut lane = None;
+        let closed = CancellationToken::new();
         let service = match &self.spec.transport {
             Transport::Stdio {
                 command,
@@ -51,12 +57,21 @@ impl Owner {
                 lane = transport.lane();
                 if let Some(stderr) = stderr {
                     let drain = drain_stderr(stderr, self.stderr.clone(), self.spec.clone());
-                    let ct = self.ct.clone();
+                    // Not stopped with the token at once: a server still writing to a closed
+                    // pipe would die of it before its grace to exit.
+                    let (ct, closed) = (self.ct.clone(), closed.clone());
+                    let backstop = async move {
+                        tokio::select! {
+                            _ = ct.cancelled() => {}
+                            _ = closed.cancelled() => {}
+                        }
+                        tokio::time::sleep(STDERR_AFTER_CLOSE).await;
+                    };
                     self.tracker.spawn(
                         async move {
                             tokio::select! {
                                 _ = drain => {}
-                                _ = ct.cancelled() => {}
+                                _ = backstop => {}
                             }
                         }
                         .in_current_span(),
@@ -108,7 +123,7 @@ impl Owner {
             tools: Arc::new(tools),
             info,
             lane,
-            closed: CancellationToken::new(),
+            closed,
             stop: CancellationToken::new(),
         };
         Ok(Started { service, live })

@@ -336,4 +336,52 @@ mod tests {
         let text = err.into_service_error().to_string();
         assert_eq!(text.matches("malformed response").count(), 1, "{text}");
     }
+
+    #[test]
+    fn a_malformed_error_reply_reads_the_same_on_both_paths() {
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
+        let mut waiting = lane.expect_reply(FIRST_ID);
+        let on_lane = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"error":7}}"#);
+        assert!(
+            !lane.route(on_lane.as_bytes()),
+            "left to the transport's reader"
+        );
+        assert!(parse_line(on_lane.as_bytes(), "s", Some(&lane)).is_none());
+        let lane_text = waiting
+            .try_recv()
+            .expect("failed at once")
+            .expect_err("an error")
+            .into_service_error()
+            .to_string();
+        let on_rmcp = br#"{"jsonrpc":"2.0","id":5,"error":7}"#;
+        let Some(rmcp::model::JsonRpcMessage::Error(e)) = parse_line(on_rmcp, "s", None) else {
+            panic!("an error response for rmcp's call");
+        };
+        let rmcp_text = rmcp::ServiceError::McpError(e.error).to_string();
+        assert_eq!(lane_text, rmcp_text);
+    }
+
+    #[test]
+    fn a_result_that_is_not_a_tool_result_reads_the_same_on_both_paths() {
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
+        let mut waiting = lane.expect_reply(FIRST_ID);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"result":{{"content":7}}}}"#);
+        assert!(lane.route(line.as_bytes()));
+        let lane_text = waiting
+            .try_recv()
+            .expect("failed at once")
+            .expect_err("an error")
+            .into_service_error()
+            .to_string();
+        // On rmcp's path the same reply is read as a custom result: rmcp's call reports an
+        // unexpected response, which `Upstream::call` words as the lane does.
+        let rmcp_text = crate::upstream::lane::LaneError::not_a_tool_result()
+            .into_service_error()
+            .to_string();
+        assert_eq!(lane_text, rmcp_text);
+        assert!(
+            lane_text.contains("malformed response: not a tool result"),
+            "{lane_text}"
+        );
+    }
 }

@@ -16,8 +16,11 @@
 //! invalid-params error.
 //!
 //! Flags: `--name NAME` (`server_info` name, default `stub`), `--extra-tools N`,
-//! `--garbage-stdout` (print a non-JSON line on stdout once the client sends `initialized`).
+//! `--garbage-stdout` (print a non-JSON line on stdout once the client sends `initialized`),
+//! `--hang-initialize` (never read stdin: a server that hangs in its start),
+//! `--linger` (stay alive after the client closes stdin, until killed).
 //! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup;
+//! `STUB_EOF_FILE` — with `--linger`, `eof <pid>` is appended to it when stdin closes;
 //! `STUB_LOG_CALLS` — log every tool call to stderr.
 //! Logs go to stderr only; stdout carries nothing but the protocol (unless `--garbage-stdout`).
 // Tool argument helpers return a ready CallToolResult as their error on purpose.
@@ -124,6 +127,8 @@ struct Options {
     name: String,
     extra_tools: usize,
     garbage_stdout: bool,
+    hang_initialize: bool,
+    linger: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -131,6 +136,8 @@ fn parse_args() -> Result<Options, String> {
         name: "stub".to_string(),
         extra_tools: 0,
         garbage_stdout: false,
+        hang_initialize: false,
+        linger: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -143,6 +150,8 @@ fn parse_args() -> Result<Options, String> {
                     .map_err(|_| format!("--extra-tools: not a number: {v}"))?;
             }
             "--garbage-stdout" => opts.garbage_stdout = true,
+            "--hang-initialize" => opts.hang_initialize = true,
+            "--linger" => opts.linger = true,
             other => {
                 if let Some(v) = other.strip_prefix("--name=") {
                     opts.name = v.to_string();
@@ -436,11 +445,19 @@ async fn main() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("stub-mcp: {e}");
-            eprintln!("usage: stub-mcp [--name NAME] [--extra-tools N] [--garbage-stdout]");
+            eprintln!(
+                "usage: stub-mcp [--name NAME] [--extra-tools N] [--garbage-stdout] \
+                 [--hang-initialize] [--linger]"
+            );
             std::process::exit(2);
         }
     };
     record_start();
+    if opts.hang_initialize {
+        eprintln!("stub-mcp[{}]: hanging before initialize", opts.name);
+        std::future::pending::<()>().await;
+    }
+    let linger = opts.linger;
     let stub = Stub {
         tools: build_tools(&opts),
         name: opts.name,
@@ -466,5 +483,16 @@ async fn main() {
     match running.waiting().await {
         Ok(reason) => eprintln!("stub-mcp[{name}]: stopped: {reason:?}"),
         Err(e) => eprintln!("stub-mcp[{name}]: stopped with error: {e}"),
+    }
+    if linger {
+        if let Ok(path) = std::env::var("STUB_EOF_FILE") {
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| writeln!(f, "eof {}", std::process::id()));
+        }
+        eprintln!("stub-mcp[{name}]: lingering after stdin closed");
+        std::future::pending::<()>().await;
     }
 }

@@ -46,6 +46,12 @@ pub enum LaneError {
 }
 
 impl LaneError {
+    /// A result that is not a `CallToolResult`, worded as on rmcp's path (where rmcp reports
+    /// an unexpected response).
+    pub fn not_a_tool_result() -> Self {
+        LaneError::Malformed("not a tool result".into())
+    }
+
     /// The error rmcp's own call would have given, so callers handle both paths alike.
     pub fn into_service_error(self) -> rmcp::ServiceError {
         match self {
@@ -164,18 +170,25 @@ impl Lane {
         if env.id < FIRST_ID || (env.result.is_none() && env.error.is_none()) {
             return false;
         }
-        let Some(tx) = self.pending.lock().expect("lane lock").remove(&env.id) else {
-            tracing::debug!(id = env.id, "late reply to a withdrawn tools/call dropped");
-            return true;
-        };
         let reply = match (env.result, env.error) {
             (_, Some(err)) => match serde_json::from_str::<ErrorData>(err.get()) {
                 Ok(e) => Err(LaneError::Server(e)),
-                Err(e) => Err(LaneError::Malformed(format!("a malformed error: {e}"))),
+                // Not ours to word: rmcp's reader refuses the line too, and the transport
+                // fails the call with its words (`route_malformed`), as on rmcp's path.
+                Err(_) => return false,
             },
-            (Some(res), None) => wire::tool_result(res.get())
-                .map_err(|e| LaneError::Malformed(format!("not a tool result: {e}"))),
+            (Some(res), None) => wire::tool_result(res.get()).map_err(|e| {
+                tracing::warn!(
+                    id = env.id,
+                    "the server's tools/call result is not a tool result: {e}"
+                );
+                LaneError::not_a_tool_result()
+            }),
             (None, None) => unreachable!("checked above"),
+        };
+        let Some(tx) = self.pending.lock().expect("lane lock").remove(&env.id) else {
+            tracing::debug!(id = env.id, "late reply to a withdrawn tools/call dropped");
+            return true;
         };
         let _ = tx.send(reply);
         true
