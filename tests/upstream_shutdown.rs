@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::support::settings;
 use crate::upstream::stub;
 
-/// The pids recorded in a stub's `started <pid>` / `eof <pid>` file.
+/// The pids recorded in a stub's `started <pid>` file.
 fn pids(file: &Path) -> Vec<i32> {
     std::fs::read_to_string(file)
         .unwrap_or_default()
@@ -76,11 +76,8 @@ async fn the_bridge_shuts_down_within_its_bound_while_a_server_hangs_in_its_star
 #[tokio::test]
 async fn fifty_servers_are_closed_at_once_and_all_are_gone_when_shutdown_returns() {
     let d = tempfile::tempdir().expect("tempdir");
-    let (started, eof) = (d.path().join("started.txt"), d.path().join("eof.txt"));
-    let env = [
-        ("STUB_START_FILE", started.display().to_string()),
-        ("STUB_EOF_FILE", eof.display().to_string()),
-    ];
+    let started = d.path().join("started.txt");
+    let env = [("STUB_START_FILE", started.display().to_string())];
     // Each server stays alive after its stdin closes: only the kill after the grace ends it.
     let mut specs: Vec<_> = (0..50)
         .map(|i| stub(&format!("s{i:02}"), &["--linger"], &env))
@@ -99,21 +96,43 @@ async fn fifty_servers_are_closed_at_once_and_all_are_gone_when_shutdown_returns
     let pids = pids(&started);
     assert_eq!(pids.len(), 50);
     assert!(pids.iter().all(|p| alive(*p)));
+    let stdins: Vec<String> = pids.iter().map(|p| stdin_pipe(*p)).collect();
+    assert_eq!(
+        held_by_us(&stdins),
+        50,
+        "the bridge holds every server's stdin"
+    );
 
     let shutdown = tokio::spawn({
         let pool = pool.clone();
         async move { pool.shutdown().await }
     });
-    // Closed at once: by the time the first server is killed, every server has seen its stdin
-    // close. Closing them in turn (close, wait, kill, next) kills the first before the second
-    // is even told.
+    // Closed at once: by the time the first server is killed, the bridge has closed every
+    // server's stdin. Closing them in turn (close, wait, kill, next) kills the first while it
+    // still holds the others' stdin.
     until("a server to be killed", || pids.iter().any(|p| !alive(*p))).await;
-    let told = self::pids(&eof).len();
+    let open = held_by_us(&stdins);
     assert_eq!(
-        told, 50,
-        "only {told} servers were told before the first was killed"
+        open, 0,
+        "{open} servers were not told before the first was killed"
     );
     shutdown.await.expect("shutdown");
     let left: Vec<_> = pids.iter().filter(|p| alive(**p)).collect();
     assert!(left.is_empty(), "still running after shutdown: {left:?}");
+}
+
+/// The pipe a process reads as its stdin (`pipe:[inode]`).
+fn stdin_pipe(pid: i32) -> String {
+    let link = std::fs::read_link(format!("/proc/{pid}/fd/0")).expect("stdin of a server");
+    link.display().to_string()
+}
+
+/// How many of `pipes` this process (the bridge) still has open: stdins not yet closed.
+fn held_by_us(pipes: &[String]) -> usize {
+    let ours: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
+        .expect("our fds")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|l| l.display().to_string())
+        .collect();
+    pipes.iter().filter(|p| ours.contains(*p)).count()
 }

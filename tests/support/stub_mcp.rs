@@ -20,7 +20,6 @@
 //! `--hang-initialize` (never read stdin: a server that hangs in its start),
 //! `--linger` (stay alive after the client closes stdin, until killed).
 //! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup;
-//! `STUB_EOF_FILE` — with `--linger`, `eof <pid>` is appended to it when stdin closes;
 //! `STUB_LOG_CALLS` — log every tool call to stderr.
 //! Logs go to stderr only; stdout carries nothing but the protocol (unless `--garbage-stdout`).
 // Tool argument helpers return a ready CallToolResult as their error on purpose.
@@ -269,7 +268,8 @@ fn record_start() {
             .create(true)
             .append(true)
             .open(&path)
-            .and_then(|mut f| writeln!(f, "started {}", std::process::id()));
+            // One write: concurrent stubs appending to one file never mix their lines.
+            .and_then(|mut f| f.write_all(format!("started {}\n", std::process::id()).as_bytes()));
         if let Err(e) = res {
             eprintln!("stub-mcp: cannot append to STUB_START_FILE {path}: {e}");
         }
@@ -485,13 +485,6 @@ async fn main() {
         Err(e) => eprintln!("stub-mcp[{name}]: stopped with error: {e}"),
     }
     if linger {
-        if let Ok(path) = std::env::var("STUB_EOF_FILE") {
-            let _ = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&path)
-                .and_then(|mut f| writeln!(f, "eof {}", std::process::id()));
-        }
         eprintln!("stub-mcp[{name}]: lingering after stdin closed");
         std::future::pending::<()>().await;
     }
