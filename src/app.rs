@@ -11,6 +11,7 @@ use tokio_util::task::TaskTracker;
 use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
 use crate::config::{self, Settings};
 use crate::container;
+use crate::upstream::client::UpstreamTasks;
 use crate::upstream::{UpstreamHostCalls, UpstreamPool};
 
 /// How long shutdown may take before the process exits anyway.
@@ -56,12 +57,19 @@ impl App {
                 waiting.join(", ")
             );
         }
-        let pool = Arc::new(UpstreamPool::new(servers, &settings.state_dir));
-        let mut app = App::new(
-            settings,
-            connector,
-            Arc::new(UpstreamHostCalls::new(pool.clone())),
-        );
+        let (ct, tracker) = (CancellationToken::new(), TaskTracker::new());
+        let tasks = UpstreamTasks {
+            tracker: tracker.clone(),
+            ct: ct.clone(),
+            call_lane: settings.call_lane,
+        };
+        let pool = Arc::new(UpstreamPool::with_tasks(
+            servers,
+            &settings.state_dir,
+            tasks,
+        ));
+        let backend = Arc::new(UpstreamHostCalls::new(pool.clone()));
+        let mut app = App::assemble(settings, connector, backend, ct, tracker);
         app.pool = Some(pool);
         app
     }
@@ -81,8 +89,22 @@ impl App {
 
     /// A bridge with an explicit connector and host-call backend (tests use this).
     pub fn new(settings: Arc<Settings>, connector: Connector, backend: Arc<dyn HostCalls>) -> App {
-        let ct = CancellationToken::new();
-        let tracker = TaskTracker::new();
+        App::assemble(
+            settings,
+            connector,
+            backend,
+            CancellationToken::new(),
+            TaskTracker::new(),
+        )
+    }
+
+    fn assemble(
+        settings: Arc<Settings>,
+        connector: Connector,
+        backend: Arc<dyn HostCalls>,
+        ct: CancellationToken,
+        tracker: TaskTracker,
+    ) -> App {
         let sandbox = Sandbox::spawn(
             settings.clone(),
             connector,
@@ -99,20 +121,21 @@ impl App {
         }
     }
 
-    /// Stops everything: the sandbox container is removed and any podman service we started
-    /// is stopped. Bounded by [`SHUTDOWN_TIMEOUT_SECS`].
+    /// Stops everything: the sandbox container is removed, any podman service we started is
+    /// stopped, and every MCP server is closed (starts in progress abandoned, process groups
+    /// killed after a short grace), all at once. Bounded by [`SHUTDOWN_TIMEOUT_SECS`].
     pub async fn shutdown(self) {
         self.ct.cancel();
         self.tracker.close();
-        if let Some(pool) = &self.pool {
-            pool.shutdown().await;
-        }
-        if tokio::time::timeout(
-            Duration::from_secs(SHUTDOWN_TIMEOUT_SECS),
-            self.tracker.wait(),
-        )
-        .await
-        .is_err()
+        let everything = async {
+            if let Some(pool) = &self.pool {
+                pool.shutdown().await;
+            }
+            self.tracker.wait().await;
+        };
+        if tokio::time::timeout(Duration::from_secs(SHUTDOWN_TIMEOUT_SECS), everything)
+            .await
+            .is_err()
         {
             tracing::warn!("shutdown did not finish within {SHUTDOWN_TIMEOUT_SECS} s");
         }

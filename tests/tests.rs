@@ -21,6 +21,8 @@ mod server;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;
+// Shutting the upstream layer down: a hanging start, fifty servers at once.
+mod upstream_shutdown;
 // Benchmark probe (ignored): direct rmcp client vs the upstream layer, no sandbox.
 mod upstream_rtt;
 // Property tests of the frame decoder, frame parser and request dispatcher (bounded).

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant as StdInstant};
 
 use mcp_code_bridge::config::{ServerSpec, Servers, Transport};
+use mcp_code_bridge::upstream::client::UpstreamTasks;
 use mcp_code_bridge::upstream::{UpstreamError, UpstreamPool};
 use serde_json::json;
 use tokio::time::Instant;
@@ -23,16 +24,49 @@ pub(crate) fn stub(name: &str, args: &[&str], env: &[(&str, String)]) -> ServerS
 }
 
 fn pool(specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
+    pool_on(true, specs, dir)
+}
+
+/// A pool whose calls take the lane (`lane`) or rmcp's request path (`MCP_BRIDGE_CALL_LANE=0`).
+fn pool_on(lane: bool, specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
     let mut specs = specs;
     specs.sort_by(|a, b| a.name.cmp(&b.name));
-    UpstreamPool::new(
-        Arc::new(Servers {
-            specs,
-            ..Servers::default()
-        }),
-        dir,
-    )
+    let tasks = UpstreamTasks {
+        call_lane: lane,
+        ..UpstreamTasks::detached()
+    };
+    let servers = Servers {
+        specs,
+        ..Servers::default()
+    };
+    UpstreamPool::with_tasks(Arc::new(servers), dir, tasks)
 }
+
+/// Runs the test `$name(lane: bool)` on both call paths: `$name::lane` and `$name::rmcp`.
+macro_rules! on_both_paths {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn lane() {
+                super::$name(true).await
+            }
+            #[tokio::test]
+            async fn rmcp() {
+                super::$name(false).await
+            }
+        }
+    )*};
+}
+
+on_both_paths!(
+    loads_calls_and_reports_tool_errors,
+    a_crashed_server_is_reported_with_stderr_and_restarted,
+    a_hung_tool_hits_the_deadline_and_the_server_stays_usable,
+    an_oversized_message_fails_the_call_at_once_and_the_server_restarts,
+    concurrent_calls_run_concurrently,
+    garbage_on_a_servers_stdout_is_skipped_and_calls_still_work,
+    arguments_are_checked_against_the_schema_before_the_call,
+);
 
 fn soon(secs: u64) -> Instant {
     Instant::now() + Duration::from_secs(secs)
@@ -42,10 +76,9 @@ fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     v.as_object().cloned().expect("object")
 }
 
-#[tokio::test]
-async fn loads_calls_and_reports_tool_errors() {
+async fn loads_calls_and_reports_tool_errors(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
     let loaded = p.load(&["stub".into()], soon(20)).await.expect("load");
     for t in ["echo", "add", "slow", "crash", "big", "fail", "whoami"] {
         assert!(
@@ -79,10 +112,9 @@ async fn loads_calls_and_reports_tool_errors() {
     p.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_crashed_server_is_reported_with_stderr_and_restarted() {
+async fn a_crashed_server_is_reported_with_stderr_and_restarted(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
     let up = p.get("stub").expect("configured").clone();
     let err = up
         .call("crash", obj(json!({})), soon(10))
@@ -103,10 +135,9 @@ async fn a_crashed_server_is_reported_with_stderr_and_restarted() {
     p.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable() {
+async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
     let up = p.get("stub").expect("configured").clone();
     up.connect(soon(20)).await.expect("start");
     let t = StdInstant::now();
@@ -139,10 +170,9 @@ async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable() {
     p.shutdown().await;
 }
 
-#[tokio::test]
-async fn an_oversized_message_fails_the_call_at_once_and_the_server_restarts() {
+async fn an_oversized_message_fails_the_call_at_once_and_the_server_restarts(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
     let up = p.get("stub").expect("configured").clone();
     let t = StdInstant::now();
     let big = 65 << 20; // over the 64 MiB message limit
@@ -201,23 +231,20 @@ async fn tool_lists_are_cached_for_servers_never_started_and_indexing_stops_them
         &[("STUB_START_FILE", starts.display().to_string())],
     );
     let p = pool(vec![spec.clone()], d.path());
-    assert!(
-        p.known_tools().await.is_empty(),
-        "nothing known, nothing started"
-    );
+    assert!(p.known_tools().is_empty(), "nothing known, nothing started");
     assert!(!starts.exists(), "lazy: not started until named");
     p.ensure_indexed().await;
-    let known = p.known_tools().await;
+    let known = p.known_tools();
     assert_eq!(known.len(), 1);
     assert!(known[0].1.len() >= 27, "{}", known[0].1.len());
     assert_eq!(
-        p.get("cal").expect("cal").state_name().await,
+        p.get("cal").expect("cal").state_name(),
         "idle",
         "indexing does not load the server"
     );
     // A new pool (a new bridge) finds the cache on disk without starting anything.
     let fresh = pool(vec![spec], d.path());
-    assert_eq!(fresh.known_tools().await.len(), 1);
+    assert_eq!(fresh.known_tools().len(), 1);
     fresh.ensure_indexed().await;
     let lines = std::fs::read_to_string(&starts)
         .expect("start file")
@@ -226,10 +253,9 @@ async fn tool_lists_are_cached_for_servers_never_started_and_indexing_stops_them
     assert_eq!(lines, 1, "started exactly once, by the first indexing");
 }
 
-#[tokio::test]
-async fn concurrent_calls_run_concurrently() {
+async fn concurrent_calls_run_concurrently(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool(vec![stub("stub", &[], &[])], d.path());
+    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
     let up = p.get("stub").expect("configured").clone();
     up.connect(soon(20)).await.expect("start");
     let t = StdInstant::now();
@@ -244,10 +270,13 @@ async fn concurrent_calls_run_concurrently() {
     p.shutdown().await;
 }
 
-#[tokio::test]
-async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work() {
+async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool(vec![stub("stub", &["--garbage-stdout"], &[])], d.path());
+    let p = pool_on(
+        lane,
+        vec![stub("stub", &["--garbage-stdout"], &[])],
+        d.path(),
+    );
     let up = p.get("stub").expect("configured").clone();
     for i in 0..3 {
         let r = up
@@ -267,13 +296,12 @@ async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work() {
     p.shutdown().await;
 }
 
-#[tokio::test]
-async fn arguments_are_checked_against_the_schema_before_the_call() {
+async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
     use mcp_code_bridge::bridge::{CallContext, HostCalls};
     use mcp_code_bridge::upstream::UpstreamHostCalls;
 
     let d = tempfile::tempdir().expect("tempdir");
-    let p = Arc::new(pool(vec![stub("my-stub", &[], &[])], d.path()));
+    let p = Arc::new(pool_on(lane, vec![stub("my-stub", &[], &[])], d.path()));
     let host = UpstreamHostCalls::new(p.clone());
     let servers = vec!["my-stub".to_string()];
     host.load(&servers, soon(20)).await.expect("load");
@@ -309,4 +337,36 @@ async fn arguments_are_checked_against_the_schema_before_the_call() {
         json!({"sum": 3})
     );
     p.shutdown().await;
+}
+
+/// The error a failing call gives on one path, without the stderr tail (pids differ).
+async fn failures_on(lane: bool) -> Vec<String> {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    let mut seen = Vec::new();
+    let cases = [
+        ("crash", json!({}), 10_000),
+        ("big", json!({ "bytes": 65 << 20 }), 60_000),
+        ("slow", json!({"seconds": 60}), 300),
+        ("nosuch", json!({}), 10_000),
+    ];
+    for (tool, args, ms) in cases {
+        up.connect(soon(20)).await.expect("start");
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        let err = up.call(tool, obj(args), deadline).await.expect_err(tool);
+        seen.push(match err {
+            UpstreamError::Crashed { reason, .. } => format!("crashed: {reason}"),
+            UpstreamError::Timeout { server, tool, .. } => format!("timeout: {server}.{tool}"),
+            other => other.to_string(),
+        });
+    }
+    p.shutdown().await;
+    seen
+}
+
+#[tokio::test]
+async fn failures_read_the_same_on_the_lane_and_on_rmcps_path() {
+    let (lane, rmcp) = (failures_on(true).await, failures_on(false).await);
+    assert_eq!(lane, rmcp);
 }

@@ -85,6 +85,9 @@ pub struct Settings {
     /// `MCP_BRIDGE_STRUCTURED_CONTENT`: add `structuredContent` to `run_python` results. Off by
     /// default: Claude Code then shows the model only that JSON, not the rendered text.
     pub structured_content: bool,
+    /// `MCP_BRIDGE_CALL_LANE`: proxied `tools/call`s to stdio servers take the lane past rmcp's
+    /// service loop (on by default); off, every call goes through rmcp's request path.
+    pub call_lane: bool,
     /// `DOCKER_HOST`, when set.
     pub docker_host: Option<String>,
     /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
@@ -270,6 +273,12 @@ impl Settings {
                 parse_flag,
             )?,
             structured_content: flag("MCP_BRIDGE_STRUCTURED_CONTENT")?,
+            call_lane: parsed(
+                "MCP_BRIDGE_CALL_LANE",
+                var("MCP_BRIDGE_CALL_LANE"),
+                true,
+                parse_flag,
+            )?,
             docker_host: var("DOCKER_HOST"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
             home,
@@ -332,6 +341,12 @@ mod tests {
         assert_eq!(s.container_user, "65534:65534");
         assert_eq!(s.idle_timeout, Some(Duration::from_secs(300)));
         assert_eq!(s.output_mode, OutputMode::Compact);
+        assert!(s.call_lane);
+        assert!(
+            !with(&[("MCP_BRIDGE_CALL_LANE", "0")])
+                .expect("valid")
+                .call_lane
+        );
     }
 
     #[test]
@@ -345,6 +360,7 @@ mod tests {
             ("MCP_BRIDGE_OUTPUT_MODE", "yaml"),
             ("MCP_BRIDGE_CONTAINER_USER", "root root"),
             ("MCP_BRIDGE_LOG_LEVEL", "[[["),
+            ("MCP_BRIDGE_CALL_LANE", "fast"),
         ] {
             let err = with(&[(k, v)]).expect_err(k).to_string();
             assert!(err.contains(k), "{err}");

@@ -52,7 +52,7 @@ impl UpstreamHostCalls {
 
     /// The index over the tools known now, rebuilt only when a tool list changed.
     async fn search_index(&self) -> Arc<SearchIndex> {
-        let known = self.pool.known_tools().await;
+        let known = self.pool.known_tools();
         let mut slot = self.search.lock().await;
         if let Some(ix) = slot.as_ref() {
             let same = ix.lists.len() == known.len()
@@ -109,7 +109,6 @@ impl UpstreamHostCalls {
             .ok();
         let known: std::collections::HashSet<String> = pool
             .known_tools()
-            .await
             .into_iter()
             .map(|(name, _)| name)
             .collect();
@@ -229,7 +228,7 @@ impl UpstreamHostCalls {
         }
         // Checked against the tool list of the running server; when it is not running (it
         // crashed since the run loaded it) the call restarts it and goes unchecked.
-        if let Some(live) = up.live_now().await {
+        if let Some(live) = up.live_now() {
             match self.validators.check(server, &live.tools, tool, &args) {
                 Ok(()) => {}
                 Err(Rejection::UnknownTool) => {
@@ -270,7 +269,7 @@ impl UpstreamHostCalls {
             return Ok(value);
         }
         // Rare: `{"result": v}`; the tool's output schema tells whether FastMCP wrapped `v`.
-        let live = up.live_now().await;
+        let live = up.live_now();
         let def = live
             .as_ref()
             .and_then(|l| l.tools.iter().find(|t| t.name == tool));
@@ -299,7 +298,7 @@ impl UpstreamHostCalls {
                         "origin": s.origin.label(),
                         "consent": s.consent.label(),
                         "disabled": s.disabled,
-                        "state": pool.get(&s.name)?.state_name().await,
+                        "state": pool.get(&s.name)?.state_name(),
                     }));
                 }
                 Ok(json!({"servers": servers, "errors": pool.servers().issues}))
@@ -368,7 +367,7 @@ impl UpstreamHostCalls {
             "describe_server" => {
                 let name = str_param(&p, "name")?;
                 let up = pool.get(name)?;
-                let live = up.live_now().await;
+                let live = up.live_now();
                 let tools = pool.tools(name, ctx.deadline).await.ok();
                 let info = live.as_ref().and_then(|l| l.info.clone());
                 Ok(json!({
@@ -379,7 +378,7 @@ impl UpstreamHostCalls {
                     "source": up.spec.source.display().to_string(),
                     "origin": up.spec.origin.label(),
                     "consent": up.spec.consent.label(),
-                    "state": up.state_name().await,
+                    "state": up.state_name(),
                     "disabled": up.spec.disabled,
                     "server_info": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| json!({"name": s.name, "version": s.version})),
                     "instructions": info.as_ref().and_then(|i| i.instructions.clone()),
@@ -389,7 +388,7 @@ impl UpstreamHostCalls {
             "list_loaded_server_metadata" => {
                 let mut out = Vec::new();
                 for name in ctx.servers.iter() {
-                    let live = pool.get(name)?.live_now().await;
+                    let live = pool.get(name)?.live_now();
                     let info = live.as_ref().and_then(|l| l.info.clone());
                     out.push(json!({
                         "name": name,
@@ -404,7 +403,6 @@ impl UpstreamHostCalls {
             "capability_summary" => {
                 let known: std::collections::HashMap<String, usize> = pool
                     .known_tools()
-                    .await
                     .into_iter()
                     .map(|(n, t)| (n, t.len()))
                     .collect();

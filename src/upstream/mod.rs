@@ -1,7 +1,8 @@
 //! The upstream layer: the user's MCP servers, their warm clients, tool docs and search.
 //!
-//! `pool.rs` holds one [`client::Upstream`] per configured server (`transport.rs` its stdio pipes,
-//! `lane.rs` the fast `tools/call` path on them, `wire.rs` its lines); `host.rs` answers the
+//! `pool.rs` holds one [`client::Upstream`] handle per configured server, whose connection one
+//! task owns (`owner.rs`, starting it through `start.rs`; `transport.rs` its stdio pipes,
+//! `lane/` the fast `tools/call` path on them); `host.rs` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
 //! you mean") are pure; `validate/` checks arguments against input schemas before a call.
 //! The only module that names rmcp's client role.
@@ -13,12 +14,13 @@ mod error;
 mod host;
 mod lane;
 mod near;
+mod owner;
 mod pool;
 mod result;
 pub mod search;
+mod start;
 mod transport;
 mod validate;
-mod wire;
 
 pub use error::UpstreamError;
 pub use host::UpstreamHostCalls;

@@ -10,7 +10,7 @@ use rmcp::model::Tool;
 use tokio::time::Instant;
 
 use super::cache::ToolCache;
-use super::client::{Live, Upstream, START_TIMEOUT_SECS};
+use super::client::{Live, Upstream, UpstreamTasks, START_TIMEOUT_SECS};
 use super::UpstreamError;
 use crate::config::{ServerSpec, Servers, Transport};
 
@@ -21,22 +21,38 @@ const INDEX_PARALLELISM: usize = 4;
 pub struct UpstreamPool {
     servers: Arc<Servers>,
     upstreams: BTreeMap<String, Arc<Upstream>>,
+    tasks: UpstreamTasks,
     cache: ToolCache,
     /// Set once the first indexing pass is over: the servers it could not index, with why.
     indexed: tokio::sync::OnceCell<Arc<Vec<(String, String)>>>,
 }
 
 impl UpstreamPool {
-    /// A pool for `servers`, caching tool lists under `state_dir`. Starts nothing.
+    /// A pool for `servers`, caching tool lists under `state_dir`, with tasks of its own and
+    /// the call lane on. Starts nothing.
     pub fn new(servers: Arc<Servers>, state_dir: &Path) -> Self {
+        Self::with_tasks(servers, state_dir, UpstreamTasks::detached())
+    }
+
+    /// A pool whose tasks go on `tasks` (the bridge's tracker; shutdown through its token).
+    /// Starts nothing.
+    pub fn with_tasks(servers: Arc<Servers>, state_dir: &Path, tasks: UpstreamTasks) -> Self {
+        let tasks = UpstreamTasks {
+            ct: tasks.ct.child_token(),
+            ..tasks
+        };
         let upstreams = servers
             .specs
             .iter()
-            .map(|s| (s.name.clone(), Arc::new(Upstream::new(Arc::new(s.clone())))))
+            .map(|s| {
+                let up = Upstream::with_tasks(Arc::new(s.clone()), tasks.clone());
+                (s.name.clone(), Arc::new(up))
+            })
             .collect();
         UpstreamPool {
             servers,
             upstreams,
+            tasks,
             cache: ToolCache::new(state_dir),
             indexed: tokio::sync::OnceCell::new(),
         }
@@ -106,7 +122,7 @@ impl UpstreamPool {
         deadline: Instant,
     ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
         let up = self.get(name)?;
-        if let Some(live) = up.live_now().await {
+        if let Some(live) = up.live_now() {
             return Ok(live.tools);
         }
         if let Some(cached) = self.cache.get(&up.spec) {
@@ -116,10 +132,10 @@ impl UpstreamPool {
     }
 
     /// Every server's tools known without starting anything (live, else cached).
-    pub async fn known_tools(&self) -> Vec<(String, Arc<Vec<Tool>>)> {
+    pub fn known_tools(&self) -> Vec<(String, Arc<Vec<Tool>>)> {
         let mut out = Vec::new();
         for (name, up) in &self.upstreams {
-            let tools = match up.live_now().await {
+            let tools = match up.live_now() {
                 Some(l) => Some(l.tools),
                 None => self.cache.get(&up.spec),
             };
@@ -175,7 +191,7 @@ impl UpstreamPool {
             let sem = sem.clone();
             async move {
                 let _permit = sem.acquire().await;
-                let temp = Upstream::new(spec.clone());
+                let temp = Upstream::with_tasks(spec.clone(), self.tasks.clone());
                 let deadline = Instant::now() + Duration::from_secs(START_TIMEOUT_SECS);
                 let failed = match temp.connect(deadline).await {
                     Ok(live) => {
@@ -202,8 +218,10 @@ impl UpstreamPool {
         spec.consent.permits() && !spec.disabled && !matches!(spec.transport, Transport::Sse { .. })
     }
 
-    /// Closes every connection.
+    /// Closes every connection, all at once: starts in progress are abandoned, each server
+    /// gets a short grace to exit before its process group is killed (see `owner.rs`).
     pub async fn shutdown(&self) {
+        self.tasks.ct.cancel();
         futures::future::join_all(self.upstreams.values().map(|u| u.shutdown())).await;
     }
 }

@@ -14,8 +14,9 @@ use rmcp::service::{RoleClient, RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdout};
+use tokio_util::task::TaskTracker;
 
-use super::lane::{Lane, LaneError, SharedStdin, FIRST_ID};
+use super::lane::{Lane, SharedStdin};
 use crate::lines::{FrameEvent, LineAssembler};
 
 /// Largest JSON-RPC message accepted from a server, in bytes.
@@ -31,7 +32,7 @@ pub struct ChildTransport {
     child: Option<Child>,
     pgid: Option<i32>,
     stdin: SharedStdin,
-    lane: Arc<Lane>,
+    lane: Option<Arc<Lane>>,
     stdout: ChildStdout,
     lines: LineAssembler,
     ready: VecDeque<RxJsonRpcMessage<RoleClient>>,
@@ -41,7 +42,8 @@ pub struct ChildTransport {
 }
 
 impl ChildTransport {
-    /// Spawns `cmd` (stdin/stdout piped, stderr piped and returned) in its own process group.
+    /// Spawns `cmd` (stdin/stdout piped, stderr piped and returned) in its own process group,
+    /// with a [`Lane`] for `tools/call` when `lane` names the tracker for its writes.
     ///
     /// # Errors
     /// The spawn error.
@@ -49,6 +51,7 @@ impl ChildTransport {
         mut cmd: tokio::process::Command,
         server: &str,
         ended: EndReason,
+        lane: Option<TaskTracker>,
     ) -> std::io::Result<(ChildTransport, Option<tokio::process::ChildStderr>)> {
         cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -68,7 +71,7 @@ impl ChildTransport {
             ChildTransport {
                 child: Some(child),
                 pgid,
-                lane: Arc::new(Lane::new(stdin.clone())),
+                lane: lane.map(|tasks| Arc::new(Lane::new(stdin.clone(), tasks))),
                 stdin,
                 stdout,
                 lines: LineAssembler::new(MAX_MESSAGE_BYTES),
@@ -81,9 +84,20 @@ impl ChildTransport {
         ))
     }
 
-    /// The connection's fast lane for `tools/call` (see [`Lane`]).
-    pub fn lane(&self) -> Arc<Lane> {
+    /// The connection's fast lane for `tools/call` (see [`Lane`]), when it has one.
+    pub fn lane(&self) -> Option<Arc<Lane>> {
         self.lane.clone()
+    }
+
+    /// The server's process group, to kill it from outside the connection.
+    pub fn group(&self) -> ProcessGroup {
+        ProcessGroup { pgid: self.pgid }
+    }
+
+    fn close_lane(&self) {
+        if let Some(lane) = &self.lane {
+            lane.close();
+        }
     }
 
     fn end(&self, reason: String) {
@@ -92,6 +106,19 @@ impl ChildTransport {
     }
 
     fn kill_group(&self) {
+        self.group().kill();
+    }
+}
+
+/// A spawned server's process group (the server and whatever its launcher started).
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessGroup {
+    pgid: Option<i32>,
+}
+
+impl ProcessGroup {
+    /// Sends SIGKILL to every process of the group.
+    pub fn kill(&self) {
         if let Some(pgid) = self.pgid {
             // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
             unsafe {
@@ -103,7 +130,7 @@ impl ChildTransport {
 
 impl Drop for ChildTransport {
     fn drop(&mut self) {
-        self.lane.close();
+        self.close_lane();
         self.kill_group();
     }
 }
@@ -136,13 +163,13 @@ impl Transport<RoleClient> for ChildTransport {
             }
             let n = match self.stdout.read(&mut self.chunk).await {
                 Ok(0) => {
-                    self.lane.close();
+                    self.close_lane();
                     return None;
                 }
                 Ok(n) => n,
                 Err(e) => {
                     self.end(format!("reading its stdout failed: {e}"));
-                    self.lane.close();
+                    self.close_lane();
                     return None;
                 }
             };
@@ -151,10 +178,11 @@ impl Transport<RoleClient> for ChildTransport {
             for ev in events {
                 match ev {
                     FrameEvent::Line(line) => {
-                        if self.lane.route(strip_marks(&line)) {
+                        let lane = self.lane.as_deref();
+                        if lane.is_some_and(|lane| lane.route(strip_marks(&line))) {
                             continue;
                         }
-                        if let Some(msg) = parse_line(&line, &self.server, &self.lane) {
+                        if let Some(msg) = parse_line(&line, &self.server, lane) {
                             self.ready.push_back(msg);
                         }
                     }
@@ -164,7 +192,7 @@ impl Transport<RoleClient> for ChildTransport {
                             MAX_MESSAGE_BYTES >> 20
                         ));
                         self.kill_group();
-                        self.lane.close();
+                        self.close_lane();
                         return None;
                     }
                 }
@@ -173,7 +201,7 @@ impl Transport<RoleClient> for ChildTransport {
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
-        self.lane.close();
+        self.close_lane();
         drop(self.stdin.lock().await.take());
         if let Some(mut child) = self.child.take() {
             if tokio::time::timeout(EXIT_GRACE, child.wait())
@@ -200,7 +228,11 @@ fn strip_marks(line: &[u8]) -> &[u8] {
 /// One stdout line as a message. Blank lines are skipped; a line that is not JSON-RPC is logged
 /// and skipped; a malformed *response* (it has an id) becomes an error response for that id, so
 /// the waiting call fails at once instead of at its deadline (a lane call through `lane`).
-fn parse_line(line: &[u8], server: &str, lane: &Lane) -> Option<RxJsonRpcMessage<RoleClient>> {
+fn parse_line(
+    line: &[u8],
+    server: &str,
+    lane: Option<&Lane>,
+) -> Option<RxJsonRpcMessage<RoleClient>> {
     let line = strip_marks(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
@@ -218,9 +250,7 @@ fn parse_line(line: &[u8], server: &str, lane: &Lane) -> Option<RxJsonRpcMessage
         Some(id) => {
             let message = format!("the server sent a malformed response: {err}");
             tracing::warn!(server = %server, "{message}");
-            if let Some(n) = id.as_u64().filter(|n| *n >= FIRST_ID) {
-                // The lane's error adds the "malformed response" wording itself.
-                lane.fail(n, LaneError::Malformed(err.to_string()));
+            if lane.is_some_and(|lane| lane.route_malformed(&id, &err)) {
                 return None;
             }
             let reply = serde_json::json!({
@@ -243,23 +273,24 @@ fn parse_line(line: &[u8], server: &str, lane: &Lane) -> Option<RxJsonRpcMessage
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::upstream::lane::FIRST_ID;
 
     #[test]
     fn lines_become_messages_errors_or_nothing() {
-        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
-        assert!(parse_line(b"  ", "s", &lane).is_none());
-        assert!(parse_line(b"garbage from a server", "s", &lane).is_none());
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
+        assert!(parse_line(b"  ", "s", Some(&lane)).is_none());
+        assert!(parse_line(b"garbage from a server", "s", Some(&lane)).is_none());
         let ok = br#"{"jsonrpc":"2.0","id":3,"result":{"content":[]}}"#;
         assert!(matches!(
-            parse_line(ok, "s", &lane),
+            parse_line(ok, "s", Some(&lane)),
             Some(rmcp::model::JsonRpcMessage::Response(_))
         ));
         let mut bom = b"\xEF\xBB\xBF".to_vec();
         bom.extend_from_slice(ok);
         bom.push(b'\r');
-        assert!(parse_line(&bom, "s", &lane).is_some());
+        assert!(parse_line(&bom, "s", Some(&lane)).is_some());
         let bad = br#"{"jsonrpc":"2.0","id":4,"result":{"content":"not a list"},"error":7}"#;
-        match parse_line(bad, "s", &lane) {
+        match parse_line(bad, "s", Some(&lane)) {
             Some(rmcp::model::JsonRpcMessage::Error(e)) => {
                 assert_eq!(e.id, Some(rmcp::model::NumberOrString::Number(4)));
                 assert!(
@@ -274,7 +305,7 @@ mod tests {
 
     #[test]
     fn lane_replies_are_recognised_with_a_byte_order_mark_and_crlf() {
-        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
         let mut line = b"\xEF\xBB\xBF".to_vec();
         line.extend_from_slice(
             format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"result":{{"content":[]}}}}"#).as_bytes(),
@@ -289,7 +320,7 @@ mod tests {
 
     #[test]
     fn an_unparsable_lane_reply_fails_its_call_with_one_clear_message() {
-        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)));
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
         let mut waiting = lane.expect_reply(FIRST_ID);
         // JSON with an id, but not a message either reader accepts (a repeated key).
         let bad = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"id":{FIRST_ID},"result":{{}}}}"#);
@@ -297,12 +328,60 @@ mod tests {
             !lane.route(bad.as_bytes()),
             "the lane's own parse refuses it"
         );
-        assert!(parse_line(bad.as_bytes(), "s", &lane).is_none());
+        assert!(parse_line(bad.as_bytes(), "s", Some(&lane)).is_none());
         let err = waiting
             .try_recv()
             .expect("failed at once")
             .expect_err("an error");
         let text = err.into_service_error().to_string();
         assert_eq!(text.matches("malformed response").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn a_malformed_error_reply_reads_the_same_on_both_paths() {
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
+        let mut waiting = lane.expect_reply(FIRST_ID);
+        let on_lane = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"error":7}}"#);
+        assert!(
+            !lane.route(on_lane.as_bytes()),
+            "left to the transport's reader"
+        );
+        assert!(parse_line(on_lane.as_bytes(), "s", Some(&lane)).is_none());
+        let lane_text = waiting
+            .try_recv()
+            .expect("failed at once")
+            .expect_err("an error")
+            .into_service_error()
+            .to_string();
+        let on_rmcp = br#"{"jsonrpc":"2.0","id":5,"error":7}"#;
+        let Some(rmcp::model::JsonRpcMessage::Error(e)) = parse_line(on_rmcp, "s", None) else {
+            panic!("an error response for rmcp's call");
+        };
+        let rmcp_text = rmcp::ServiceError::McpError(e.error).to_string();
+        assert_eq!(lane_text, rmcp_text);
+    }
+
+    #[test]
+    fn a_result_that_is_not_a_tool_result_reads_the_same_on_both_paths() {
+        let lane = Lane::new(Arc::new(tokio::sync::Mutex::new(None)), Default::default());
+        let mut waiting = lane.expect_reply(FIRST_ID);
+        let line = format!(r#"{{"jsonrpc":"2.0","id":{FIRST_ID},"result":{{"content":7}}}}"#);
+        assert!(lane.route(line.as_bytes()));
+        let lane_text = waiting
+            .try_recv()
+            .expect("failed at once")
+            .expect_err("an error")
+            .into_service_error()
+            .to_string();
+        // On rmcp's path the same reply is read as a custom result: rmcp's call reports an
+        // unexpected response, which `Upstream::call` words as the lane does.
+        let rmcp_text = crate::upstream::lane::LaneError::not_a_tool_result()
+            .into_service_error()
+            .to_string();
+        assert_eq!(lane_text, rmcp_text);
+        assert!(
+            lane_text.contains("malformed response: not a tool result"),
+            "{lane_text}"
+        );
     }
 }

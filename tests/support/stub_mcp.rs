@@ -16,7 +16,9 @@
 //! invalid-params error.
 //!
 //! Flags: `--name NAME` (`server_info` name, default `stub`), `--extra-tools N`,
-//! `--garbage-stdout` (print a non-JSON line on stdout once the client sends `initialized`).
+//! `--garbage-stdout` (print a non-JSON line on stdout once the client sends `initialized`),
+//! `--hang-initialize` (never read stdin: a server that hangs in its start),
+//! `--linger` (stay alive after the client closes stdin, until killed).
 //! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup;
 //! `STUB_LOG_CALLS` — log every tool call to stderr.
 //! Logs go to stderr only; stdout carries nothing but the protocol (unless `--garbage-stdout`).
@@ -124,6 +126,8 @@ struct Options {
     name: String,
     extra_tools: usize,
     garbage_stdout: bool,
+    hang_initialize: bool,
+    linger: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -131,6 +135,8 @@ fn parse_args() -> Result<Options, String> {
         name: "stub".to_string(),
         extra_tools: 0,
         garbage_stdout: false,
+        hang_initialize: false,
+        linger: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -143,6 +149,8 @@ fn parse_args() -> Result<Options, String> {
                     .map_err(|_| format!("--extra-tools: not a number: {v}"))?;
             }
             "--garbage-stdout" => opts.garbage_stdout = true,
+            "--hang-initialize" => opts.hang_initialize = true,
+            "--linger" => opts.linger = true,
             other => {
                 if let Some(v) = other.strip_prefix("--name=") {
                     opts.name = v.to_string();
@@ -260,7 +268,8 @@ fn record_start() {
             .create(true)
             .append(true)
             .open(&path)
-            .and_then(|mut f| writeln!(f, "started {}", std::process::id()));
+            // One write: concurrent stubs appending to one file never mix their lines.
+            .and_then(|mut f| f.write_all(format!("started {}\n", std::process::id()).as_bytes()));
         if let Err(e) = res {
             eprintln!("stub-mcp: cannot append to STUB_START_FILE {path}: {e}");
         }
@@ -436,11 +445,19 @@ async fn main() {
         Ok(o) => o,
         Err(e) => {
             eprintln!("stub-mcp: {e}");
-            eprintln!("usage: stub-mcp [--name NAME] [--extra-tools N] [--garbage-stdout]");
+            eprintln!(
+                "usage: stub-mcp [--name NAME] [--extra-tools N] [--garbage-stdout] \
+                 [--hang-initialize] [--linger]"
+            );
             std::process::exit(2);
         }
     };
     record_start();
+    if opts.hang_initialize {
+        eprintln!("stub-mcp[{}]: hanging before initialize", opts.name);
+        std::future::pending::<()>().await;
+    }
+    let linger = opts.linger;
     let stub = Stub {
         tools: build_tools(&opts),
         name: opts.name,
@@ -466,5 +483,9 @@ async fn main() {
     match running.waiting().await {
         Ok(reason) => eprintln!("stub-mcp[{name}]: stopped: {reason:?}"),
         Err(e) => eprintln!("stub-mcp[{name}]: stopped with error: {e}"),
+    }
+    if linger {
+        eprintln!("stub-mcp[{name}]: lingering after stdin closed");
+        std::future::pending::<()>().await;
     }
 }

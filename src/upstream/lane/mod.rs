@@ -6,6 +6,13 @@
 //! loop) hands the reply straight to the caller, parsed once into a `CallToolResult`. Lane ids
 //! start at [`FIRST_ID`], so they never meet rmcp's u32 counter. rmcp keeps everything else
 //! on the connection: the handshake, lists, pings, notifications and server requests.
+//!
+//! The one entry point is [`Lane`]: the connection's owner makes one per stdio transport (when
+//! `MCP_BRIDGE_CALL_LANE` is on), callers use [`Lane::call_tool`], and the transport's reader
+//! offers it every line ([`Lane::route`], [`Lane::route_malformed`]) before rmcp sees it.
+//! `wire.rs` writes and reads the lane's lines.
+
+mod wire;
 
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -18,8 +25,8 @@ use serde_json::value::RawValue;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 use tokio::sync::{oneshot, OwnedMutexGuard};
-
-use super::wire;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 /// The first id the lane uses (2^40: above any u32 counter, exact in a JavaScript number).
 pub const FIRST_ID: u64 = 1 << 40;
@@ -39,6 +46,12 @@ pub enum LaneError {
 }
 
 impl LaneError {
+    /// A result that is not a `CallToolResult`, worded as on rmcp's path (where rmcp reports
+    /// an unexpected response).
+    pub fn not_a_tool_result() -> Self {
+        LaneError::Malformed("not a tool result".into())
+    }
+
     /// The error rmcp's own call would have given, so callers handle both paths alike.
     pub fn into_service_error(self) -> rmcp::ServiceError {
         match self {
@@ -57,16 +70,22 @@ type Reply = Result<CallToolResult, LaneError>;
 /// The lane of one stdio connection.
 pub struct Lane {
     stdin: SharedStdin,
+    /// Where a write the pipe could not take at once finishes (the bridge's tracker).
+    tasks: TaskTracker,
+    /// The upstream's span, for those writes.
+    span: tracing::Span,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
     next: AtomicU64,
     closed: AtomicBool,
 }
 
 impl Lane {
-    /// A lane writing to `stdin`.
-    pub fn new(stdin: SharedStdin) -> Self {
+    /// A lane writing to `stdin`, finishing slow writes on `tasks` in the current span.
+    pub fn new(stdin: SharedStdin, tasks: TaskTracker) -> Self {
         Lane {
             stdin,
+            tasks,
+            span: tracing::Span::current(),
             pending: Mutex::default(),
             next: AtomicU64::new(FIRST_ID),
             closed: AtomicBool::new(false),
@@ -114,20 +133,24 @@ impl Lane {
         };
         let stdin = self.stdin.clone();
         let lane = self.clone();
-        tokio::spawn(async move {
-            let (mut guard, from) = match done {
-                Some(held) => held,
-                None => (stdin.lock_owned().await, 0),
-            };
-            let ok = match guard.as_mut() {
-                Some(pipe) => pipe.write_all(&line[from..]).await.is_ok(),
-                None => false,
-            };
-            if !ok {
-                drop(guard);
-                lane.close();
+        let span = self.span.clone();
+        self.tasks.spawn(
+            async move {
+                let (mut guard, from) = match done {
+                    Some(held) => held,
+                    None => (stdin.lock_owned().await, 0),
+                };
+                let ok = match guard.as_mut() {
+                    Some(pipe) => pipe.write_all(&line[from..]).await.is_ok(),
+                    None => false,
+                };
+                if !ok {
+                    drop(guard);
+                    lane.close();
+                }
             }
-        });
+            .instrument(span),
+        );
     }
 
     /// Delivers `line` if it is a reply to a lane request. Returns false for anything else
@@ -147,25 +170,45 @@ impl Lane {
         if env.id < FIRST_ID || (env.result.is_none() && env.error.is_none()) {
             return false;
         }
-        let Some(tx) = self.pending.lock().expect("lane lock").remove(&env.id) else {
-            tracing::debug!(id = env.id, "late reply to a withdrawn tools/call dropped");
-            return true;
-        };
         let reply = match (env.result, env.error) {
             (_, Some(err)) => match serde_json::from_str::<ErrorData>(err.get()) {
                 Ok(e) => Err(LaneError::Server(e)),
-                Err(e) => Err(LaneError::Malformed(format!("a malformed error: {e}"))),
+                // Not ours to word: rmcp's reader refuses the line too, and the transport
+                // fails the call with its words (`route_malformed`), as on rmcp's path.
+                Err(_) => return false,
             },
-            (Some(res), None) => wire::tool_result(res.get())
-                .map_err(|e| LaneError::Malformed(format!("not a tool result: {e}"))),
+            (Some(res), None) => wire::tool_result(res.get()).map_err(|e| {
+                tracing::warn!(
+                    id = env.id,
+                    "the server's tools/call result is not a tool result: {e}"
+                );
+                LaneError::not_a_tool_result()
+            }),
             (None, None) => unreachable!("checked above"),
+        };
+        let Some(tx) = self.pending.lock().expect("lane lock").remove(&env.id) else {
+            tracing::debug!(id = env.id, "late reply to a withdrawn tools/call dropped");
+            return true;
         };
         let _ = tx.send(reply);
         true
     }
 
-    /// Fails the lane call `id`, if it is waiting (a reply the transport could not parse).
-    pub fn fail(&self, id: u64, error: LaneError) {
+    /// Fails the lane call of a reply with `id` that no reader could parse (`err`): true when
+    /// the id is the lane's, whether or not its call is still waiting; false for rmcp's ids.
+    pub fn route_malformed(&self, id: &serde_json::Value, err: &serde_json::Error) -> bool {
+        match id.as_u64().filter(|n| *n >= FIRST_ID) {
+            Some(n) => {
+                // The lane's error adds the "malformed response" wording itself.
+                self.fail(n, LaneError::Malformed(err.to_string()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fails the lane call `id`, if it is waiting.
+    fn fail(&self, id: u64, error: LaneError) {
         if let Some(tx) = self.pending.lock().expect("lane lock").remove(&id) {
             let _ = tx.send(Err(error));
         }
@@ -241,7 +284,7 @@ mod tests {
     use super::*;
 
     fn lane() -> Lane {
-        Lane::new(Arc::new(tokio::sync::Mutex::new(None)))
+        Lane::new(Arc::new(tokio::sync::Mutex::new(None)), TaskTracker::new())
     }
 
     fn waiting(lane: &Lane, id: u64) -> oneshot::Receiver<Reply> {
@@ -333,7 +376,10 @@ mod tests {
             .expect("spawn cat");
         let stdin = cat.stdin.take();
         let mut sent = tokio::io::BufReader::new(cat.stdout.take().expect("stdout")).lines();
-        let l = Arc::new(Lane::new(Arc::new(tokio::sync::Mutex::new(stdin))));
+        let l = Arc::new(Lane::new(
+            Arc::new(tokio::sync::Mutex::new(stdin)),
+            TaskTracker::new(),
+        ));
         let mut args = serde_json::Map::new();
         args.insert("text".into(), "hi".into());
         let gave_up = tokio::time::timeout(
