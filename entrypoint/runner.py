@@ -11,7 +11,7 @@ import sys
 import traceback
 import types
 
-from . import cell, cellprocs
+from . import cell, cellprocs, protocol
 from .inbox import TrackedSelector
 
 FILENAME = "<run_python>"
@@ -171,10 +171,9 @@ class Runner:
             pass
         ok, error = outcome
         (out, out_dropped), (err, err_dropped) = self._outputs["out"], self._outputs["err"]
-        return {"t": "result", "id": eid, "ok": ok, "stdout": out, "stderr": err,
-                "error": None if ok else _cap(error, max(limit, 8192)),
-                "stdout_dropped": out_dropped, "stderr_dropped": err_dropped,
-                "interrupted": bool(st.fired and not ok)}
+        return protocol.result_frame(eid, ok, out, err,
+                                     None if ok else _cap(error, max(limit, 8192)),
+                                     out_dropped, err_dropped, bool(st.fired and not ok))
 
     def _leave(self):
         sys.stdout, sys.stderr = self._orig
