@@ -14,7 +14,6 @@ import threading
 from .errors import BridgeCallError, from_reply
 from .values import Record
 
-
 # -- the frames the entrypoint sends (ARCHITECTURE.md, "Container → host"; parsed by
 # src/bridge/protocol.rs). Built only here; "t" comes first, the host's fast tag check expects it.
 

@@ -282,11 +282,11 @@ class Runner:
         frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
         codes = [f.f_code for f in frames] if len(frames) == len(te.stack) else None
         te.stack = traceback.StackSummary.from_list(
-            self._user_frames(list(zip(te.stack, codes or [None] * len(te.stack)))))
+            self._user_frames(list(zip(te.stack, codes or [None] * len(te.stack), strict=False))))
         self._clean(te.__cause__, exc.__cause__, seen)
         self._clean(te.__context__, exc.__context__, seen)
         for sub_te, sub in zip(getattr(te, "exceptions", None) or (),
-                               getattr(exc, "exceptions", None) or ()):
+                               getattr(exc, "exceptions", None) or (), strict=False):
             self._clean(sub_te, sub, seen)
 
     def _format_frames(self, frames, tail):

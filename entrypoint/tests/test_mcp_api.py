@@ -314,7 +314,8 @@ class SignatureTest(McpCase):
         probe = ("import inspect, pydoc\n"
                  "print(inspect.signature(mcp_gh.create_issue))\n"
                  "print(inspect.getdoc(mcp_gh.create_issue).splitlines()[0])\n"
-                 "print('async create_issue(*, repo: str' in pydoc.render_doc(mcp_gh.create_issue, renderer=pydoc.plaintext))")
+                 "print('async create_issue(*, repo: str' in "
+                 "pydoc.render_doc(mcp_gh.create_issue, renderer=pydoc.plaintext))")
         want = ["(*, repo: str, labels: list[str] = None, draft: bool = False) -> dict",
                 "Create an issue.", "True"]
         out, _ = self.run_ok(probe, {"gh": [self.ENTRY]})

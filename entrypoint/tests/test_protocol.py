@@ -16,7 +16,7 @@ class CodecTest(unittest.TestCase):
         data = protocol.encode({"t": "result", "stdout": "a\nb\u00e9\u2028\U0001F600", "n": 1})
         self.assertTrue(data.endswith(b"\n"))
         self.assertEqual(data.count(b"\n"), 1)
-        self.assertIn("é".encode("utf-8"), data)  # ensure_ascii=False: raw UTF-8
+        self.assertIn("é".encode(), data)  # ensure_ascii=False: raw UTF-8
         self.assertNotIn(b": ", data)
         self.assertNotIn(b", ", data)
         self.assertEqual(json.loads(data), {"t": "result", "stdout": "a\nb\u00e9\u2028\U0001F600",

@@ -37,14 +37,14 @@ class ProxyTest(unittest.TestCase):
     def test_unknown_tool_attribute_error_names_server_and_tools(self):
         proxy = self.make()
         with self.assertRaises(AttributeError) as ctx:
-            proxy.delete_repo
+            _ = proxy.delete_repo
         self.assertEqual(str(ctx.exception),
                          "MCP server 'my-server.v2' has no tool 'delete_repo'; its tools: "
                          "_2fa, create_issue, list_repos, plain")
         self.assertFalse(hasattr(proxy, "__len__"))
         self.assertIsNone(getattr(proxy, "_repr_html_", None))
         with self.assertRaises(AttributeError) as ctx:
-            proxy.create_isue
+            _ = proxy.create_isue
         self.assertIn("has no tool 'create_isue' (did you mean 'create_issue'?)", str(ctx.exception))
 
     def test_repr(self):
@@ -68,7 +68,7 @@ class ProxyTest(unittest.TestCase):
         self.assertIs(proxy.x, x)
         self.assertEqual(dir(proxy), ["x", "z"])
         with self.assertRaises(AttributeError):
-            proxy.y
+            _ = proxy.y
 
     def test_permissive_proxy_without_tool_list(self):
         proxy = self.make(tools=())
@@ -76,7 +76,7 @@ class ProxyTest(unittest.TestCase):
         self.assertIn("not announced", repr(proxy))
         self.assertEqual(proxy.anything.__name__, "anything")
         with self.assertRaises(AttributeError):
-            proxy._private
+            _ = proxy._private
 
     def test_bad_positional_arguments(self):
         fn = self.make().plain
@@ -88,7 +88,7 @@ class ProxyTest(unittest.TestCase):
     def test_copy_and_pickle_probes_do_not_recurse(self):
         blank = proxies.ServerProxy.__new__(proxies.ServerProxy)
         with self.assertRaises(AttributeError):
-            blank.anything
+            _ = blank.anything
 
 
 class RegistryTest(unittest.TestCase):
