@@ -3,6 +3,7 @@ import asyncio
 import copy
 import inspect
 import unittest
+from unittest import mock
 
 from entrypoint import errors, proxies, runtime
 
@@ -102,6 +103,21 @@ class RegistryTest(unittest.TestCase):
         self.assertEqual(dir(second["b"]), ["t", "t2"])
         self.assertIn("not announced", repr(second["old-host"]))
         self.assertEqual(list(reg.load(None)), [])
+
+    def test_servers_left_out_of_tools_keep_their_tool_lists(self):
+        reg = proxies.Registry()
+        first = reg.load({"a": ["t"], "b": ["u"]}, ["a", "b"])
+        with mock.patch.object(proxies.ServerProxy, "_mcp_update") as update:
+            same = reg.load({}, ["a", "b"])  # nothing changed: nothing is rebuilt
+            self.assertEqual(update.call_count, 0)
+        self.assertEqual(same, first)
+        self.assertIsNot(same, first)  # each exec gets its own mcp_servers
+        self.assertEqual(dir(same["a"]), ["t"])
+        changed = reg.load({"b": ["v"]}, ["a", "b", "c"])
+        self.assertEqual((dir(changed["a"]), dir(changed["b"])), (["t"], ["v"]))
+        self.assertIn("not announced", repr(changed["c"]))  # never sent a tool list
+        # A new sandbox (a new registry) that is not sent a server's tools stays permissive.
+        self.assertIn("not announced", repr(proxies.Registry().load({}, ["a"])["a"]))
 
     def test_by_alias_first_sorted_name_wins(self):
         loaded = proxies.Registry().load({"my.server": [], "my-server": [], "z": []})

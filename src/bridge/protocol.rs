@@ -178,7 +178,8 @@ pub enum Outbound<'a> {
         code: &'a str,
         /// Servers loaded for this exec.
         servers: &'a [String],
-        /// The tools of each loaded server, or `true` when unchanged since the last exec.
+        /// The tool entries of the loaded servers whose tool list this sandbox has not been
+        /// sent yet (new, or changed since); the others keep what they were last sent.
         tools: &'a BTreeMap<&'a str, ExecTools<'a>>,
         /// Characters kept per output stream.
         output_limit: usize,
@@ -221,33 +222,30 @@ impl Outbound<'_> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum ExecTools<'a> {
-    /// `true`: the same entries as this sandbox was last sent for the server.
-    Unchanged(bool),
     /// The tool entries (a JSON array, see `dispatch::LoadedTools`).
     Listed(&'a RawValue),
 }
 
 impl<'a> ExecTools<'a> {
-    /// The exec frame's `tools` for `loaded`: each server's entries, or `true` when `sent`
-    /// (what this sandbox was sent so far, updated here) already holds the same entries.
+    /// The exec frame's `tools` for `loaded`: the entries of each server whose tool list `sent`
+    /// (what this sandbox was sent so far, updated here) does not hold yet. A server it holds
+    /// is left out, so an exec naming many servers costs what one naming few does; the
+    /// sandbox keeps what it was sent. A new sandbox starts with an empty `sent`, so it gets
+    /// every entry.
     pub fn for_exec(
         sent: &mut HashMap<String, Arc<RawValue>>,
         loaded: &'a LoadedTools,
     ) -> BTreeMap<&'a str, ExecTools<'a>> {
         loaded
             .iter()
-            .map(|(server, entries)| {
-                let same = sent.get(server).is_some_and(|s| Arc::ptr_eq(s, entries));
+            .filter(|(server, entries)| {
+                let same = sent.get(*server).is_some_and(|s| Arc::ptr_eq(s, entries));
                 if !same {
-                    sent.insert(server.clone(), entries.clone());
+                    sent.insert((*server).clone(), (*entries).clone());
                 }
-                let entry = if same {
-                    ExecTools::Unchanged(true)
-                } else {
-                    ExecTools::Listed(entries)
-                };
-                (server.as_str(), entry)
+                !same
             })
+            .map(|(server, entries)| (server.as_str(), ExecTools::Listed(entries)))
             .collect()
     }
 }
@@ -399,7 +397,7 @@ mod tests {
     }
 
     #[test]
-    fn a_servers_tools_are_sent_once_then_true_while_unchanged() {
+    fn a_servers_tools_are_sent_once_then_left_out_while_unchanged() {
         let entries: Arc<RawValue> =
             Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json"));
         let loaded: LoadedTools = [("gh".to_string(), entries.clone())].into();
@@ -419,7 +417,12 @@ mod tests {
             line(&ExecTools::for_exec(&mut sent, &loaded)),
             json!([{"name": "echo"}])
         );
-        assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), json!(true));
+        assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), Value::Null);
+        // A sandbox after a restart (an empty `sent`) gets the entries again.
+        assert_eq!(
+            line(&ExecTools::for_exec(&mut HashMap::new(), &loaded)),
+            json!([{"name": "echo"}])
+        );
         // A new tool list (another Arc) is sent again.
         let changed: LoadedTools = [(
             "gh".to_string(),
