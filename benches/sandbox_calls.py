@@ -97,6 +97,35 @@ def main():
     wall = sorted(r[1] for r in results)
     print("sandbox side: CPU %.1f µs/call, wall %.1f µs/call (medians of %d x %d calls)"
           % (cpu[len(cpu) // 2], wall[len(wall) // 2], reps, n))
+    prepare_cost()
+
+
+def _entry(i):
+    """A tool entry shaped like docs::proxy_entry's."""
+    return {"name": "tool_%02d" % i, "doc": "Does thing %d with the given values." % i,
+            "params": [["a", "str", True], ["b", "int", False, 3]], "returns": "dict"}
+
+
+def prepare_cost(servers=50, tools=20, runs=2000):
+    """CPU per exec spent binding the exec's servers (decode of the exec frame + prepare_exec),
+    naming `servers` servers of `tools` tools each vs naming one, once their tool lists were
+    sent. The frames mark every server unchanged with `true`, which every entrypoint version
+    reads as unchanged."""
+    names = ["bench%02d" % i for i in range(servers)]
+    namespace = {}
+    full = {"t": "exec", "id": 1, "code": "", "servers": names,
+            "tools": {n: [_entry(i) for i in range(tools)] for n in names}}
+    sandbox_api.prepare_exec(namespace, full)
+    out = []
+    for named in (names, names[:1]):
+        line = protocol.encode(dict(full, servers=named, tools={n: True for n in named}))[:-1]
+        cpu = time.process_time()
+        for _ in range(runs):
+            sandbox_api.prepare_exec(namespace, protocol.decode(line))
+        out.append((time.process_time() - cpu) / runs * 1e6)
+        sandbox_api.prepare_exec(namespace, full)
+    print("exec preparation: CPU %.1f µs naming %d servers x %d tools, %.1f µs naming 1"
+          % (out[0], servers, tools, out[1]))
 
 
 if __name__ == "__main__":

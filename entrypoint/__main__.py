@@ -124,16 +124,14 @@ def serve(runner, execq, writer, ack):
             text = traceback.format_exc()
             protocol.log("exec failed inside the entrypoint:\n%s" % text)
             if isinstance(frame, dict):
-                writer.send({"t": "result", "id": frame["id"], "ok": False, "stdout": "",
-                             "stderr": "", "error": "sandbox entrypoint error:\n" + text,
-                             "stdout_dropped": 0, "stderr_dropped": 0, "interrupted": False})
+                writer.send(protocol.result_frame(frame["id"], False,
+                                                  error="sandbox entrypoint error:\n" + text))
 
 
 def main(leftover=b"", channel_offer=None):
     """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
     in_fd, out_fd = claim_fds()
-    ready = {"t": "ready", "v": 1, "python": "%d.%d.%d" % sys.version_info[:3], "channel": "stdio",
-             "posture": selfcheck.posture()}
+    ready = protocol.ready_frame("%d.%d.%d" % sys.version_info[:3], selfcheck.posture())
     if channel_offer is not None:
         fd, why = channel.connect(channel_offer)
         if fd is None:

@@ -9,6 +9,8 @@ socket channel a frame is cheap, so `started` goes out before the code runs (`ea
 after it is always reported on the call, never mistaken for "killed before the code arrived"."""
 import threading
 
+from .protocol import started_frame
+
 DELAY = 0.005  # seconds an exec may run before `started` is sent anyway
 
 
@@ -27,7 +29,7 @@ class StartedAck:
     def begin(self, exec_id):
         """The main thread is about to run exec `exec_id`."""
         if self.eager:
-            self._send({"t": "started", "id": exec_id})
+            self._send(started_frame(exec_id))
             return
         with self._cond:
             self._pending = exec_id
@@ -40,7 +42,7 @@ class StartedAck:
         with self._cond:
             pending, self._pending = self._pending, None
         if pending is not None:
-            self._send({"t": "started", "id": pending})
+            self._send(started_frame(pending))
 
     def finish(self):
         """The exec is done: its `result` implies it started."""
@@ -57,4 +59,4 @@ class StartedAck:
                 if self._pending != pending:
                     continue  # finished, or already sent, in time
                 self._pending = None
-            self._send({"t": "started", "id": pending})
+            self._send(started_frame(pending))

@@ -9,7 +9,15 @@ the pids limit), forwards termination signals, and exits with the entrypoint's s
 ordinary process (the test double, tests) it does the same as a child subreaper, so orphans stay
 in its tree there too; the entrypoint then dies with it (PR_SET_PDEATHSIG). Either way the init's
 pid is handed to cellprocs, which kills what an interrupted exec started."""
-import importlib.abc, importlib.util, json, linecache, os, signal, sys, time, traceback
+import importlib.abc
+import importlib.util
+import json
+import linecache
+import os
+import signal
+import sys
+import time
+import traceback
 
 
 def _fail(msg):

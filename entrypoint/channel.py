@@ -5,6 +5,8 @@ Any failure leaves frames on stdio; the reason is reported in the `ready` frame.
 import json
 import socket
 
+from .protocol import hello_frame
+
 CONNECT_TIMEOUT = 2.0  # seconds; the host waits for the connection or a stdio `ready`
 
 
@@ -19,7 +21,7 @@ def connect(offer):
     try:
         sock.settimeout(CONNECT_TIMEOUT)
         sock.connect(path)
-        sock.sendall(json.dumps({"t": "hello", "token": token}).encode("ascii") + b"\n")
+        sock.sendall(json.dumps(hello_frame(token)).encode("ascii") + b"\n")
         sock.settimeout(None)
         return sock.detach(), None
     except (OSError, ValueError) as exc:

@@ -80,6 +80,19 @@ class TrackedSelector(selectors.DefaultSelector):
         return ready
 
 
+def _loop_queues(loop):
+    """(ready callbacks, timer heap) of `loop` when it keeps them as CPython's asyncio does
+    (`_ready` a deque, `_scheduled` a list of TimerHandles, `_stopping` a bool), for
+    `Inbox.settle_inline`; None for any other loop (another implementation or Python version),
+    whose calls then simply await their futures."""
+    ready = getattr(loop, "_ready", None)
+    timers = getattr(loop, "_scheduled", None)
+    stopping = getattr(loop, "_stopping", None)
+    if type(ready) is collections.deque and type(timers) is list and type(stopping) is bool:
+        return ready, timers
+    return None
+
+
 class Inbox:
     """The read side of the frame channel. `dispatch(line)` handles one line and returns False
     when reading must stop (shutdown); it must not raise. `guard` (runner.ExecState) defers a
@@ -99,7 +112,7 @@ class Inbox:
         self._thread_poll = select.poll()
         self._thread_poll.register(fd, select.POLLIN)
         self._thread_poll.register(self._kick_r, select.POLLIN)
-        self._loop = self._selector = None
+        self._loop = self._selector = self._queues = None
         self._waiting_sync = 0  # main-thread `_sync` calls waiting while the loop is attached
         self._nudge = threading.Event()
 
@@ -169,6 +182,7 @@ class Inbox:
         if self.closed or self._loop is not None:
             return
         self._loop, self._selector = loop, selector
+        self._queues = _loop_queues(loop)
         selector.busy_since = time.monotonic()
         loop.add_reader(self.fd, self._on_loop)
         self._kick()
@@ -191,18 +205,24 @@ class Inbox:
         Returns once `fut` is done, or leaves it pending as soon as anything else could run: a
         ready callback, a due timer, or any other registered descriptor (the loop's self-pipe,
         a subprocess pipe) becoming readable. The loop's `select` then takes over, so no other
-        task waits longer than it would have."""
-        if loop is not self._loop or self._waiting_sync:
+        task waits longer than it would have. It reads the loop's private queues: a loop that
+        does not keep them as CPython does (`_loop_queues`) gets no inline wait, and the caller
+        awaits `fut` as usual."""
+        if loop is not self._loop or self._waiting_sync or self._queues is None:
             return
         selector = self._selector
         channel = self.fd
-        ready, timers = loop._ready, loop._scheduled  # noqa: SLF001 - our own loop's queues
+        ready, timers = self._queues
         while not fut.done():
-            if ready or loop._stopping:  # noqa: SLF001
+            if ready or loop._stopping:  # noqa: SLF001 - checked to be a bool by _loop_queues
                 return
             timeout = None
             if timers:
-                timeout = min(timers[0].when() - loop.time(), MAX_WAIT)
+                try:
+                    timeout = min(timers[0].when() - loop.time(), MAX_WAIT)
+                except (AttributeError, TypeError):  # not CPython's TimerHandle: stop trying
+                    self._queues = None
+                    return
                 if timeout <= 0:
                     return
             events = selector.select(timeout)

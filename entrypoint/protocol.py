@@ -14,6 +14,40 @@ import threading
 from .errors import BridgeCallError, from_reply
 from .values import Record
 
+# -- the frames the entrypoint sends (ARCHITECTURE.md, "Container → host"; parsed by
+# src/bridge/protocol.rs). Built only here; "t" comes first, the host's fast tag check expects it.
+
+VERSION = 1  # the protocol version sent in `ready` (PROTOCOL_VERSION on the host)
+
+
+def ready_frame(python, posture):
+    """`ready`: booted; frames stay on stdio until the caller switches `channel` to "socket"
+    (or sets `channel_error`)."""
+    return {"t": "ready", "v": VERSION, "python": python, "channel": "stdio", "posture": posture}
+
+
+def started_frame(exec_id):
+    """`started`: exec `exec_id` is running (ack.py decides when it goes out)."""
+    return {"t": "started", "id": exec_id}
+
+
+def result_frame(exec_id, ok, stdout="", stderr="", error=None, stdout_dropped=0,
+                 stderr_dropped=0, interrupted=False):
+    """`result`: exec `exec_id` finished; `error` is the traceback when `ok` is false."""
+    return {"t": "result", "id": exec_id, "ok": ok, "stdout": stdout, "stderr": stderr,
+            "error": error, "stdout_dropped": stdout_dropped, "stderr_dropped": stderr_dropped,
+            "interrupted": interrupted}
+
+
+def call_frame(call_id, exec_id, method, params):
+    """`call`: sandbox code asks the host for `method` during exec `exec_id`."""
+    return {"t": "call", "id": call_id, "exec": exec_id, "method": method, "params": params}
+
+
+def hello_frame(token):
+    """`hello`: the first frame on the socket channel, proving the sandbox holds the token."""
+    return {"t": "hello", "token": token}
+
 
 class FrameError(ValueError):
     """A line from the host that is not a frame (bad UTF-8/JSON, not an object, no "t")."""
@@ -103,25 +137,6 @@ def split_lines(buf, chunk):
     return lines
 
 
-def read_lines(fd, leftover=b"", chunk_size=1 << 16):
-    """Yield the lines read from `fd` (starting with bytes already read); stop at EOF."""
-    buf = bytearray()
-    pending = split_lines(buf, leftover)
-    while True:
-        for line in pending:
-            yield line
-        try:
-            chunk = os.read(fd, chunk_size)
-        except OSError as exc:
-            log("reading frames failed: %s" % exc)
-            chunk = b""
-        if not chunk:
-            if buf.strip():
-                log("stdin ended inside a frame; %d bytes dropped" % len(buf))
-            return
-        pending = split_lines(buf, chunk)
-
-
 class FrameWriter:
     """Serializes frames onto `fd` from one daemon thread, in the order `send` was called."""
 
@@ -201,8 +216,8 @@ class CallTable:
             cid = next(self._ids)
             self._pending[cid] = entry
         try:
-            self._send({"t": "call", "id": cid, "exec": self._current_exec(), "method": method,
-                        "params": {} if params is None else params})
+            self._send(call_frame(cid, self._current_exec(), method,
+                                  {} if params is None else params))
         except BaseException:
             self._drop(cid)
             raise

@@ -108,6 +108,7 @@ class ServerProxy:
         self._mcp_tools = None  # real tool names, None when unknown
         self._mcp_functions = {}  # tool alias -> async function
         self._mcp_real = {}  # real tool name -> async function
+        self._mcp_version = 0  # counts updates: what was built from the proxy is stale when it moved
 
     def _mcp_update(self, tools, specs=None):
         """Set the tool list (real names, or None when unknown) and, from `specs` ({name: tool
@@ -124,6 +125,7 @@ class ServerProxy:
             real[tool] = fn
             functions.setdefault(fn.__name__, fn)
         self._mcp_tools, self._mcp_functions, self._mcp_real = tools, functions, real
+        self._mcp_version += 1
 
     def _mcp_exports(self):
         """{tool alias: async function}, for the mcp.servers.<alias> module."""
@@ -171,38 +173,50 @@ class ServerDict(dict):
 
 
 class Registry:
-    """Every proxy made in this process, by server name."""
+    """Every proxy made in this process, by server name, and the servers of the last exec."""
 
     def __init__(self):
         self.proxies = {}
+        self._last = None  # (sorted server names, ServerDict) of the last exec
 
     def load(self, tools, servers=()):
-        """The ServerDict for one exec frame: `tools` ({server: [tool, ...]}) and `servers` (names
-        loaded without a tool list get a permissive proxy). Malformed entries are skipped."""
-        wanted, same = {}, set()
+        """The ServerDict for one exec frame: `servers` (the exec's server names) and `tools`
+        ({server: [tool entry, ...]}, the servers whose tool list is new to this sandbox; `true`
+        or no entry means unchanged since it was last sent). A server loaded without a tool list
+        ever announced gets a permissive proxy. Malformed entries are skipped. Only servers in
+        `tools` are rebuilt: with none and the same servers as the last exec, this is a copy of
+        the last exec's ServerDict."""
+        changed, names = {}, set()
         if isinstance(tools, dict):
             for server, entries in tools.items():
                 if not (isinstance(server, str) and server):
                     continue
                 if entries is True and server in self.proxies:  # unchanged since last sent
-                    same.add(server)
-                    wanted[server] = None
+                    names.add(server)
                 elif isinstance(entries, list):
-                    wanted[server] = {n: t for n, t in ((_tool_name(t), t) for t in entries)
-                                      if n}
+                    changed[server] = {n: t for n, t in ((_tool_name(t), t) for t in entries)
+                                       if n}
         for server in servers if isinstance(servers, list) else ():
-            if isinstance(server, str) and server and server not in wanted:
-                wanted[server] = None
+            if isinstance(server, str) and server:
+                names.add(server)
+        names.update(changed)
+        order = sorted(names)
+        last = self._last
+        if not changed and last is not None and last[0] == order:
+            return ServerDict(last[1])
         loaded = ServerDict()
-        for server in sorted(wanted):
+        for server in order:
             proxy = self.proxies.get(server)
             if proxy is None:
                 proxy = self.proxies[server] = ServerProxy(server)
-            if server not in same:
-                entries = wanted[server]
-                proxy._mcp_update(None if entries is None else list(entries), entries)
+                if server not in changed:  # no tool list announced: permissive
+                    proxy._mcp_update(None)
+            if server in changed:
+                entries = changed[server]
+                proxy._mcp_update(list(entries), entries)
             loaded[server] = proxy
-        return loaded
+        self._last = (order, loaded)
+        return ServerDict(loaded)
 
 
 def _tool_name(entry):

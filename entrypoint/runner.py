@@ -11,7 +11,7 @@ import sys
 import traceback
 import types
 
-from . import cell, cellprocs
+from . import cell, cellprocs, protocol
 from .inbox import TrackedSelector
 
 FILENAME = "<run_python>"
@@ -171,10 +171,9 @@ class Runner:
             pass
         ok, error = outcome
         (out, out_dropped), (err, err_dropped) = self._outputs["out"], self._outputs["err"]
-        return {"t": "result", "id": eid, "ok": ok, "stdout": out, "stderr": err,
-                "error": None if ok else _cap(error, max(limit, 8192)),
-                "stdout_dropped": out_dropped, "stderr_dropped": err_dropped,
-                "interrupted": bool(st.fired and not ok)}
+        return protocol.result_frame(eid, ok, out, err,
+                                     None if ok else _cap(error, max(limit, 8192)),
+                                     out_dropped, err_dropped, bool(st.fired and not ok))
 
     def _leave(self):
         sys.stdout, sys.stderr = self._orig
@@ -283,11 +282,11 @@ class Runner:
         frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
         codes = [f.f_code for f in frames] if len(frames) == len(te.stack) else None
         te.stack = traceback.StackSummary.from_list(
-            self._user_frames(list(zip(te.stack, codes or [None] * len(te.stack)))))
+            self._user_frames(list(zip(te.stack, codes or [None] * len(te.stack), strict=False))))
         self._clean(te.__cause__, exc.__cause__, seen)
         self._clean(te.__context__, exc.__context__, seen)
         for sub_te, sub in zip(getattr(te, "exceptions", None) or (),
-                               getattr(exc, "exceptions", None) or ()):
+                               getattr(exc, "exceptions", None) or (), strict=False):
             self._clean(sub_te, sub, seen)
 
     def _format_frames(self, frames, tail):

@@ -16,6 +16,21 @@ from collections.abc import Mapping
 from . import values
 from .errors import BridgeCallError
 
+# The host methods sandbox code may call (ARCHITECTURE.md, "Host methods"): the one list on this
+# side; HostMethod::ALL in src/bridge/protocol.rs is the other, and a Rust test holds them equal.
+HOST_METHODS = (
+    "call_tool",
+    "list_servers",
+    "discovered_servers",
+    "list_tools",
+    "query_tool_docs",
+    "search_tool_docs",
+    "describe_server",
+    "list_loaded_server_metadata",
+    "capability_summary",
+    "ping",
+)
+
 _calls = None  # the protocol.CallTable, set by bind()
 _AWAITED_SITES = {}  # (code, instruction offset) -> the call there is awaited at once
 _MAX_SITES = 4096
@@ -86,6 +101,9 @@ def _helper(method, shape=_same):
     """Decorator: the decorated function turns its arguments into (params, (server, tool)), or
     (params, (server, tool), shape) when the result's shape depends on them; the result is the
     helper (plain call or awaited) and, as `.sync`, its always-blocking twin."""
+
+    if method not in HOST_METHODS:
+        raise ValueError("%r is not in HOST_METHODS" % (method,))
 
     def prepare(build, args, kwargs):
         call = build(*args, **kwargs)

@@ -25,6 +25,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("search", |t, q| Box::pin(search(t, q))),
     ("recovery", |t, q| Box::pin(recovery(t, q))),
     ("flood", |t, q| Box::pin(flood(t, q))),
+    ("scale", |t, q| Box::pin(scale(t, q))),
 ];
 
 fn tokens(bytes: usize) -> f64 {
@@ -590,4 +591,77 @@ async fn flood(t: &mut Table, quick: bool) {
         );
     }
     b.stop().await;
+}
+
+/// Servers in the `scale` scenario (stub servers of 20 tools each).
+const SCALE_SERVERS: usize = 50;
+
+/// Warm `run_python('print(1)')` with many servers loaded: the cost of an exec must not grow
+/// with the number of servers it names (each exec frame once carried them all, and the sandbox
+/// rebuilt every proxy). Then the bridge's shutdown with those servers running.
+async fn scale(t: &mut Table, quick: bool) {
+    let work = Workdir::new(SCALE_SERVERS);
+    let all: Vec<String> = (0..SCALE_SERVERS).map(|i| format!("s{i:02}")).collect();
+    let all: Vec<&str> = all.iter().map(String::as_str).collect();
+    let one = &all[..1];
+    let b = Bridge::start(&work, &[]).await;
+    let (out, err) = b.run("print(1)", &all, 120).await;
+    assert!(
+        !err && out.trim() == "1",
+        "loading {SCALE_SERVERS} servers: {out}"
+    );
+    let runs = if quick { 50 } else { 300 };
+    // Blocks alternate, so both see the same phases of a noisy machine; the first run of each
+    // block (the switch between the two server lists) is counted apart.
+    let blocks = if quick { 2 } else { 5 };
+    let (mut many, mut few, mut switch) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..blocks {
+        for (servers, into) in [(&all[..], &mut many), (one, &mut few)] {
+            for i in 0..runs / blocks + 1 {
+                let s = Instant::now();
+                let (out, err) = b.run("print(1)", servers, 30).await;
+                let took = s.elapsed();
+                assert!(!err && out.trim() == "1", "{out}");
+                if i == 0 {
+                    switch.push(took);
+                } else {
+                    into.push(took);
+                }
+            }
+        }
+    }
+    let (m, f) = (summarize(&ms(&many)), summarize(&ms(&few)));
+    t.add(
+        &format!("warm run_python('print(1)') naming {SCALE_SERVERS} servers x 20 tools"),
+        "ms",
+        m,
+        format!("{:.1}x naming 1", m.median / f.median),
+    );
+    t.add(
+        &format!("warm run_python('print(1)') naming 1 of {SCALE_SERVERS} loaded servers"),
+        "ms",
+        f,
+        "",
+    );
+    t.add(
+        &format!("run_python('print(1)') switching between 1 and {SCALE_SERVERS} servers"),
+        "ms",
+        summarize(&ms(&switch)),
+        "first run after the server list changed",
+    );
+    let pid = b.pid;
+    let s = Instant::now();
+    b.stop().await;
+    let took = s.elapsed();
+    let gone = std::fs::metadata(format!("/proc/{pid}")).is_err();
+    t.single(
+        &format!("shutdown: stdin closed -> bridge exit, {SCALE_SERVERS} servers running"),
+        "ms",
+        took.as_secs_f64() * 1e3,
+        if gone {
+            "rmcp closes stdin, waits 3 s, then SIGTERM, then kill".to_string()
+        } else {
+            "the process was still there afterwards".to_string()
+        },
+    );
 }

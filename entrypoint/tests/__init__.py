@@ -104,7 +104,7 @@ class Sandbox:
             try:
                 frame = self.frames.get(timeout=timeout)
             except queue.Empty:
-                raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr))
+                raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr)) from None
             if frame is None:
                 raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
             assert frame["t"] in ("result", "call", "ready", "started"), frame
@@ -150,7 +150,7 @@ class Sandbox:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError("sandbox did not exit after shutdown")
+            raise AssertionError("sandbox did not exit after shutdown") from None
         finally:
             for thread in self._threads:  # all of stdout and stderr has been read
                 thread.join(timeout)

@@ -189,10 +189,10 @@ class CellProcessesTest(unittest.TestCase):
             killed = cellprocs.CellProcesses().sweep(since)
             self.assertEqual(killed, 3)
             self.assertEqual(chain.wait(5), -signal.SIGKILL)
-            for pid, start in zip(pids, starts):
+            for pid, start in zip(pids, starts, strict=True):
                 self.assertTrue(wait_gone(pid, start, 2.0), pid)
         finally:
-            for pid, start in zip(pids, starts):
+            for pid, start in zip(pids, starts, strict=True):
                 cellprocs.kill(pid, start)
 
 

@@ -1,16 +1,18 @@
 """Inbox.settle_inline: a proxied call whose loop has nothing else to do is answered inside the
 calling task, without suspending it; anything else that becomes runnable still runs first."""
 import asyncio
+import collections
 import json
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 import types
 import unittest
 
-from entrypoint import protocol
+from entrypoint import inbox, protocol
 from entrypoint.inbox import Inbox, TrackedSelector
 
 HOLD_LIMIT = 3.0  # seconds a held reply waits for its release before it is sent anyway
@@ -63,6 +65,24 @@ def counting(coro, counter):
     return run()
 
 
+class ReadyQueue(collections.deque):
+    """A deque of another type: what a loop keeping its ready queue differently looks like."""
+
+
+_HIDDEN = frozenset(("_ready", "_scheduled", "_stopping"))
+
+
+class HiddenQueuesLoop(asyncio.SelectorEventLoop):
+    """A working event loop whose private queues only asyncio's own code can see: to the
+    entrypoint it looks like a loop without them."""
+
+    def __getattribute__(self, name):
+        if name in _HIDDEN and not sys._getframe(1).f_globals.get("__name__", "").startswith(
+                "asyncio."):
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
 class InlineReplyTest(unittest.TestCase):
     def setUp(self):
         host_sock, ours = socket.socketpair()
@@ -106,6 +126,40 @@ class InlineReplyTest(unittest.TestCase):
         self.assertEqual(got, [{"i": i} for i in range(50)])
         self.assertEqual(suspensions, [])
         self.assertEqual(self.table._pending, {})
+
+    def sequential_calls_on(self, loop):
+        """50 sequential calls from an exec on `loop` (attached in place of the test's loop):
+        returns the suspensions of the exec's task; every reply must have come back."""
+        self.inbox.detach()
+        self.inbox.attach(loop, self.selector)
+        suspensions = []
+
+        async def body():
+            return [await self.table.call("ping", {"i": i}) for i in range(50)]
+
+        got = loop.run_until_complete(counting(body(), suspensions))
+        self.assertEqual(got, [{"i": i} for i in range(50)])
+        self.assertEqual(self.table._pending, {})
+        return suspensions
+
+    def test_a_loop_without_cpythons_private_queues_still_gets_its_replies(self):
+        # settle_inline reads _ready/_scheduled/_stopping; a loop without them (uvloop, a later
+        # Python) must fall back to awaiting the future: each call then suspends once.
+        self.inbox.detach()
+        self.loop.close()
+        self.selector = TrackedSelector()
+        self.loop = HiddenQueuesLoop(self.selector)
+        self.assertIsNone(inbox._loop_queues(self.loop))
+        self.assertEqual(len(self.sequential_calls_on(self.loop)), 50)
+
+    def test_a_loop_whose_queues_have_other_types_still_gets_its_replies(self):
+        self.loop._ready = ReadyQueue(self.loop._ready)  # works for the loop; not CPython's type
+        self.assertIsNone(inbox._loop_queues(self.loop))
+        self.assertEqual(len(self.sequential_calls_on(self.loop)), 50)
+
+    def test_cpythons_loop_has_the_queues_the_inline_wait_reads(self):
+        self.assertIsNotNone(inbox._loop_queues(self.loop))  # the inline wait is not lost
+        self.assertIsNone(inbox._loop_queues(types.SimpleNamespace()))
 
     def served(self, what):
         """Something other than the call ran: record it and let the host reply."""

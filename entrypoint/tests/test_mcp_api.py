@@ -86,6 +86,38 @@ class ProxyTest(McpCase):
             "\"MCP server 'b' is not loaded in this run (loaded: none); name it in "
             "run_python's `servers`\""])
 
+    def run_servers(self, code, servers, tools):
+        """Run `code` with an exec frame naming `servers` and carrying `tools` as given."""
+        result = self.sb.wait_result(self.sb.start_exec(code, servers=servers, tools=tools),
+                                     FakeHost())
+        self.assertTrue(result["ok"], result["error"])
+        return result["stdout"]
+
+    def test_an_exec_rebuilds_only_the_servers_whose_tools_changed(self):
+        # The host sends a server's tool entries once per sandbox (and again when they change):
+        # later exec frames name the server in "servers" only. With 50 servers an exec must
+        # then cost what one with a single server does: nothing is rebuilt.
+        names = ["s%02d" % i for i in range(50)]
+        self.run_ok("import sys\napi = sys.modules['_mcp_bridge.sandbox_api']\nbuilt = []\n"
+                    "real = api.server_module\n"
+                    "def counting(alias, proxy):\n    built.append(alias)\n"
+                    "    return real(alias, proxy)\n"
+                    "api.server_module = counting", {n: ["t1", "t2"] for n in names})
+        out = self.run_servers("print(len(built), dir(mcp_s07), sorted(mcp_servers) == %r)\n"
+                               "print(await mcp_s07.t2(x=1))" % names, names, {})
+        self.assertEqual(out.splitlines(), [
+            "0 ['t1', 't2'] True", "{'server': 's07', 'tool': 't2', 'arguments': {'x': 1}}"])
+        out = self.run_servers("print(built, dir(mcp_s03), dir(mcp_s04))", names, {"s03": ["t9"]})
+        self.assertEqual(out.splitlines(), ["['s03'] ['t9'] ['t1', 't2']"])
+        # What sandbox code changes is put back by the next exec, as before.
+        self.run_servers("import mcp.servers.s05 as m, sys\ndel m.t1\nmcp_s06 = None\n"
+                         "del sys.modules['mcp.servers.s08']", names, {})
+        out = self.run_servers("import mcp.servers.s05 as m, mcp.servers.s08 as n\n"
+                               "print(m.__all__, hasattr(m, 't1'), mcp_s06, n.__all__)",
+                               names, {})
+        self.assertEqual(out.splitlines(), [
+            "['t1', 't2'] True <MCP server 's06' (mcp_s06): 2 tools: t1, t2> ['t1', 't2']"])
+
     def test_keyword_and_dict_arguments(self):
         out, host = self.run_ok(
             "import json\ne = mcp_alpha.echo\n"
@@ -314,7 +346,8 @@ class SignatureTest(McpCase):
         probe = ("import inspect, pydoc\n"
                  "print(inspect.signature(mcp_gh.create_issue))\n"
                  "print(inspect.getdoc(mcp_gh.create_issue).splitlines()[0])\n"
-                 "print('async create_issue(*, repo: str' in pydoc.render_doc(mcp_gh.create_issue, renderer=pydoc.plaintext))")
+                 "print('async create_issue(*, repo: str' in "
+                 "pydoc.render_doc(mcp_gh.create_issue, renderer=pydoc.plaintext))")
         want = ["(*, repo: str, labels: list[str] = None, draft: bool = False) -> dict",
                 "Create an issue.", "True"]
         out, _ = self.run_ok(probe, {"gh": [self.ENTRY]})

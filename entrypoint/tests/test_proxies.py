@@ -3,6 +3,7 @@ import asyncio
 import copy
 import inspect
 import unittest
+from unittest import mock
 
 from entrypoint import errors, proxies, runtime
 
@@ -37,14 +38,14 @@ class ProxyTest(unittest.TestCase):
     def test_unknown_tool_attribute_error_names_server_and_tools(self):
         proxy = self.make()
         with self.assertRaises(AttributeError) as ctx:
-            proxy.delete_repo
+            _ = proxy.delete_repo
         self.assertEqual(str(ctx.exception),
                          "MCP server 'my-server.v2' has no tool 'delete_repo'; its tools: "
                          "_2fa, create_issue, list_repos, plain")
         self.assertFalse(hasattr(proxy, "__len__"))
         self.assertIsNone(getattr(proxy, "_repr_html_", None))
         with self.assertRaises(AttributeError) as ctx:
-            proxy.create_isue
+            _ = proxy.create_isue
         self.assertIn("has no tool 'create_isue' (did you mean 'create_issue'?)", str(ctx.exception))
 
     def test_repr(self):
@@ -68,7 +69,7 @@ class ProxyTest(unittest.TestCase):
         self.assertIs(proxy.x, x)
         self.assertEqual(dir(proxy), ["x", "z"])
         with self.assertRaises(AttributeError):
-            proxy.y
+            _ = proxy.y
 
     def test_permissive_proxy_without_tool_list(self):
         proxy = self.make(tools=())
@@ -76,7 +77,7 @@ class ProxyTest(unittest.TestCase):
         self.assertIn("not announced", repr(proxy))
         self.assertEqual(proxy.anything.__name__, "anything")
         with self.assertRaises(AttributeError):
-            proxy._private
+            _ = proxy._private
 
     def test_bad_positional_arguments(self):
         fn = self.make().plain
@@ -88,7 +89,7 @@ class ProxyTest(unittest.TestCase):
     def test_copy_and_pickle_probes_do_not_recurse(self):
         blank = proxies.ServerProxy.__new__(proxies.ServerProxy)
         with self.assertRaises(AttributeError):
-            blank.anything
+            _ = blank.anything
 
 
 class RegistryTest(unittest.TestCase):
@@ -102,6 +103,21 @@ class RegistryTest(unittest.TestCase):
         self.assertEqual(dir(second["b"]), ["t", "t2"])
         self.assertIn("not announced", repr(second["old-host"]))
         self.assertEqual(list(reg.load(None)), [])
+
+    def test_servers_left_out_of_tools_keep_their_tool_lists(self):
+        reg = proxies.Registry()
+        first = reg.load({"a": ["t"], "b": ["u"]}, ["a", "b"])
+        with mock.patch.object(proxies.ServerProxy, "_mcp_update") as update:
+            same = reg.load({}, ["a", "b"])  # nothing changed: nothing is rebuilt
+            self.assertEqual(update.call_count, 0)
+        self.assertEqual(same, first)
+        self.assertIsNot(same, first)  # each exec gets its own mcp_servers
+        self.assertEqual(dir(same["a"]), ["t"])
+        changed = reg.load({"b": ["v"]}, ["a", "b", "c"])
+        self.assertEqual((dir(changed["a"]), dir(changed["b"])), (["t"], ["v"]))
+        self.assertIn("not announced", repr(changed["c"]))  # never sent a tool list
+        # A new sandbox (a new registry) that is not sent a server's tools stays permissive.
+        self.assertIn("not announced", repr(proxies.Registry().load({}, ["a"])["a"]))
 
     def test_by_alias_first_sorted_name_wins(self):
         loaded = proxies.Registry().load({"my.server": [], "my-server": [], "z": []})

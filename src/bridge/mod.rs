@@ -20,5 +20,7 @@ mod session;
 pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;
 pub use error_kind::ErrorKind;
-pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
+pub use protocol::{
+    parse_inbound, CallFrame, HostMethod, Inbound, Outbound, ReadyFrame, ResultFrame,
+};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};

@@ -15,6 +15,70 @@ use super::error_kind::ErrorKind;
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
 
+/// A host method sandbox code may call (a `call` frame's `method`; ARCHITECTURE.md, "Host
+/// methods"). The one list on this side: `entrypoint/runtime.py`'s `HOST_METHODS` is the one on
+/// the other, and a test holds the two equal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostMethod {
+    /// `call_tool`: a proxied MCP tool call.
+    CallTool,
+    /// `list_servers`.
+    ListServers,
+    /// `discovered_servers`.
+    DiscoveredServers,
+    /// `list_tools`.
+    ListTools,
+    /// `query_tool_docs`.
+    QueryToolDocs,
+    /// `search_tool_docs`.
+    SearchToolDocs,
+    /// `describe_server`.
+    DescribeServer,
+    /// `list_loaded_server_metadata`.
+    ListLoadedServerMetadata,
+    /// `capability_summary`.
+    CapabilitySummary,
+    /// `ping`: echoes its params (answered by the dispatcher itself).
+    Ping,
+}
+
+impl HostMethod {
+    /// Every host method, in the order of `HOST_METHODS` in `entrypoint/runtime.py`.
+    pub const ALL: &'static [HostMethod] = &[
+        HostMethod::CallTool,
+        HostMethod::ListServers,
+        HostMethod::DiscoveredServers,
+        HostMethod::ListTools,
+        HostMethod::QueryToolDocs,
+        HostMethod::SearchToolDocs,
+        HostMethod::DescribeServer,
+        HostMethod::ListLoadedServerMetadata,
+        HostMethod::CapabilitySummary,
+        HostMethod::Ping,
+    ];
+
+    /// The method's name on the wire.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HostMethod::CallTool => "call_tool",
+            HostMethod::ListServers => "list_servers",
+            HostMethod::DiscoveredServers => "discovered_servers",
+            HostMethod::ListTools => "list_tools",
+            HostMethod::QueryToolDocs => "query_tool_docs",
+            HostMethod::SearchToolDocs => "search_tool_docs",
+            HostMethod::DescribeServer => "describe_server",
+            HostMethod::ListLoadedServerMetadata => "list_loaded_server_metadata",
+            HostMethod::CapabilitySummary => "capability_summary",
+            HostMethod::Ping => "ping",
+        }
+    }
+
+    /// The method named `name`, if there is one.
+    pub fn parse(name: &str) -> Option<HostMethod> {
+        HostMethod::ALL.iter().copied().find(|m| m.name() == name)
+    }
+}
+
 /// A frame from the sandbox (see [`parse_inbound`]).
 #[derive(Debug, PartialEq)]
 pub enum Inbound {
@@ -115,7 +179,8 @@ pub enum Outbound<'a> {
         code: &'a str,
         /// Servers loaded for this exec.
         servers: &'a [String],
-        /// The tools of each loaded server, or `true` when unchanged since the last exec.
+        /// The tool entries of the loaded servers whose tool list this sandbox has not been
+        /// sent yet (new, or changed since); the others keep what they were last sent.
         tools: &'a BTreeMap<&'a str, ExecTools<'a>>,
         /// Characters kept per output stream.
         output_limit: usize,
@@ -158,33 +223,30 @@ impl Outbound<'_> {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum ExecTools<'a> {
-    /// `true`: the same entries as this sandbox was last sent for the server.
-    Unchanged(bool),
     /// The tool entries (a JSON array, see `dispatch::LoadedTools`).
     Listed(&'a RawValue),
 }
 
 impl<'a> ExecTools<'a> {
-    /// The exec frame's `tools` for `loaded`: each server's entries, or `true` when `sent`
-    /// (what this sandbox was sent so far, updated here) already holds the same entries.
+    /// The exec frame's `tools` for `loaded`: the entries of each server whose tool list `sent`
+    /// (what this sandbox was sent so far, updated here) does not hold yet. A server it holds
+    /// is left out, so an exec naming many servers costs what one naming few does; the
+    /// sandbox keeps what it was sent. A new sandbox starts with an empty `sent`, so it gets
+    /// every entry.
     pub fn for_exec(
         sent: &mut HashMap<String, Arc<RawValue>>,
         loaded: &'a LoadedTools,
     ) -> BTreeMap<&'a str, ExecTools<'a>> {
         loaded
             .iter()
-            .map(|(server, entries)| {
-                let same = sent.get(server).is_some_and(|s| Arc::ptr_eq(s, entries));
+            .filter(|(server, entries)| {
+                let same = sent.get(*server).is_some_and(|s| Arc::ptr_eq(s, entries));
                 if !same {
-                    sent.insert(server.clone(), entries.clone());
+                    sent.insert((*server).clone(), (*entries).clone());
                 }
-                let entry = if same {
-                    ExecTools::Unchanged(true)
-                } else {
-                    ExecTools::Listed(entries)
-                };
-                (server.as_str(), entry)
+                !same
             })
+            .map(|(server, entries)| (server.as_str(), ExecTools::Listed(entries)))
             .collect()
     }
 }
@@ -336,7 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn a_servers_tools_are_sent_once_then_true_while_unchanged() {
+    fn a_servers_tools_are_sent_once_then_left_out_while_unchanged() {
         let entries: Arc<RawValue> =
             Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json"));
         let loaded: LoadedTools = [("gh".to_string(), entries.clone())].into();
@@ -356,7 +418,12 @@ mod tests {
             line(&ExecTools::for_exec(&mut sent, &loaded)),
             json!([{"name": "echo"}])
         );
-        assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), json!(true));
+        assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), Value::Null);
+        // A sandbox after a restart (an empty `sent`) gets the entries again.
+        assert_eq!(
+            line(&ExecTools::for_exec(&mut HashMap::new(), &loaded)),
+            json!([{"name": "echo"}])
+        );
         // A new tool list (another Arc) is sent again.
         let changed: LoadedTools = [(
             "gh".to_string(),
@@ -367,6 +434,31 @@ mod tests {
             line(&ExecTools::for_exec(&mut sent, &changed)),
             json!([{"name": "echo"}])
         );
+    }
+
+    /// The quoted names in `HOST_METHODS = (...)` of `entrypoint/runtime.py`.
+    fn python_host_methods() -> Vec<String> {
+        let source = include_str!("../../entrypoint/runtime.py");
+        let start = source
+            .find("\nHOST_METHODS = (")
+            .expect("runtime.py defines HOST_METHODS = (...)");
+        let body = &source[start + "\nHOST_METHODS = (".len()..];
+        let body = &body[..body.find(')').expect("HOST_METHODS closes")];
+        body.split(',')
+            .map(|item| item.split('#').next().unwrap_or("").trim())
+            .filter(|item| !item.is_empty())
+            .map(|item| item.trim_matches('"').to_string())
+            .collect()
+    }
+
+    #[test]
+    fn host_methods_are_the_same_list_on_both_sides() {
+        let rust: Vec<&str> = HostMethod::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(python_host_methods(), rust);
+        for m in HostMethod::ALL {
+            assert_eq!(HostMethod::parse(m.name()), Some(*m));
+        }
+        assert_eq!(HostMethod::parse("rm_rf"), None);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::docs::{self, alias, Detail};
 use super::search::{self, Entry};
 use super::validate::{Rejection, Validators};
 use super::{result, UpstreamError, UpstreamPool};
-use crate::bridge::{CallContext, CallError, HostCalls, LoadedTools};
+use crate::bridge::{CallContext, CallError, HostCalls, HostMethod, LoadedTools};
 
 /// Results returned by `search_tool_docs` at most.
 const MAX_SEARCH_LIMIT: usize = 100;
@@ -189,7 +189,7 @@ impl HostCalls for UpstreamHostCalls {
     }
 
     async fn call(&self, ctx: &CallContext, method: &str, p: Value) -> Result<Value, CallError> {
-        if method == "call_tool" {
+        if method == HostMethod::CallTool.name() {
             return self.call_tool(ctx, p).await;
         }
         // Boxed: these futures may start servers, and their state (kilobytes) would otherwise
@@ -276,7 +276,7 @@ impl UpstreamHostCalls {
         Ok(result::unwrap_fastmcp(value, def))
     }
 
-    /// Every host method but `call_tool`.
+    /// Every host method but `call_tool` (routed to it all the same).
     async fn discovery(
         &self,
         ctx: &CallContext,
@@ -284,9 +284,16 @@ impl UpstreamHostCalls {
         p: Value,
     ) -> Result<Value, CallError> {
         let pool = &self.pool;
-        match method {
-            "list_servers" => Ok(json!(pool.servers().names())),
-            "discovered_servers" => {
+        let Some(known) = HostMethod::parse(method) else {
+            return Err(CallError::bad_request(format!(
+                "unknown host method '{method}'"
+            )));
+        };
+        match known {
+            HostMethod::Ping => Ok(p),
+            HostMethod::CallTool => Box::pin(self.call_tool(ctx, p)).await,
+            HostMethod::ListServers => Ok(json!(pool.servers().names())),
+            HostMethod::DiscoveredServers => {
                 let mut servers = Vec::new();
                 for s in &pool.servers().specs {
                     servers.push(json!({
@@ -303,7 +310,7 @@ impl UpstreamHostCalls {
                 }
                 Ok(json!({"servers": servers, "errors": pool.servers().issues}))
             }
-            "list_tools" => {
+            HostMethod::ListTools => {
                 let server = str_param(&p, "server")?;
                 let tools = pool.tools(server, ctx.deadline).await?;
                 Ok(Value::Array(
@@ -319,7 +326,7 @@ impl UpstreamHostCalls {
                         .collect(),
                 ))
             }
-            "query_tool_docs" => {
+            HostMethod::QueryToolDocs => {
                 let server = str_param(&p, "server")?;
                 let detail =
                     Detail::parse(opt_str(&p, "detail")?).map_err(CallError::bad_request)?;
@@ -339,7 +346,7 @@ impl UpstreamHostCalls {
                     },
                 }
             }
-            "search_tool_docs" => {
+            HostMethod::SearchToolDocs => {
                 let query = str_param(&p, "query")?;
                 let limit = p
                     .get("limit")
@@ -364,7 +371,7 @@ impl UpstreamHostCalls {
                     .collect();
                 Ok(json!({"results": results, "not_indexed": not_indexed}))
             }
-            "describe_server" => {
+            HostMethod::DescribeServer => {
                 let name = str_param(&p, "name")?;
                 let up = pool.get(name)?;
                 let live = up.live_now();
@@ -385,7 +392,7 @@ impl UpstreamHostCalls {
                     "tools": tools.map(|ts| ts.iter().map(docs::listing).collect::<Vec<_>>()),
                 }))
             }
-            "list_loaded_server_metadata" => {
+            HostMethod::ListLoadedServerMetadata => {
                 let mut out = Vec::new();
                 for name in ctx.servers.iter() {
                     let live = pool.get(name)?.live_now();
@@ -400,7 +407,7 @@ impl UpstreamHostCalls {
                 }
                 Ok(Value::Array(out))
             }
-            "capability_summary" => {
+            HostMethod::CapabilitySummary => {
                 let known: std::collections::HashMap<String, usize> = pool
                     .known_tools()
                     .into_iter()
@@ -436,9 +443,6 @@ impl UpstreamHostCalls {
                 }
                 Ok(Value::String(text))
             }
-            _ => Err(CallError::bad_request(format!(
-                "unknown host method '{method}'"
-            ))),
         }
     }
 }

@@ -35,14 +35,15 @@ import threading
 import time
 import types
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
 import servers as servers_helpers  # noqa: E402 - tests/e2e/servers.py
 
 try:  # SDK v2 name; v2 takes read timeouts as float seconds
@@ -280,7 +281,7 @@ class Bridge:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> "Bridge":
+    def start(self) -> Bridge:
         self._thread.start()
         if not self._ready.wait(START_WAIT):
             raise RuntimeError(f"bridge did not initialize within {START_WAIT} s\n{self.stderr_tail()}")

@@ -26,7 +26,7 @@ class PodmanService:
         self.path = path
         self._proc: subprocess.Popen | None = None
 
-    def start(self) -> "PodmanService":
+    def start(self) -> PodmanService:
         assert self._proc is None, "already running"
         self._proc = subprocess.Popen(
             ["podman", "system", "service", "--time=0", f"unix://{self.path}"],
@@ -79,7 +79,7 @@ class EngineProxy:
 
     # -- control ------------------------------------------------------------------------------
 
-    def start(self) -> "EngineProxy":
+    def start(self) -> EngineProxy:
         """Listens on `path` (replacing a stale socket file)."""
         assert self._listener is None, "already listening"
         try:
@@ -124,7 +124,7 @@ class EngineProxy:
         while self._listener is listener:
             try:
                 client, _ = listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return

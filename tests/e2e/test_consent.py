@@ -10,8 +10,10 @@ import subprocess
 import time
 from pathlib import Path
 
+from conftest import cli_env_for as cli_env
+from conftest import home_env, processes, servers_cli
+
 import servers as S
-from conftest import cli_env_for as cli_env, home_env, processes, servers_cli
 
 HOSTILE = "hostile-payload-5e1c"  # in every hostile command line, to find such a process
 

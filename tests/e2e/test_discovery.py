@@ -13,10 +13,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import cli_env_for as _cli_env
+from conftest import home_env as _home_env
+from conftest import pid_alive as _pid_alive
+from conftest import processes, servers_cli
 
 import servers as S
-from conftest import cli_env_for as _cli_env, home_env as _home_env, pid_alive as _pid_alive, processes
-from conftest import servers_cli
 
 # Tool order as the stub lists them (docs and listings keep the server's order).
 STUB_ORDER = ["echo", "add", "slow", "crash", "big", "fail", "whoami"]
@@ -496,7 +498,7 @@ print(json.dumps(out))
     summary = got["summary"]
     assert summary == got["summary_sync"] and isinstance(summary, str)
     assert "search_tool_docs" in summary and "query_tool_docs" in summary, summary
-    lines = {name: next((l for l in summary.splitlines() if f" {name} (" in l), None) for name in ("stub", "my-stub", "idle-stub", "off")}
+    lines = {name: next((line for line in summary.splitlines() if f" {name} (" in line), None) for name in ("stub", "my-stub", "idle-stub", "off")}
     assert all(lines.values()), summary
     assert "7 tools" in lines["stub"] and "loaded" in lines["stub"] and "stdio" in lines["stub"], summary
     assert "loaded" in lines["my-stub"] and "loaded" not in lines["idle-stub"], summary

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import pid_alive as _pid_alive
 
 import servers as S
-from conftest import pid_alive as _pid_alive
 
 STUB_TOOL_NAMES = sorted(S.STUB_TOOLS)
 # run_python timeout for runs that load real servers: loading counts against it, and a Python
@@ -594,7 +594,7 @@ def test_time_current_time_in_utc(rb):
     assert got["timezone"] == "UTC"
     assert got["datetime"].endswith("+00:00"), got
     when = dt.datetime.fromisoformat(got["datetime"])
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     assert abs((now - when).total_seconds()) < 300, (got, now)
     assert set(got) >= {"timezone", "datetime", "is_dst"}
 

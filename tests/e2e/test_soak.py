@@ -12,8 +12,9 @@ import random
 import time
 
 import pytest
-import servers as S
 from conftest import pid_alive, processes
+
+import servers as S
 
 RUNS = 2000
 SEED = 20261121
