@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
+use super::protocol::HostMethod;
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
@@ -116,10 +117,10 @@ impl Dispatcher {
         method: &str,
         params: Value,
     ) -> Result<Value, CallError> {
-        match method {
-            "ping" => Ok(params),
-            _ => self.backend.call(ctx, method, params).await,
+        if method == HostMethod::Ping.name() {
+            return Ok(params);
         }
+        self.backend.call(ctx, method, params).await
     }
 }
 

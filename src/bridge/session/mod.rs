@@ -54,8 +54,8 @@ pub struct Session {
     /// The container's stdin, held open while frames use the socket channel.
     _stdin: Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
     _tasks: Vec<AbortOnDropHandle<()>>,
-    /// Per server: the tool entries this sandbox was last sent (later execs send `true` while
-    /// they are unchanged).
+    /// Per server: the tool entries this sandbox was last sent (later execs leave the server out
+    /// of `tools` while they are unchanged).
     sent_tools: Mutex<HashMap<String, Arc<RawValue>>>,
 }
 
