@@ -1,4 +1,4 @@
-"""The `mcp` package that sandbox code imports (CONTRACT.md section 3), published as modules that
+"""The `mcp` package that sandbox code imports (GUIDE.md, "Sandbox API"), published as modules that
 live only in sys.modules (no files): `mcp` and `mcp.runtime` (the helpers of runtime.py and the
 exceptions of errors.py), and `mcp.servers.<alias>`, one per server proxy (proxies.py). Before every
 exec it binds the exec's servers (`mcp_<alias>`, `mcp_servers`) and re-publishes the modules, so

@@ -9,13 +9,17 @@
 //!   dispatcher every sandbox→host request passes.
 //! - [`lines`]: newline reassembly of chunked streams and bounded tails of their last lines.
 //!   Leaf.
-//! - [`format`]: a [`report::RunReport`] rendered as compact text or TOON. Pure.
+//! - [`upstream`]: the user's MCP servers: one owner task per server, the tool cache and search,
+//!   argument checks, and the host methods sandbox code calls (implements `bridge::HostCalls`).
+//! - [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
+//! - [`report`]: the outcome of one call as data. Leaf.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
-//! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`.
+//! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
 //! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands.
 //!
-//! Dependencies point one way: `server → {bridge, format} → container`; `config`, `report` and
-//! `shutdown` are leaves. See ARCHITECTURE.md for the data flow of one call.
+//! Dependencies point one way: `server → {bridge, format} → container` and
+//! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown` and `lines`
+//! are leaves. See ARCHITECTURE.md for the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]
 
 pub mod app;

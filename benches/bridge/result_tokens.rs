@@ -1,5 +1,5 @@
 //! What the model reads of five typical `run_python` results, before and after results stopped
-//! carrying `structuredContent` by default (issue 13.4). Claude Code passes the model only the
+//! carrying `structuredContent` by default (GUIDE.md, "Output"). Claude Code passes the model only the
 //! JSON of `structuredContent` when a result has it (anthropics/claude-code#54450, #79944), else
 //! the text blocks; "before" is the bridge with `MCP_BRIDGE_STRUCTURED_CONTENT=1`, which is what
 //! every result carried until then. Tokens are counted with OpenAI's o200k_base BPE

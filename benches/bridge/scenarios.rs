@@ -1,4 +1,4 @@
-//! The measured scenarios, in the order of issue 4's list.
+//! The measured scenarios, in the order of benches/RESULTS.md's tables.
 
 use std::future::Future;
 use std::pin::Pin;

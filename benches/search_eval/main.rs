@@ -1,4 +1,4 @@
-//! Tool search quality (issue 13.6): recall@1, recall@5 and MRR of the crate's ranking against
+//! Tool search quality (benches/RESULTS.md, "Tool search quality"): recall@1, recall@5 and MRR of the crate's ranking against
 //! the old fuzzy ranking, plain BM25 and the Python bridge's substring filter, on real MCP
 //! servers' frozen tool lists (`catalogs/`) and hand-written queries (`queries.json`, split
 //! into a dev half used for tuning and a held-out test half); then rank() latency over an

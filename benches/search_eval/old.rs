@@ -1,4 +1,4 @@
-//! The ranking this crate had before issue 13.6 (src/upstream/search.rs at that time), kept
+//! The ranking this crate had before its BM25F ranking (src/upstream/search.rs at that time), kept
 //! as a baseline, verbatim but for the tokenizer, which the crate still has: fuzzy tool search
 //! (strsim), tolerant of typos.
 //!

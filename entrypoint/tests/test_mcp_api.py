@@ -274,7 +274,7 @@ class RuntimeHelperTest(McpCase):
 
 
 class BothCallStylesTest(McpCase):
-    """Every helper works as a plain call and awaited, in plain and in async code (issue 13.1)."""
+    """Every helper works as a plain call and awaited, in plain and in async code (GUIDE.md, "Sandbox API")."""
 
     def test_plain_and_awaited_give_the_same_value(self):
         out, host = self.run_ok(

@@ -89,7 +89,7 @@ impl Owner {
 pub const REMOVE_TIMEOUT_SECS: u64 = 15;
 
 /// Removes containers left by bridges that died on this host, concurrently, each bounded by
-/// [`REMOVE_TIMEOUT_SECS`]. Returns how many were removed.
+/// `REMOVE_TIMEOUT_SECS`. Returns how many were removed.
 ///
 /// # Errors
 /// Only listing failures; a container that fails to be removed is logged and skipped.
@@ -112,7 +112,7 @@ pub async fn list_own(
     list_where(runtime, |labels| me.is_mine(labels)).await
 }
 
-/// Removes the containers `ids`, concurrently, each bounded by [`REMOVE_TIMEOUT_SECS`], logging
+/// Removes the containers `ids`, concurrently, each bounded by `REMOVE_TIMEOUT_SECS`, logging
 /// failures; `whose` names their owner in the log. Returns how many were removed.
 pub async fn remove_each(runtime: &dyn ContainerRuntime, ids: &[String], whose: &str) -> usize {
     let removals = ids.iter().map(|id| async move {

@@ -1,4 +1,4 @@
-"""Errors that teach (issue 13 point 7): a proxied call's arguments are checked against the tool's
+"""Errors that teach (ARCHITECTURE.md, "MCP proxying over the frame protocol"): a proxied call's arguments are checked against the tool's
 inputSchema before it is sent; a missing, unknown or mistyped argument raises
 `mcp.InvalidArgumentsError` (also a TypeError) showing the tool's Python signature and what was
 wrong, and misspelt server, tool and argument names get "did you mean".

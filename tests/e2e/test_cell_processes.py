@@ -1,4 +1,4 @@
-"""A timeout stops every process the cell started (issue 13 point 8), through the real bridge on
+"""A timeout stops every process the cell started (GUIDE.md, "Timeouts, crashes and restarts"), through the real bridge on
 the real engine: a busy child, a child in its own session, a grandchild and a double-forked daemon
 are all gone after the timeout; a helper an earlier cell started on purpose still runs; the
 interpreter's state is kept. What is alive is read from /proc inside the sandbox."""

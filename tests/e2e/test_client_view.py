@@ -1,4 +1,4 @@
-"""What an MCP client shows the model (issue 13.4), with the bridge's defaults: results carry
+"""What an MCP client shows the model (GUIDE.md, "Output"), with the bridge's defaults: results carry
 the rendered text only (Claude Code passes only structuredContent's JSON when it is present:
 anthropics/claude-code#54450, #79944), `run_python` is marked `anthropic/alwaysLoad` so Claude
 Code does not defer it behind its tool search, description and instructions stay under 2,048

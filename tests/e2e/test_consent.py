@@ -1,4 +1,4 @@
-"""Consent and client configs through the real bridge (CONTRACT §2; GUIDE.md "Client configs"):
+"""Consent and client configs through the real bridge (GUIDE.md, "Your MCP servers" and "Client configs"):
 a hostile repository's servers run by no path before the user approves them, `servers --allow`
 records an approval pinned to the entry, and values from variable expansion stay on the host.
 """

@@ -1,4 +1,4 @@
-"""The MCP face (CONTRACT §1, §5, §6): tools, results, resources, errors, output modes, `exec`."""
+"""The MCP face (README.md; GUIDE.md, "Output"): tools, results, resources, errors, output modes, `exec`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Server discovery and docs (CONTRACT §2, §3; issue 3): the three config sources with provenance,
+"""Server discovery and docs (GUIDE.md, "Your MCP servers" and "Sandbox API"): the three config sources with provenance,
 broken files, lazy start and background indexing, fuzzy search across servers never started,
 tool docs, and a constant `tools/list` however many servers are configured.
 

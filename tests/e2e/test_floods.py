@@ -1,4 +1,4 @@
-"""Output floods (issue 5, item 2): sandbox code writing ~1 GiB cannot grow the bridge's memory.
+"""Output floods (GUIDE.md, "Output"; benches/RESULTS.md, "Output floods"): sandbox code writing ~1 GiB cannot grow the bridge's memory.
 
 Three kinds of flood run as separate calls of one bridge:
 

@@ -1,4 +1,4 @@
-"""Timeouts, sandbox deaths, the engine going away, bridge exits and huge output (CONTRACT §4, §5).
+"""Timeouts, sandbox deaths, the engine going away, bridge exits and huge output (GUIDE.md, "Timeouts, crashes and restarts").
 
 Every test gets its own bridge (these tests kill things).
 """

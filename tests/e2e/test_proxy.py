@@ -1,4 +1,4 @@
-"""MCP proxying from sandbox code (CONTRACT §3, issue 3): proxies, results, errors, concurrency,
+"""MCP proxying from sandbox code (GUIDE.md, "Sandbox API"): proxies, results, errors, concurrency,
 crashes and deadlines against the Rust stub server, and the real npm/PyPI servers.
 
 Values come back from the sandbox as one JSON line printed by the code (`_json`), so assertions
@@ -303,7 +303,7 @@ print(json.dumps(out))
 """,
         servers=["stub"],
     )
-    # Checked against the tool's input schema before the call is sent (issue 13.7).
+    # Checked against the tool's input schema before the call is sent.
     assert got["a_is_str"][0] == "InvalidArgumentsError", got
     assert "argument 'a' must be number, got string \"x\"" in got["a_is_str"][1], got
     assert got["b_missing"][0] == "InvalidArgumentsError", got

@@ -1,4 +1,4 @@
-"""The sandbox API a model and a user of the Python bridge expect (issue 13), end to end with the
+"""The sandbox API a model and a user of the Python bridge expect (GUIDE.md, "Sandbox API"), end to end with the
 official MCP client, real podman/docker and real servers (mcp-server-time from PyPI,
 server-everything from npm, a FastMCP server from the official Python SDK, the Rust stub):
 

@@ -1,4 +1,4 @@
-"""The sandbox's confinement (CONTRACT §4), checked from inside the sandbox by run_python code.
+"""The sandbox's confinement (GUIDE.md, "The sandbox"), checked from inside the sandbox by run_python code.
 
 Each probe prints one JSON line so a failure shows exactly what the sandbox saw.
 """

@@ -1,4 +1,4 @@
-"""Soak (issue 5): 2,000 mixed runs on one bridge — plain prints, proxied tool calls, large outputs,
+"""Soak: 2,000 mixed runs on one bridge — plain prints, proxied tool calls, large outputs,
 stderr floods, timeouts (interrupted and uninterruptible), sandbox crashes and downstream server
 crashes, in a seeded random order. Every run must come back with the outcome its kind implies
 (none lost, none hung), the bridge's memory must stay bounded, and after the bridge exits nothing of

@@ -5,7 +5,7 @@
 //! frequency in the fields (tool name ≫ server name > description), each field's length
 //! normalized so a long description does not win by having every word somewhere, saturated,
 //! and times the word's rarity (IDF). Words are stemmed ("issues" = "issue"). A query word
-//! also stands for related words at a lower weight ([`synonyms`]: "open" → create, "folder"
+//! also stands for related words at a lower weight (`synonyms.rs`: "open" → create, "folder"
 //! → directory), and a word that is in no tool at all is matched to the most similar words
 //! that are (Jaro-Winkler, or a prefix: "isue" → issue, "cal" → calendar). A tool's score is
 //! the sum over query words of the best of each word's alternatives, plus a quarter of the
