@@ -143,6 +143,15 @@ impl LineTail {
     }
 }
 
+/// `tail` as a message section headed `<who> stderr (last lines):`, or nothing when it is blank.
+pub fn stderr_section(who: &str, tail: &str) -> String {
+    if tail.trim().is_empty() {
+        String::new()
+    } else {
+        format!("\n{who} stderr (last lines):\n{}", tail.trim_end())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ pub enum BridgeError {
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
     /// The sandbox did not become ready.
-    #[error("the sandbox did not start: {reason}{}", tail_suffix(.stderr_tail))]
+    #[error("the sandbox did not start: {reason}{}", crate::lines::stderr_section("sandbox", .stderr_tail))]
     Boot {
         /// Why.
         reason: String,
@@ -17,7 +17,7 @@ pub enum BridgeError {
         stderr_tail: String,
     },
     /// The container exited or was killed.
-    #[error("the sandbox died: {reason}{}", tail_suffix(.stderr_tail))]
+    #[error("the sandbox died: {reason}{}", crate::lines::stderr_section("sandbox", .stderr_tail))]
     Died {
         /// Exit code interpretation.
         reason: String,
@@ -41,14 +41,6 @@ pub enum BridgeError {
     /// The sandbox broke the frame protocol.
     #[error("{0}")]
     Protocol(String),
-}
-
-fn tail_suffix(tail: &str) -> String {
-    if tail.trim().is_empty() {
-        String::new()
-    } else {
-        format!("\nsandbox stderr (last lines):\n{}", tail.trim_end())
-    }
 }
 
 /// Explains a container exit code in words.

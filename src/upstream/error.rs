@@ -64,7 +64,7 @@ pub enum UpstreamError {
         problems: Vec<String>,
     },
     /// The server could not be started or initialized.
-    #[error("MCP server '{server}' could not be started: {reason}{}", tail(.stderr_tail))]
+    #[error("MCP server '{server}' could not be started: {reason}{}", crate::lines::stderr_section("server", .stderr_tail))]
     Start {
         /// The server.
         server: String,
@@ -74,7 +74,7 @@ pub enum UpstreamError {
         stderr_tail: String,
     },
     /// The server died or its connection broke during a request.
-    #[error("MCP server '{server}' crashed or closed its connection during '{tool}': {reason}{}", tail(.stderr_tail))]
+    #[error("MCP server '{server}' crashed or closed its connection during '{tool}': {reason}{}", crate::lines::stderr_section("server", .stderr_tail))]
     Crashed {
         /// The server.
         server: String,
@@ -138,14 +138,6 @@ fn lines(p: &[String]) -> String {
     match p {
         [one] => format!(" {one}"),
         many => many.iter().map(|p| format!("\n  {p}")).collect(),
-    }
-}
-
-fn tail(t: &str) -> String {
-    if t.trim().is_empty() {
-        String::new()
-    } else {
-        format!("\nserver stderr (last lines):\n{}", t.trim_end())
     }
 }
 
