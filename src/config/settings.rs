@@ -372,6 +372,25 @@ mod tests {
     }
 
     #[test]
+    fn every_on_off_setting_reads_the_same_words() {
+        // One parser for all of them: `on` once worked for one setting and exited 2 for another.
+        for name in [
+            "MCP_BRIDGE_PREWARM",
+            "MCP_BRIDGE_ALLOW_WEAK_SANDBOX",
+            "MCP_BRIDGE_CALL_LANE",
+            "MCP_BRIDGE_IMPORT_CLIENT_CONFIGS",
+            "MCP_BRIDGE_ALLOW_SELF_SERVER",
+            "MCP_BRIDGE_STRUCTURED_CONTENT",
+        ] {
+            for word in ["1", "true", "yes", "on", "ON", "0", "false", "no", "off"] {
+                assert!(with(&[(name, word)]).is_ok(), "{name}={word}");
+            }
+            let err = with(&[(name, "maybe")]).expect_err(name).to_string();
+            assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
     fn timeouts_are_clamped() {
         let s = with(&[("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "0")]).expect("valid");
         assert_eq!(s.idle_timeout, None);
