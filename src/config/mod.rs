@@ -9,6 +9,7 @@ mod consent;
 mod entry;
 mod error;
 mod expand;
+mod read;
 mod servers;
 mod settings;
 mod values;

@@ -1,0 +1,296 @@
+//! Reading the server sources: each file's tables and entries (`Reader`), the consent of each
+//! definition, and the merge into one definition per name with notes for the dropped ones.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::clients::{Client, ClientFile, Origin, Scope};
+use super::consent::{AllowList, ClaudeRecords};
+use super::entry::parse_entry;
+use super::expand::{Expander, Syntax};
+use super::servers::{ConfigIssue, ServerSpec, Sources, Transport};
+
+/// Reads every source and decides the consent of each definition.
+pub(super) fn read_all<'a>(
+    sources: &'a Sources,
+    env: &'a dyn Fn(&str) -> Option<String>,
+) -> Reader<'a> {
+    let mut reader = Reader {
+        sources,
+        env,
+        found: Vec::new(),
+        issues: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut own = Vec::new();
+    if let Some(dir) = &sources.dir {
+        match std::fs::read_dir(dir) {
+            Ok(entries) => {
+                let mut jsons: Vec<PathBuf> = entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+                    .collect();
+                jsons.sort();
+                own.extend(jsons);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => reader.problem(dir, format!("cannot read the directory: {e}")),
+        }
+    }
+    own.extend(sources.extra_file.iter().cloned());
+    for file in &own {
+        reader.read_own(file);
+    }
+    for cf in &sources.client_files {
+        reader.read_client(cf);
+    }
+    decide_consent(&mut reader.found, sources);
+    reader
+}
+
+pub(super) struct Reader<'a> {
+    sources: &'a Sources,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    pub(super) found: Vec<ServerSpec>,
+    pub(super) issues: Vec<ConfigIssue>,
+    pub(super) notes: Vec<ConfigIssue>,
+}
+
+impl Reader<'_> {
+    fn problem(&mut self, file: &Path, message: String) {
+        self.issues.push(issue(file, message));
+    }
+
+    /// A file of the user's own: every problem counts, values are literal.
+    fn read_own(&mut self, file: &Path) {
+        let root = match read_root(file) {
+            Ok(Some(root)) => root,
+            Ok(None) => return self.problem(file, "cannot read: not found".into()),
+            Err(problem) => return self.issues.push(problem),
+        };
+        let mut tables = Vec::new();
+        for key in ["mcpServers", "servers"] {
+            match root.get(key) {
+                Some(Value::Object(m)) => tables.push(m),
+                Some(_) => return self.problem(file, format!("\"{key}\" must be an object")),
+                None => {}
+            }
+        }
+        if tables.is_empty() {
+            return self.problem(file, "no \"mcpServers\" object".into());
+        }
+        let description = root.get("description").and_then(Value::as_str);
+        for table in tables {
+            self.read_table(file, Origin::Own, Syntax::Literal, table, description);
+        }
+    }
+
+    /// A client's file: missing files and files without servers are normal.
+    fn read_client(&mut self, cf: &ClientFile) {
+        let root = match read_root(&cf.path) {
+            Ok(Some(root)) => root,
+            Ok(None) => return,
+            Err(problem) => return self.issues.push(problem),
+        };
+        let origin = Origin::Client(cf.client, cf.scope);
+        let syntax = cf.client.syntax();
+        for key in ["mcpServers", "servers"] {
+            match root.get(key) {
+                Some(Value::Object(m)) => self.read_table(&cf.path, origin, syntax, m, None),
+                Some(Value::Null) | None => {}
+                Some(_) => self.problem(&cf.path, format!("\"{key}\" must be an object")),
+            }
+        }
+        if cf.client == Client::ClaudeCode && cf.scope == Scope::User {
+            // `~/.claude.json` also holds the local scope: the project's own section.
+            let local = self.sources.project.as_deref().and_then(|p| {
+                let projects = root.get("projects")?.as_object()?;
+                p.ancestors()
+                    .find_map(|dir| projects.get(dir.to_str()?))?
+                    .get("mcpServers")?
+                    .as_object()
+                    .cloned()
+            });
+            if let Some(m) = local {
+                let local = Origin::Client(Client::ClaudeCode, Scope::Local);
+                self.read_table(&cf.path, local, syntax, &m, None);
+            }
+        }
+    }
+
+    fn read_table(
+        &mut self,
+        file: &Path,
+        origin: Origin,
+        syntax: Syntax,
+        table: &Map<String, Value>,
+        file_description: Option<&str>,
+    ) {
+        for (name, entry) in table {
+            let mut x = Expander::new(
+                syntax,
+                self.env,
+                self.sources.home.as_deref(),
+                self.sources.project.as_deref(),
+            );
+            match parse_entry(file, origin, name, entry, &mut x) {
+                Err(problem) => self.issues.push(problem),
+                Ok(spec) if !self.sources.allow_self && launches_self(&spec) => {
+                    let skipped = format!(
+                        "server '{}' would launch mcp-code-bridge itself; skipped (set MCP_BRIDGE_ALLOW_SELF_SERVER=1 to allow)",
+                        spec.name
+                    );
+                    if origin == Origin::Own {
+                        self.problem(file, skipped);
+                    } else {
+                        // A client's entry for this bridge is how the bridge got started.
+                        self.notes.push(issue(file, skipped));
+                    }
+                }
+                Ok(mut spec) => {
+                    if spec.description.is_none() {
+                        spec.description = file_description.map(str::to_string);
+                    }
+                    spec.secrets = x.secrets;
+                    self.found.push(spec);
+                }
+            }
+        }
+    }
+}
+
+/// Reads and parses a JSON object file; `Ok(None)` when it does not exist.
+fn read_root(file: &Path) -> Result<Option<Map<String, Value>>, ConfigIssue> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(issue(file, format!("cannot read: {e}"))),
+    };
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(m)) => Ok(Some(m)),
+        Ok(_) => Err(issue(
+            file,
+            "expected a JSON object with \"mcpServers\"".into(),
+        )),
+        Err(e) => Err(issue(file, format!("invalid JSON: {e}"))),
+    }
+}
+
+/// Fills in the consent of project-scoped definitions from the client's records, else the
+/// bridge's allow list; applies Claude Code's per-project switches.
+fn decide_consent(found: &mut [ServerSpec], sources: &Sources) {
+    if sources.client_files.is_empty() {
+        return;
+    }
+    let claude_json = sources
+        .client_files
+        .iter()
+        .find(|f| f.client == Client::ClaudeCode && f.scope == Scope::User)
+        .map(|f| f.path.as_path());
+    let claude = ClaudeRecords::read(
+        claude_json,
+        sources.claude_settings.as_deref(),
+        sources.project.as_deref(),
+    );
+    let allow = sources
+        .state_dir
+        .as_deref()
+        .map(AllowList::load)
+        .unwrap_or_default();
+    for spec in found.iter_mut() {
+        let Origin::Client(client, scope) = spec.origin else {
+            continue;
+        };
+        if client == Client::ClaudeCode && claude.switched_off.contains(&spec.name) {
+            spec.disabled = true;
+        }
+        if scope != Scope::Project {
+            continue;
+        }
+        let by_client = match client {
+            Client::ClaudeCode => claude.decide(&spec.name),
+            _ => None,
+        };
+        spec.consent =
+            by_client.unwrap_or_else(|| allow.decide(&spec.name, &spec.source, &spec.entry_sha256));
+    }
+}
+
+/// One definition per name: see the module docs for which wins.
+pub(super) fn merge(
+    found: Vec<ServerSpec>,
+    issues: &mut Vec<ConfigIssue>,
+    notes: &mut Vec<ConfigIssue>,
+) -> Vec<ServerSpec> {
+    let mut by_name: BTreeMap<String, Vec<ServerSpec>> = BTreeMap::new();
+    for spec in found {
+        by_name.entry(spec.name.clone()).or_default().push(spec);
+    }
+    let mut specs = Vec::with_capacity(by_name.len());
+    for (name, mut defs) in by_name {
+        // Stable: among equals, the first read (file order) wins.
+        defs.sort_by_key(|s| (!s.consent.permits(), s.origin.rank()));
+        let mut defs = defs.into_iter();
+        let Some(kept) = defs.next() else { continue };
+        for dropped in defs {
+            if dropped.origin == Origin::Own && kept.origin == Origin::Own {
+                issues.push(issue(
+                    &dropped.source,
+                    format!(
+                        "server '{name}' is already defined in {}; this one is ignored",
+                        kept.source.display()
+                    ),
+                ));
+            } else if kept.same_definition(&dropped) {
+                tracing::debug!(server = %name, dropped = %dropped.source.display(), "same definition twice");
+            } else {
+                let why = if !dropped.consent.permits() && kept.consent.permits() {
+                    " (it is not approved)"
+                } else {
+                    ""
+                };
+                notes.push(issue(
+                    &dropped.source,
+                    format!(
+                        "server '{name}': using the definition in {} ({}); the one in {} ({}) is ignored{why}",
+                        kept.source.display(),
+                        kept.origin.label(),
+                        dropped.source.display(),
+                        dropped.origin.label(),
+                    ),
+                ));
+            }
+        }
+        tracing::debug!(server = %name, source = %kept.source.display(), "server defined");
+        specs.push(kept);
+    }
+    specs
+}
+
+pub(super) fn issue(file: &Path, message: String) -> ConfigIssue {
+    ConfigIssue {
+        source: file.display().to_string(),
+        message,
+    }
+}
+
+/// True when the entry would start this bridge (`mcp-code-bridge run`) again.
+fn launches_self(spec: &ServerSpec) -> bool {
+    let Transport::Stdio { command, args, .. } = &spec.transport else {
+        return false;
+    };
+    let is_bridge = |s: &str| {
+        Path::new(s)
+            .file_name()
+            .and_then(|f| f.to_str())
+            .is_some_and(|f| f.starts_with("mcp-code-bridge"))
+    };
+    let me = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok());
+    let same_file = me.is_some() && std::fs::canonicalize(command).ok() == me;
+    (is_bridge(command) || same_file || args.iter().any(|a| is_bridge(a)))
+        && args.iter().any(|a| a == "run")
+}
