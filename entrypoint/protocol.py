@@ -32,11 +32,19 @@ def started_frame(exec_id):
 
 
 def result_frame(exec_id, ok, stdout="", stderr="", error=None, stdout_dropped=0,
-                 stderr_dropped=0, interrupted=False):
-    """`result`: exec `exec_id` finished; `error` is the traceback when `ok` is false."""
-    return {"t": "result", "id": exec_id, "ok": ok, "stdout": stdout, "stderr": stderr,
-            "error": error, "stdout_dropped": stdout_dropped, "stderr_dropped": stderr_dropped,
-            "interrupted": interrupted}
+                 stderr_dropped=0, interrupted=False, exit_info=None):
+    """`result`: exec `exec_id` finished; `error` is the traceback when `ok` is false.
+    `exit_info` = `(code, message)` when the code raised SystemExit: the frame then also carries
+    `exit_code` (the status `python3 -c` would exit with) and, when the exit argument was
+    neither None nor an int, `exit_message` (what python3 would print)."""
+    frame = {"t": "result", "id": exec_id, "ok": ok, "stdout": stdout, "stderr": stderr,
+             "error": error, "stdout_dropped": stdout_dropped, "stderr_dropped": stderr_dropped,
+             "interrupted": interrupted}
+    if exit_info is not None:
+        frame["exit_code"] = exit_info[0]
+        if exit_info[1] is not None:
+            frame["exit_message"] = exit_info[1]
+    return frame
 
 
 def call_frame(call_id, exec_id, method, params):

@@ -164,16 +164,19 @@ class Runner:
         except KeyboardInterrupt:  # the interrupt landed in this function's own bookkeeping
             st.running = None
             self._leave()
-            outcome = outcome or (False, "KeyboardInterrupt\n")
+            outcome = outcome or (False, "KeyboardInterrupt\n", None)
         try:
             st.sweep_after(eid)
         except KeyboardInterrupt:  # a stray signal: the reader thread's sweep goes on anyway
             pass
-        ok, error = outcome
+        ok, error, exit_info = outcome
         (out, out_dropped), (err, err_dropped) = self._outputs["out"], self._outputs["err"]
+        cap = max(limit, 8192)
+        if exit_info is not None and exit_info[1] is not None:
+            exit_info = (exit_info[0], _cap(exit_info[1], cap))
         return protocol.result_frame(eid, ok, out, err,
-                                     None if ok else _cap(error, max(limit, 8192)),
-                                     out_dropped, err_dropped, bool(st.fired and not ok))
+                                     None if ok else _cap(error, cap),
+                                     out_dropped, err_dropped, bool(st.fired and not ok), exit_info)
 
     def _leave(self):
         sys.stdout, sys.stderr = self._orig
@@ -200,10 +203,10 @@ class Runner:
                 exec(compiled, self.namespace)
             if shows:  # notebook behaviour: the final expression's value is shown
                 cell.show(cell.take_result(self.namespace), sys.stdout, sys.stderr)
-            return True, None
+            return True, None, None
         except BaseException as exc:  # noqa: BLE001 - everything the sandbox code raises
             cell.take_result(self.namespace)
-            return False, self.format_exception(cell.explain(exc))
+            return False, self.format_exception(cell.explain(exc)), exit_of(exc)
 
     def _await(self, loop, coro):
         task = loop.create_task(coro)
@@ -233,7 +236,9 @@ class Runner:
     @staticmethod
     def _cancel(loop, task):
         """Cancel the exec's task and give it CANCEL_GRACE seconds to unwind."""
-        if task.done():
+        if task.done():  # e.g. it raised SystemExit, which the loop passes on: mark it retrieved
+            if not task.cancelled():
+                task.exception()
             return
         task.cancel()
         try:
@@ -312,6 +317,22 @@ class Runner:
                                             line=self._line(code, fs.lineno))
             kept.append(fs)
         return kept
+
+
+def exit_of(exc):
+    """`(code, message)` for a SystemExit, as the `python3` command would exit with it (None
+    → 0, an int → its low byte, anything else → 1 with its str as the message); else None."""
+    if not isinstance(exc, SystemExit):
+        return None
+    code = exc.code
+    if code is None:
+        return 0, None
+    if isinstance(code, int):
+        return code & 0xFF, None
+    try:
+        return 1, str(code)
+    except Exception:  # noqa: BLE001 - a hostile __str__: still an exit with code 1
+        return 1, None
 
 
 def _internal_files():

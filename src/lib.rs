@@ -15,7 +15,8 @@
 //! - [`report`]: the outcome of one call as data. Leaf.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
-//! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands.
+//! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands;
+//!   [`exec_cli`]: what `exec` prints where, and its exit codes.
 //!
 //! Dependencies point one way: `server → {bridge, format} → container` and
 //! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown` and `lines`
@@ -27,6 +28,7 @@ pub mod bridge;
 pub mod config;
 pub mod container;
 pub mod doctor;
+pub mod exec_cli;
 pub mod format;
 pub mod lines;
 pub mod report;

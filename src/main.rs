@@ -4,12 +4,11 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::bridge::RunRequest;
 use mcp_code_bridge::config::Settings;
-use mcp_code_bridge::{format, server, shutdown};
+use mcp_code_bridge::{exec_cli, server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
 #[derive(Parser)]
@@ -23,7 +22,9 @@ struct Cli {
 enum Command {
     /// Serve MCP over stdin/stdout (logs go to stderr).
     Run,
-    /// Run one snippet through the same path and print the result; non-zero exit on error.
+    /// Run one snippet through the same path: its stdout to stdout, its stderr and traceback to
+    /// stderr. Exit 0 ok, 1 raised, n for sys.exit(n), 2 usage or config error, 124 timeout,
+    /// 125 sandbox or engine failure, 130 interrupted.
     Exec {
         /// Python code, or `-` to read it from stdin.
         code: String,
@@ -33,6 +34,10 @@ enum Command {
         /// Timeout in seconds (default MCP_BRIDGE_TIMEOUT, capped at MCP_BRIDGE_MAX_TIMEOUT).
         #[arg(long)]
         timeout: Option<u64>,
+        /// Print one JSON object on stdout instead: status, exit_code, stdout, stderr, error,
+        /// notice, duration (seconds).
+        #[arg(long)]
+        json: bool,
     },
     /// List the discovered MCP servers, where each was defined, and config problems; exit 3
     /// when there are problems. Starts nothing.
@@ -48,11 +53,16 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // exec's own failures must not look like the code's (1 = it raised).
+    let failure = match cli.command {
+        Command::Exec { .. } => ExitCode::from(exec_cli::EXIT_SANDBOX),
+        _ => ExitCode::FAILURE,
+    };
     let settings = match Settings::from_env() {
         Ok(s) => Arc::new(s),
         Err(e) => {
             eprintln!("mcp-code-bridge: configuration error: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(exec_cli::EXIT_USAGE);
         }
     };
     init_logging(&settings.log_level);
@@ -64,14 +74,14 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mcp-code-bridge: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return failure;
         }
     };
     match runtime.block_on(dispatch(cli.command, settings)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("mcp-code-bridge: {e:#}");
-            ExitCode::FAILURE
+            failure
         }
     }
 }
@@ -83,7 +93,8 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             code,
             servers,
             timeout,
-        } => exec(settings, code, servers, timeout).await,
+            json,
+        } => exec(settings, code, servers, timeout, json).await,
         Command::Servers { allow } if allow.is_empty() => {
             Ok(mcp_code_bridge::servers_cli::list(&settings))
         }
@@ -117,21 +128,25 @@ async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs `code` once and prints the report (`exec_cli`); the exit code says how it ended.
 async fn exec(
     settings: Arc<Settings>,
     code: String,
     servers: Vec<String>,
     timeout: Option<u64>,
+    json: bool,
 ) -> anyhow::Result<ExitCode> {
     let code = if code == "-" {
         let mut buf = String::new();
-        std::io::stdin()
-            .read_to_string(&mut buf)
-            .context("reading code from stdin")?;
+        if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
+            eprintln!("mcp-code-bridge: reading code from stdin: {e}");
+            return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
+        }
         buf
     } else {
         code
     };
+    let started = std::time::Instant::now();
     let app = App::with_engine(settings.clone());
     let capped = settings.timeout_capped_note(timeout);
     let req = RunRequest {
@@ -145,21 +160,16 @@ async fn exec(
         r = app.sandbox.run(req) => r,
         _ = shutdown::signalled() => {
             app.shutdown().await;
-            return Ok(ExitCode::from(130));
+            return Ok(ExitCode::from(exec_cli::EXIT_CANCELLED));
         }
     };
+    let duration = started.elapsed();
     app.shutdown().await;
     let mut report = report;
     if let Some(note) = capped {
         report.add_notice(note);
     }
-    let text = format::render(&report, settings.output_mode);
-    println!("{}", text.trim_end_matches('\n'));
-    Ok(if report.is_error() {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(exec_cli::print(&report, json, duration)))
 }
 
 fn init_logging(level: &str) {

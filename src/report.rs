@@ -40,6 +40,19 @@ pub struct RunReport {
     /// MCP servers loaded for this run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<String>,
+    /// Set when the code raised `SystemExit` (the status is then `Error`). Read by `exec`
+    /// only: not serialized, so `run_python`'s results stay as they were.
+    #[serde(skip)]
+    pub exit: Option<SystemExit>,
+}
+
+/// How `python3` would have exited on the `SystemExit` the code raised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SystemExit {
+    /// The exit status: `sys.exit()` → 0, `sys.exit(n)` → n's low byte, anything else → 1.
+    pub code: u8,
+    /// What `python3` would have printed: the exit argument when it was not an int.
+    pub message: Option<String>,
 }
 
 impl RunReport {

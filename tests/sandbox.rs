@@ -41,6 +41,40 @@ async fn state_persists_and_errors_do_not_break_the_session() {
 }
 
 #[tokio::test]
+async fn a_system_exit_carries_its_status_and_keeps_the_session() {
+    let (app, _rt) = process_app(&[]);
+    for (code, status, message) in [
+        ("import sys\nprint('a')\nsys.exit(7)", 7, None),
+        ("raise SystemExit", 0, None),
+        ("import sys\nsys.exit('bad input')", 1, Some("bad input")),
+    ] {
+        let r = app.sandbox.run(req(code, 10)).await;
+        // run_python's result is what it was: an error with the SystemExit traceback
+        assert_eq!(r.status, RunStatus::Error, "{r:?}");
+        assert!(
+            r.error.as_deref().unwrap_or("").contains("SystemExit"),
+            "{r:?}"
+        );
+        let exit = r.exit.as_ref().expect("a SystemExit is reported");
+        assert_eq!(
+            (exit.code, exit.message.as_deref()),
+            (status, message),
+            "{r:?}"
+        );
+    }
+    let r = app.sandbox.run(req("1/0", 10)).await;
+    assert_eq!(
+        (r.status, r.exit),
+        (RunStatus::Error, None),
+        "only SystemExit has one"
+    );
+    let r = app.sandbox.run(req("print('still here')", 10)).await;
+    assert_eq!(r.stdout, "still here\n", "{r:?}");
+    assert!(r.notice.is_none(), "the sandbox survived");
+    app.shutdown().await;
+}
+
+#[tokio::test]
 async fn timeout_interrupts_and_keeps_state() {
     let (app, _rt) = process_app(&[]);
     app.sandbox.run(req("keep = 'me'", 10)).await;

@@ -102,7 +102,24 @@ class RunnerTest(unittest.TestCase):
         self.assertFalse(result["ok"])
         self.assertEqual(result["stdout"], "a\n")
         self.assertIn("SystemExit: 3", result["error"])
+        self.assertEqual(result["exit_code"], 3)
+        self.assertNotIn("exit_message", result)
         self.assert_ok(self.run_code("print('still here')"), "still here\n")
+
+    def test_system_exit_reports_the_status_python3_would_exit_with(self):
+        cases = [("sys.exit()", 0, None), ("sys.exit(None)", 0, None), ("sys.exit(0)", 0, None),
+                 ("raise SystemExit(7)", 7, None), ("sys.exit(256 + 7)", 7, None),
+                 ("sys.exit(-1)", 255, None), ("sys.exit(True)", 1, None),
+                 ("sys.exit('bad input')", 1, "bad input"),
+                 ("async def f():\n    sys.exit(5)\nawait f()", 5, None)]
+        for code, status, message in cases:
+            with self.subTest(code=code):
+                result = self.run_code("import sys\n" + code)
+                self.assertFalse(result["ok"])
+                self.assertEqual(result["exit_code"], status)
+                self.assertEqual(result.get("exit_message"), message)
+        result = self.run_code("1/0")
+        self.assertNotIn("exit_code", result)  # only a SystemExit carries one
 
     def test_print_of_10_mb_is_cut_with_exact_dropped_count(self):
         result = self.run_code("print('x' * 10_000_000)\nimport sys\nsys.stderr.write('e' * 100);",

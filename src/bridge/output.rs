@@ -5,11 +5,20 @@
 //! entrypoint is untrusted, cuts again anything still over the limit.
 
 use super::protocol::ResultFrame;
-use crate::report::{RunReport, RunStatus};
+use crate::report::{RunReport, RunStatus, SystemExit};
 
 /// Shapes one result frame into a report, with cut markers.
 pub fn shape_result(frame: ResultFrame, limit: usize) -> RunReport {
+    let exit = match frame.exit_code {
+        Some(code) if !frame.ok => Some(SystemExit {
+            // The entrypoint sends the low byte already; the host does not trust it to.
+            code: code.rem_euclid(256) as u8,
+            message: frame.exit_message.map(|m| bounded(m, limit)),
+        }),
+        _ => None,
+    };
     RunReport {
+        exit,
         status: if frame.ok {
             RunStatus::Ok
         } else {
@@ -133,5 +142,30 @@ mod tests {
         );
         assert_eq!(r.status, RunStatus::Error);
         assert_eq!(r.error.as_deref(), Some("Traceback"));
+        assert_eq!(r.exit, None);
+    }
+
+    #[test]
+    fn a_system_exit_keeps_the_error_and_carries_its_status() {
+        let r = shape_result(
+            ResultFrame {
+                ok: false,
+                error: Some("SystemExit: 7".into()),
+                exit_code: Some(263),
+                ..Default::default()
+            },
+            100,
+        );
+        assert_eq!(r.status, RunStatus::Error);
+        assert_eq!(r.error.as_deref(), Some("SystemExit: 7"));
+        let exit = SystemExit {
+            code: 7,
+            message: None,
+        };
+        assert_eq!(r.exit, Some(exit));
+        assert_eq!(
+            crate::format::structured(&r),
+            serde_json::json!({"status": "error", "error": "SystemExit: 7"})
+        );
     }
 }

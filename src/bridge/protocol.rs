@@ -153,6 +153,13 @@ pub struct ResultFrame {
     /// True when the exec stopped because of an interrupt.
     #[serde(default)]
     pub interrupted: bool,
+    /// Set when the code raised `SystemExit`: the status `python3` would have exited with.
+    #[serde(default)]
+    pub exit_code: Option<i64>,
+    /// With `exit_code`, when the exit argument was neither None nor an int: what `python3`
+    /// would have printed (`sys.exit("bad input")`).
+    #[serde(default)]
+    pub exit_message: Option<String>,
 }
 
 /// A frame to the sandbox.
@@ -342,6 +349,19 @@ mod tests {
                 ok: false,
                 error: Some("Traceback".into()),
                 stdout: "x".into(),
+                ..Default::default()
+            }))
+        );
+        let r = parse_inbound(
+            br#"{"t":"result","id":8,"ok":false,"error":"SystemExit: x","exit_code":1,"exit_message":"x"}"#,
+        );
+        assert_eq!(
+            r,
+            Ok(Inbound::Result(ResultFrame {
+                id: 8,
+                error: Some("SystemExit: x".into()),
+                exit_code: Some(1),
+                exit_message: Some("x".into()),
                 ..Default::default()
             }))
         );

@@ -301,8 +301,9 @@ def test_exec_prints_result(cli_env, helpers, cli_cwd):
 
 def test_exec_error_exits_nonzero(cli_env, helpers, cli_cwd):
     p = _exec(cli_env, helpers.BRIDGE_BIN, "1/0", cwd=cli_cwd)
-    assert p.returncode != 0, f"stdout={p.stdout!r}"
-    assert "ZeroDivisionError" in p.stdout, f"stdout={p.stdout!r}\nstderr={p.stderr[-2000:]}"
+    assert p.returncode == 1, f"stdout={p.stdout!r}"
+    assert "ZeroDivisionError" in p.stderr, f"stdout={p.stdout!r}\nstderr={p.stderr[-2000:]}"
+    assert "ZeroDivisionError" not in p.stdout, p.stdout  # tracebacks go to stderr
 
 
 def test_exec_reads_code_from_stdin(cli_env, helpers, cli_cwd):
