@@ -101,7 +101,8 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
         Command::Servers { allow } => Ok(mcp_code_bridge::servers_cli::allow(&settings, &allow)),
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
-            print!("{report}");
+            // A closed stdout (`doctor | head`) ends quietly, never with a panic.
+            let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report.as_bytes());
             Ok(if ok {
                 ExitCode::SUCCESS
             } else {

@@ -89,7 +89,9 @@ pub fn allow(settings: &Settings, names: &[String]) -> ExitCode {
         };
         for r in results {
             match r {
-                Ok(message) => println!("{message}"),
+                Ok(message) => {
+                    let _ = writeln!(std::io::stdout().lock(), "{message}");
+                }
                 Err(message) => {
                     eprintln!("mcp-code-bridge: {message}");
                     ok = false;
