@@ -77,16 +77,16 @@ pub fn parse_entry(
             }
         }
         None | Some("http" | "streamable-http" | "streamablehttp" | "streamable_http") => {
-            let url = checked_url(remote_url, &err)?;
+            let url = expanded_url(remote_url, &mut x, &err)?;
             Transport::Http {
-                url: x("url", url)?,
+                url,
                 headers: expand_headers(fields.map("headers")?, &mut x)?,
             }
         }
         Some("sse") => {
-            let url = checked_url(remote_url, &err)?;
+            let url = expanded_url(remote_url, &mut x, &err)?;
             Transport::Sse {
-                url: x("url", url)?,
+                url,
                 headers: expand_headers(fields.map("headers")?, &mut x)?,
             }
         }
@@ -137,17 +137,25 @@ fn expand_problem(field: &str, e: &ExpandError) -> String {
     format!("in \"{field}\": {e}; the server is not started with the text unexpanded")
 }
 
-fn checked_url(
-    u: Option<String>,
+/// The entry's URL with its variables expanded, which must then be http(s); a message shows the
+/// URL as written, never an expanded value.
+fn expanded_url(
+    raw: Option<String>,
+    x: &mut impl FnMut(&str, String) -> Result<String, ConfigIssue>,
     err: &impl Fn(String) -> ConfigIssue,
 ) -> Result<String, ConfigIssue> {
-    let u = u.ok_or_else(|| err("missing \"url\"".into()))?;
-    let lower = u.to_ascii_lowercase();
-    if lower.starts_with("http://") || lower.starts_with("https://") || u.starts_with("${") {
-        Ok(u)
+    let raw = raw.ok_or_else(|| err("missing \"url\"".into()))?;
+    let url = x("url", raw.clone())?;
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        Ok(url)
+    } else if url == raw {
+        Err(err(format!(
+            "\"url\" must start with http:// or https://, got {raw:?}"
+        )))
     } else {
         Err(err(format!(
-            "\"url\" must start with http:// or https://, got {u:?}"
+            "\"url\" must start with http:// or https:// once expanded; {raw:?} does not"
         )))
     }
 }

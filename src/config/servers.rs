@@ -353,6 +353,42 @@ mod tests {
     }
 
     #[test]
+    fn a_url_is_checked_once_expanded_and_the_message_shows_it_as_written() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let file = write(
+            d.path(),
+            ".mcp.json",
+            r#"{"mcpServers": {"ok": {"type": "http", "url": "${GOOD}/mcp"},
+                               "bad": {"type": "http", "url": "${BAD}/mcp"}}}"#,
+        );
+        let sources = Sources {
+            client_files: vec![ClientFile {
+                client: Client::ClaudeCode,
+                scope: Scope::User,
+                path: file,
+            }],
+            ..Default::default()
+        };
+        let env = |k: &str| match k {
+            "GOOD" => Some("https://docs.example.test".to_string()),
+            "BAD" => Some("file:///etc/secret-path".to_string()),
+            _ => None,
+        };
+        let s = discover_with_env(&sources, &env);
+        assert_eq!(s.names(), ["ok"]);
+        let Transport::Http { url, .. } = &s.get("ok").expect("ok").transport else {
+            panic!("http")
+        };
+        assert_eq!(url, "https://docs.example.test/mcp");
+        let problem = &s.issues[0].message;
+        assert!(
+            problem.contains("once expanded") && problem.contains("${BAD}/mcp"),
+            "{problem}"
+        );
+        assert!(!problem.contains("secret-path"), "{problem}");
+    }
+
+    #[test]
     fn config_examples_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config-examples");
         let s = discover(&Sources {
