@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
-use super::protocol::HostMethod;
+use super::host_method::HostMethod;
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]

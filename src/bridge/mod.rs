@@ -11,6 +11,7 @@ mod engine_loss;
 pub mod entrypoint;
 mod error;
 mod error_kind;
+mod host_method;
 mod output;
 pub mod posture;
 mod protocol;
@@ -20,7 +21,6 @@ mod session;
 pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;
 pub use error_kind::ErrorKind;
-pub use protocol::{
-    parse_inbound, CallFrame, HostMethod, Inbound, Outbound, ReadyFrame, ResultFrame,
-};
+pub use host_method::HostMethod;
+pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};
