@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::app::App;
 use crate::bridge::posture::{evaluate, Check, Expected};
-use crate::bridge::RunRequest;
+use crate::bridge::{Progress, RunRequest};
 use crate::config::Settings;
 use crate::container::connect;
 use crate::report::RunStatus;
@@ -140,6 +140,7 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
             timeout: Duration::from_secs(60),
             arrived: tokio::time::Instant::now(),
             cancel: Default::default(),
+            progress: Progress::none(),
         })
         .await;
     app.shutdown().await;

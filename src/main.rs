@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use mcp_code_bridge::app::App;
-use mcp_code_bridge::bridge::RunRequest;
+use mcp_code_bridge::bridge::{Progress, RunRequest};
 use mcp_code_bridge::config::Settings;
 use mcp_code_bridge::{exec_cli, server, shutdown};
 
@@ -156,6 +156,7 @@ async fn exec(
         timeout: settings.call_timeout(timeout),
         arrived: tokio::time::Instant::now(),
         cancel: app.ct.child_token(),
+        progress: Progress::none(),
     };
     let report = tokio::select! {
         r = app.sandbox.run(req) => r,

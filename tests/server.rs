@@ -2,7 +2,8 @@
 
 use mcp_code_bridge::server::{BridgeServer, CAPABILITIES_URI};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ReadResourceRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, NumberOrString,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, RequestMetaObject,
 };
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
@@ -194,5 +195,52 @@ async fn mcp_cancellation_interrupts_the_running_code_and_keeps_state() {
         started.elapsed()
     );
     client.cancel().await.expect("close");
+    app.shutdown().await;
+}
+
+/// A client that records the progress notifications it receives.
+#[derive(Clone, Default)]
+struct ProgressRecorder(std::sync::Arc<std::sync::Mutex<Vec<ProgressNotificationParam>>>);
+
+impl rmcp::ClientHandler for ProgressRecorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: rmcp::service::NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().expect("lock").push(params);
+    }
+}
+
+#[tokio::test]
+async fn a_call_with_a_progress_token_hears_that_the_sandbox_starts_and_nothing_after_the_result() {
+    let (app, _rt) = process_app(&[]);
+    let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let ct = app.ct.clone();
+    let (read, write) = tokio::io::split(b);
+    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
+    let recorder = ProgressRecorder::default();
+    let client = recorder.clone().serve(a).await.expect("handshake");
+
+    let args = json!({"code": "print(1)"}).as_object().cloned();
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = args.clone();
+    // rmcp's client puts its own token in (the request id); what it sent does not matter here.
+    params.meta = Some(RequestMetaObject::with_progress_token(ProgressToken(
+        NumberOrString::String("tok-1".into()),
+    )));
+    let r = client.call_tool_once(params).await.expect("call");
+    assert!(matches!(r, CallToolResponse::Complete(_)), "{r:?}");
+    let heard = recorder.0.lock().expect("lock").clone();
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0].message.as_deref(), Some("starting the sandbox"));
+
+    // Warm, and without a token: nothing more is sent, before or after the result.
+    let mut params = CallToolRequestParams::new("run_python");
+    params.arguments = args;
+    client.call_tool_once(params).await.expect("call");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(recorder.0.lock().expect("lock").len(), 1);
     app.shutdown().await;
 }

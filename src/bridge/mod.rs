@@ -14,6 +14,7 @@ mod error_kind;
 mod host_method;
 mod output;
 pub mod posture;
+mod progress;
 mod protocol;
 mod sandbox;
 mod session;
@@ -22,5 +23,6 @@ pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, N
 pub use error::BridgeError;
 pub use error_kind::ErrorKind;
 pub use host_method::HostMethod;
+pub use progress::Progress;
 pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};

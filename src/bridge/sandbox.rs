@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 use super::dispatch::Dispatcher;
 use super::error::{explain_exit, BridgeError};
 use super::output::shape_result;
+use super::progress::Progress;
 use super::session::Session;
 use crate::config::Settings;
 use crate::container::{Connection, RuntimeError};
@@ -51,6 +52,8 @@ pub struct RunRequest {
     pub arrived: Instant,
     /// Trips when the client cancels the request.
     pub cancel: CancellationToken,
+    /// Where the run reports that it is alive (MCP progress notifications).
+    pub progress: Progress,
 }
 
 /// What to do after an exec attempt.
@@ -213,6 +216,9 @@ impl Actor {
             );
         }
         let startup = Instant::now();
+        if self.session.is_none() {
+            req.progress.report("starting the sandbox");
+        }
         if let Err(err) = self.ensure_session().await {
             return RunReport::failed(RunStatus::SandboxError, err.to_string());
         }

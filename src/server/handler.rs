@@ -17,9 +17,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::time::Instant;
 
+use super::progress::Forwarder;
 use super::resources::{CAPABILITIES, CAPABILITIES_URI};
 use super::tool::{self, TOOL_NAME};
-use crate::bridge::{RunRequest, Sandbox};
+use crate::bridge::{Progress, RunRequest, Sandbox};
 use crate::config::Settings;
 use crate::format;
 use crate::report::{RunReport, RunStatus};
@@ -47,6 +48,7 @@ impl BridgeServer {
         &self,
         args: Option<&rmcp::model::JsonObject>,
         cancel: tokio_util::sync::CancellationToken,
+        progress: Progress,
     ) -> Result<CallToolResult, ErrorData> {
         let arrived = Instant::now();
         let args = match tool::parse_args(args) {
@@ -67,6 +69,7 @@ impl BridgeServer {
             timeout: self.settings.call_timeout(args.timeout),
             arrived,
             cancel,
+            progress,
         };
         let mut report = self.sandbox.run(req).await;
         if let Some(note) = capped {
@@ -128,9 +131,13 @@ impl ServerHandler for BridgeServer {
                 None,
             ));
         }
-        self.run_python(request.arguments.as_ref(), context.ct)
-            .await
-            .map(Into::into)
+        let token = context.meta.get_progress_token();
+        let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
+        let result = self
+            .run_python(request.arguments.as_ref(), context.ct, progress)
+            .await;
+        forwarder.finish().await;
+        result.map(Into::into)
     }
 
     async fn list_resources(

@@ -2,6 +2,7 @@
 //! pipes in tests).
 
 mod handler;
+mod progress;
 mod resources;
 mod tool;
 

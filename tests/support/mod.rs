@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use mcp_code_bridge::app::App;
-use mcp_code_bridge::bridge::{Connector, NoHostCalls, RunRequest};
+use mcp_code_bridge::bridge::{Connector, NoHostCalls, Progress, RunRequest};
 use mcp_code_bridge::config::Settings;
 use mcp_code_bridge::container::process::ProcessRuntime;
 use mcp_code_bridge::container::{Connection, ContainerRuntime};
@@ -43,5 +43,6 @@ pub fn req(code: &str, timeout_secs: u64) -> RunRequest {
         timeout: Duration::from_secs(timeout_secs),
         arrived: tokio::time::Instant::now(),
         cancel: CancellationToken::new(),
+        progress: Progress::none(),
     }
 }
