@@ -16,7 +16,8 @@
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
 //! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands;
-//!   [`exec_cli`]: what `exec` prints where, and its exit codes.
+//!   [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]: registering the
+//!   bridge in the MCP clients' files (`setup::run`).
 //!
 //! Dependencies point one way: `server → {bridge, format} → container` and
 //! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown` and `lines`
@@ -34,5 +35,6 @@ pub mod lines;
 pub mod report;
 pub mod server;
 pub mod servers_cli;
+pub mod setup;
 pub mod shutdown;
 pub mod upstream;

@@ -4,10 +4,10 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::bridge::{Progress, RunRequest};
-use mcp_code_bridge::config::Settings;
+use mcp_code_bridge::config::{Client, Settings};
 use mcp_code_bridge::{exec_cli, server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
@@ -49,6 +49,62 @@ enum Command {
     },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
+    /// Register the bridge in the MCP clients on this machine (user scope), after showing each
+    /// change as a diff; optionally copy their servers into ~/MCPs. Each changed file is backed
+    /// up next to itself first (FILE.bak-<UTC time>). Exit 0 done or nothing to do, 1 a file
+    /// was left untouched (problem) or the changes declined, 2 nothing done (no terminal to
+    /// confirm on and no --yes, bad --command).
+    Setup {
+        /// A client to register in; repeat for several (default: every client found).
+        #[arg(long = "client", value_name = "CLIENT", value_enum)]
+        clients: Vec<ClientArg>,
+        /// The bridge's server name in the clients' files.
+        #[arg(long, default_value = "code")]
+        name: String,
+        /// The command line clients start the bridge with (quoted as in a shell), e.g.
+        /// "uvx mcp-code-bridge run" [default: this binary's absolute path and `run`, or `uvx
+        /// mcp-code-bridge run` when this binary runs from uv's cache]
+        #[arg(long, value_name = "COMMAND LINE")]
+        command: Option<String>,
+        /// Also copy the clients' servers into ~/MCPs (MCP_BRIDGE_CONFIG_DIR), as written, into
+        /// new files `from-<client>.json` that name their source; never over an existing file
+        /// or server name.
+        #[arg(long)]
+        import_servers: bool,
+        /// Apply without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Show the diffs and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// An MCP client `setup` knows.
+#[derive(Clone, Copy, ValueEnum)]
+enum ClientArg {
+    /// Claude Code (~/.claude.json, user scope).
+    ClaudeCode,
+    /// Cursor (~/.cursor/mcp.json).
+    Cursor,
+    /// VS Code (the user profile's mcp.json).
+    Vscode,
+    /// Claude Desktop (claude_desktop_config.json).
+    ClaudeDesktop,
+    /// Windsurf (~/.codeium/windsurf/mcp_config.json).
+    Windsurf,
+}
+
+impl From<ClientArg> for Client {
+    fn from(c: ClientArg) -> Client {
+        match c {
+            ClientArg::ClaudeCode => Client::ClaudeCode,
+            ClientArg::Cursor => Client::Cursor,
+            ClientArg::Vscode => Client::VsCode,
+            ClientArg::ClaudeDesktop => Client::ClaudeDesktop,
+            ClientArg::Windsurf => Client::Windsurf,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -99,6 +155,24 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             Ok(mcp_code_bridge::servers_cli::list(&settings))
         }
         Command::Servers { allow } => Ok(mcp_code_bridge::servers_cli::allow(&settings, &allow)),
+        Command::Setup {
+            clients,
+            name,
+            command,
+            import_servers,
+            yes,
+            dry_run,
+        } => {
+            let opts = mcp_code_bridge::setup::Options {
+                clients: clients.into_iter().map(Client::from).collect(),
+                name,
+                command,
+                import_servers,
+                yes,
+                dry_run,
+            };
+            Ok(mcp_code_bridge::setup::run(&settings, &opts))
+        }
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.

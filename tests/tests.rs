@@ -16,6 +16,9 @@ mod upstream;
 // Client config files as each client writes them: provenance, consent, what starts.
 mod client_homes;
 
+// `setup` against client config files as each client writes them: edits, backups, dry run.
+mod setup;
+
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
 

@@ -22,6 +22,26 @@ pub enum Client {
 }
 
 impl Client {
+    /// Every client, in precedence order.
+    pub const ALL: [Client; 5] = [
+        Client::ClaudeCode,
+        Client::Cursor,
+        Client::VsCode,
+        Client::ClaudeDesktop,
+        Client::Windsurf,
+    ];
+
+    /// A short lowercase name for command lines and file names (`claude-code`, `vscode`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::VsCode => "vscode",
+            Client::ClaudeDesktop => "claude-desktop",
+            Client::Windsurf => "windsurf",
+        }
+    }
+
     /// The client's name as users know it.
     pub fn label(self) -> &'static str {
         match self {

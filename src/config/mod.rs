@@ -9,6 +9,7 @@ mod consent;
 mod entry;
 mod error;
 mod expand;
+mod portable;
 mod read;
 mod servers;
 mod settings;
@@ -17,6 +18,7 @@ mod values;
 pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
 pub use consent::{entry_hash, AllowList, Approval, Consent};
 pub use error::ConfigError;
+pub use portable::{launches_bridge, portability, Portability};
 pub use servers::{
     discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
     Transport,

@@ -277,7 +277,7 @@ pub(super) fn issue(file: &Path, message: String) -> ConfigIssue {
 }
 
 /// True when the entry would start this bridge (`mcp-code-bridge run`) again.
-fn launches_self(spec: &ServerSpec) -> bool {
+pub(super) fn launches_self(spec: &ServerSpec) -> bool {
     let Transport::Stdio { command, args, .. } = &spec.transport else {
         return false;
     };

@@ -94,6 +94,11 @@ pub struct Settings {
     pub xdg_runtime_dir: Option<PathBuf>,
     /// The user's home directory.
     pub home: Option<PathBuf>,
+    /// `CLAUDE_CONFIG_DIR`: where Claude Code keeps `.claude.json` instead of the home folder.
+    pub claude_config_dir: Option<PathBuf>,
+    /// uv's cache (`UV_CACHE_DIR`, else `$XDG_CACHE_HOME/uv`, else `~/.cache/uv`), where `uvx`
+    /// keeps the disposable environments it runs tools from.
+    pub uv_cache_dir: Option<PathBuf>,
     /// Where MCP server definitions are read from.
     pub server_sources: Sources,
 }
@@ -281,7 +286,12 @@ impl Settings {
             )?,
             docker_host: var("DOCKER_HOST"),
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
+            uv_cache_dir: var("UV_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("uv")))
+                .or_else(|| home.as_ref().map(|h| h.join(".cache/uv"))),
             home,
+            claude_config_dir: claude_dir,
             server_sources,
         })
     }
@@ -347,6 +357,23 @@ mod tests {
                 .expect("valid")
                 .call_lane
         );
+    }
+
+    #[test]
+    fn uvs_cache_is_found_as_uv_finds_it() {
+        let home = [("HOME", "/home/u")];
+        let dir = |pairs: &[(&str, &str)]| with(pairs).expect("valid").uv_cache_dir;
+        assert_eq!(dir(&home), Some(PathBuf::from("/home/u/.cache/uv")));
+        assert_eq!(
+            dir(&[home[0], ("XDG_CACHE_HOME", "/c")]),
+            Some(PathBuf::from("/c/uv"))
+        );
+        assert_eq!(
+            dir(&[home[0], ("XDG_CACHE_HOME", "/c"), ("UV_CACHE_DIR", "/u")]),
+            Some(PathBuf::from("/u"))
+        );
+        let s = with(&[home[0], ("CLAUDE_CONFIG_DIR", "/cc")]).expect("valid");
+        assert_eq!(s.claude_config_dir, Some(PathBuf::from("/cc")));
     }
 
     #[test]
