@@ -49,11 +49,15 @@ enum Command {
     },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
-    /// Register the bridge in the MCP clients on this machine (user scope), after showing each
-    /// change as a diff; optionally copy their servers into ~/MCPs. Each changed file is backed
-    /// up next to itself first (FILE.bak-<UTC time>). Exit 0 done or nothing to do, 1 a file
-    /// was left untouched (problem) or the changes declined, 2 nothing done (no terminal to
-    /// confirm on and no --yes, bad --command).
+    /// Register the bridge in the MCP clients on this machine, after showing each change as a
+    /// diff; optionally copy their servers into ~/MCPs.
+    ///
+    /// Edits the user-scope config files of Claude Code, Cursor, VS Code, Claude Desktop and
+    /// Windsurf in place (comments, order and indentation kept). Asks on a terminal; without
+    /// one, changes nothing unless --yes. Each changed file is backed up next to itself first
+    /// (FILE.bak-<UTC time>). A second run changes nothing. Exit 0 done or nothing to do, 1 a
+    /// file was left untouched (problem) or the changes were declined, 2 nothing done (no
+    /// terminal to confirm on and no --yes, bad --command, no home folder).
     Setup {
         /// A client to register in; repeat for several (default: every client found).
         #[arg(long = "client", value_name = "CLIENT", value_enum)]

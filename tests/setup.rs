@@ -360,6 +360,20 @@ fn the_copied_servers_are_what_servers_lists_from_mcps() {
             "sqlite stdio HOME/MCPs/from-cursor.json own config",
         ]
     );
+    // Reading the clients' files too, the bridge knows its own entry in each client's shape.
+    let with_clients = h
+        .command(Path::new(BRIDGE), &["servers"])
+        .env("MCP_BRIDGE_IMPORT_CLIENT_CONFIGS", "1")
+        .output()
+        .expect("servers");
+    let said = h.show(&with_clients.stdout);
+    let own: Vec<&str> = said
+        .lines()
+        .filter(|l| l.contains("would launch mcp-code-bridge itself"))
+        .collect();
+    assert_eq!(own.len(), 5, "{said}");
+    assert!(own.iter().all(|l| l.starts_with("note\t")), "{said}");
+    assert!(!said.lines().any(|l| l.starts_with("code\t")), "{said}");
     // The copy keeps the secret as written, and names where it came from.
     let copy = std::fs::read_to_string(h.home.join("MCPs/from-claude-code.json")).expect("copy");
     assert!(copy.contains("\"Authorization\": \"Bearer docs-literal-token\""));

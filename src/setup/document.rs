@@ -7,7 +7,7 @@ use jsonc_parser::cst::{CstInputValue, CstNode, CstRootNode};
 use serde_json::{Map, Value};
 
 use super::error::SetupError;
-use super::shape::{empty_file, jsonc_options};
+use super::shape::empty_file;
 use crate::config::Client;
 
 /// A parsed client config file.
@@ -22,6 +22,17 @@ pub struct Document {
     pub root: CstRootNode,
     /// The file's top-level object.
     pub value: Map<String, Value>,
+}
+
+/// One server entry of a client file.
+#[derive(Debug, Clone)]
+pub struct Server {
+    /// Its name.
+    pub name: String,
+    /// The entry's value.
+    pub entry: Value,
+    /// The entry as written (keys in file order, numbers as written), for copying.
+    pub written: Option<CstInputValue>,
 }
 
 impl Document {
@@ -53,26 +64,15 @@ impl Document {
         path: &Path,
         original: Option<String>,
     ) -> Result<Document, SetupError> {
-        let malformed = |message: String| SetupError::Malformed {
-            path: path.to_path_buf(),
-            message,
-        };
         let text = match original.as_deref() {
             // An empty file holds nothing to keep: it is written as a new one.
             Some(t) if !t.trim().is_empty() => t,
             _ => empty_file(client),
         };
-        let options = jsonc_options(client);
-        if options.is_none() {
-            // The client reads plain JSON: anything else is broken for it already.
-            serde_json::from_str::<Value>(text).map_err(|e| malformed(e.to_string()))?;
-        }
-        let root = CstRootNode::parse(text, &options.unwrap_or_default())
-            .map_err(|e| malformed(e.to_string()))?;
-        let value = match root.to_serde_value() {
-            Some(Value::Object(map)) => map,
-            _ => return Err(malformed("the file is not a JSON object".into())),
-        };
+        let (root, value) = parse_text(client, text).map_err(|message| SetupError::Malformed {
+            path: path.to_path_buf(),
+            message,
+        })?;
         Ok(Document {
             client,
             path: path.to_path_buf(),
@@ -82,9 +82,19 @@ impl Document {
         })
     }
 
-    /// Every server entry in the file's tables (`mcpServers` and `servers`), in file order:
-    /// the table's key, the name, the entry.
-    pub fn entries(&self) -> Vec<(&'static str, String, Value)> {
+    /// The value of `text` read as this client reads its file (the check of an edit).
+    ///
+    /// # Errors
+    /// The parser's message.
+    pub fn value_of(client: Client, text: &str) -> Result<Map<String, Value>, String> {
+        match client.jsonc_options() {
+            Some(_) => parse_text(client, text).map(|(_, v)| v),
+            None => object(serde_json::from_str(text).map_err(|e| e.to_string())?),
+        }
+    }
+
+    /// Every server entry in the file's tables (`mcpServers` and `servers`), in file order.
+    pub fn servers(&self) -> Vec<Server> {
         let mut out = Vec::new();
         for key in ["mcpServers", "servers"] {
             let Some(table) = self.root.object_value().and_then(|o| o.object_value(key)) else {
@@ -94,18 +104,43 @@ impl Document {
                 let Some(name) = prop.decoded_name() else {
                     continue;
                 };
-                if let Some(entry) = self.value.get(key).and_then(|t| t.get(&name)) {
-                    out.push((key, name, entry.clone()));
-                }
+                let Some(entry) = self.value.get(key).and_then(|t| t.get(&name)) else {
+                    continue;
+                };
+                out.push(Server {
+                    entry: entry.clone(),
+                    written: prop.value().as_ref().and_then(input_of),
+                    name,
+                });
             }
         }
         out
     }
+}
 
-    /// The entry `name` of table `key` as written: keys in file order, numbers as written.
-    pub fn entry_as_written(&self, key: &str, name: &str) -> Option<CstInputValue> {
-        let table = self.root.object_value()?.object_value(key)?;
-        input_of(&table.get(name)?.value()?)
+/// The tree and value of `text`: plain JSON (checked strictly, as the client's own parser
+/// reads it) or VS Code's JSONC.
+fn parse_text(client: Client, text: &str) -> Result<(CstRootNode, Map<String, Value>), String> {
+    let options = client.jsonc_options();
+    // Plain JSON: anything else is broken for the client already.
+    let strict = match options {
+        None => Some(object(
+            serde_json::from_str(text).map_err(|e| e.to_string())?,
+        )?),
+        Some(_) => None,
+    };
+    let root = CstRootNode::parse(text, &options.unwrap_or_default()).map_err(|e| e.to_string())?;
+    let value = match strict {
+        Some(v) => v,
+        None => object(root.to_serde_value().unwrap_or(Value::Null))?,
+    };
+    Ok((root, value))
+}
+
+fn object(v: Value) -> Result<Map<String, Value>, String> {
+    match v {
+        Value::Object(map) => Ok(map),
+        _ => Err("the file is not a JSON object".into()),
     }
 }
 

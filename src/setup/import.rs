@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use jsonc_parser::cst::{CstInputValue, CstRootNode};
 use serde_json::Value;
 
-use super::document::Document;
+use super::document::Server;
 use crate::config::{portability, Client, Portability};
 
 /// A file to create in the user's folder.
@@ -47,27 +47,39 @@ pub struct ImportPlan {
     pub skipped: Vec<Skipped>,
 }
 
-/// Plans copying the servers of `docs` (in order: the first definition of a name wins) into
+/// The servers of one client file, read before anything changes it.
+pub struct Source {
+    /// The client.
+    pub client: Client,
+    /// The file.
+    pub path: PathBuf,
+    /// Its servers, in file order.
+    pub servers: Vec<Server>,
+}
+
+/// Plans copying the servers of `sources` (in order: the first definition of a name wins) into
 /// `dir`, leaving out every name `dir` already defines.
-pub fn plan(docs: &[&Document], dir: &Path) -> ImportPlan {
+pub fn plan(sources: &[Source], dir: &Path) -> ImportPlan {
     let mut taken: BTreeMap<String, String> = defined_in(dir)
         .into_iter()
         .map(|n| (n, format!("{} already defines it", dir.display())))
         .collect();
     let mut out = ImportPlan::default();
-    for doc in docs {
+    for source in sources {
+        let label = source.client.label();
         let mut copies = Vec::new();
-        for (key, name, entry) in doc.entries() {
+        for server in &source.servers {
+            let name = &server.name;
             let skip = |reason: String| Skipped {
                 name: name.clone(),
-                client: doc.client,
+                client: source.client,
                 reason,
             };
-            if let Some(why) = taken.get(&name) {
+            if let Some(why) = taken.get(name) {
                 out.skipped.push(skip(why.clone()));
                 continue;
             }
-            let reason = match portability(doc.client, &name, &entry) {
+            let reason = match portability(source.client, name, &server.entry) {
                 Portability::Portable => None,
                 // The bridge's own entry is no server to copy.
                 Portability::Bridge => continue,
@@ -75,51 +87,46 @@ pub fn plan(docs: &[&Document], dir: &Path) -> ImportPlan {
                     Some(format!("the bridge would not read it: {why}"))
                 }
                 Portability::Variables(forms) => Some(format!(
-                    "uses {}: {} expands it, the bridge's own files do not (copy it by hand with the value in place, or keep it in {} and set MCP_BRIDGE_IMPORT_CLIENT_CONFIGS=1)",
+                    "uses {}: {label} expands it, the bridge's own files do not (copy it by hand with the value in place, or keep it in {label} and set MCP_BRIDGE_IMPORT_CLIENT_CONFIGS=1)",
                     forms.join(", "),
-                    doc.client.label(),
-                    doc.client.label(),
                 )),
             };
-            match (reason, doc.entry_as_written(key, &name)) {
+            match (reason, &server.written) {
                 (Some(reason), _) => out.skipped.push(skip(reason)),
                 (None, None) => out
                     .skipped
                     .push(skip("its text could not be copied".into())),
                 (None, Some(written)) => {
-                    taken.insert(
-                        name.clone(),
-                        format!("copied from {} already", doc.client.label()),
-                    );
-                    copies.push((name, written));
+                    taken.insert(name.clone(), format!("copied from {label} already"));
+                    copies.push((name.clone(), written.clone()));
                 }
             }
         }
         if copies.is_empty() {
             continue;
         }
-        let path = free_name(dir, doc.client, &out.files);
+        let path = free_name(dir, source.client, &out.files);
         out.files.push(NewFile {
-            text: file_text(doc, &copies),
+            text: file_text(source, &copies),
             servers: copies.into_iter().map(|(n, _)| n).collect(),
-            client: doc.client,
-            from: doc.path.clone(),
+            client: source.client,
+            from: source.path.clone(),
             path,
         });
     }
     out
 }
 
-/// The text of a new `~/MCPs` file holding `copies` of `doc`'s entries.
-fn file_text(doc: &Document, copies: &[(String, CstInputValue)]) -> String {
+/// The text of a new `~/MCPs` file holding `copies` of `source`'s entries.
+fn file_text(source: &Source, copies: &[(String, CstInputValue)]) -> String {
     let root =
         CstRootNode::parse("{\n}\n", &Default::default()).expect("a constant, valid JSON text");
     let object = root.object_value_or_set();
     object.append(
         "importedFrom",
         CstInputValue::Object(vec![
-            ("client".into(), doc.client.label().into()),
-            ("file".into(), doc.path.display().to_string().into()),
+            ("client".into(), source.client.label().into()),
+            ("file".into(), source.path.display().to_string().into()),
         ]),
     );
     object.append("mcpServers", CstInputValue::Object(copies.to_vec()));

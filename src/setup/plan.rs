@@ -53,7 +53,7 @@ pub struct Request<'a> {
 /// Decides everything `req` asks for, reading the files but writing nothing.
 pub fn plan(req: &Request<'_>) -> Plan {
     let mut plan = Plan::default();
-    let mut docs = Vec::new();
+    let mut sources = Vec::new();
     for file in &req.found.files {
         let label = format!("{} ({})", file.client.label(), file.path.display());
         let doc = match Document::read(file.client, &file.path) {
@@ -65,12 +65,18 @@ pub fn plan(req: &Request<'_>) -> Plan {
                 continue;
             }
         };
-        match register(&doc, req.name, req.launch) {
+        let source = import::Source {
+            client: doc.client,
+            path: doc.path.clone(),
+            servers: doc.servers(),
+        };
+        let original = doc.original.clone();
+        match register(doc, req.name, req.launch) {
             Ok(Registration::Present(name)) => plan
                 .lines
                 .push(format!("{label}: already registered as '{name}'")),
             Ok(Registration::Add { name, text }) => {
-                let verb = if doc.original.is_some() {
+                let verb = if original.is_some() {
                     "add"
                 } else {
                     "create the file with"
@@ -80,10 +86,10 @@ pub fn plan(req: &Request<'_>) -> Plan {
                     req.launch.display()
                 ));
                 plan.changes.push(Change {
-                    path: doc.path.clone(),
-                    original: doc.original.clone(),
+                    path: file.path.clone(),
+                    original,
                     text,
-                    client: Some(doc.client),
+                    client: Some(file.client),
                 });
             }
             Err(e) => {
@@ -92,7 +98,7 @@ pub fn plan(req: &Request<'_>) -> Plan {
                 plan.problems.push(e);
             }
         }
-        docs.push(doc);
+        sources.push(source);
     }
     if !req.found.missing.is_empty() {
         let labels: Vec<&str> = req.found.missing.iter().map(|c| c.label()).collect();
@@ -107,8 +113,7 @@ pub fn plan(req: &Request<'_>) -> Plan {
         }
     }
     if let Some(dir) = req.import_into {
-        let refs: Vec<&Document> = docs.iter().collect();
-        let copies = import::plan(&refs, dir);
+        let copies = import::plan(&sources, dir);
         for f in &copies.files {
             plan.lines.push(format!(
                 "copy {} from {} ({}) to {}",

@@ -24,18 +24,19 @@ pub enum Registration {
     },
 }
 
-/// Registers `launch` as server `name` in `doc`.
+/// Registers `launch` as server `name` in `doc`, whose tree then holds the new entry.
 ///
 /// # Errors
 /// [`SetupError::NotATable`] or [`SetupError::NameTaken`] when the entry cannot go in;
 /// [`SetupError::Unsafe`] when the edited text would differ in more than that entry.
-pub fn register(doc: &Document, name: &str, launch: &Launch) -> Result<Registration, SetupError> {
-    if let Some((_, present, _)) = doc
-        .entries()
-        .into_iter()
-        .find(|(_, _, e)| launches_bridge(e) || same_launch(e, launch))
-    {
-        return Ok(Registration::Present(present));
+pub fn register(doc: Document, name: &str, launch: &Launch) -> Result<Registration, SetupError> {
+    let present = ["mcpServers", "servers"]
+        .iter()
+        .filter_map(|key| doc.value.get(*key).and_then(Value::as_object))
+        .flatten()
+        .find(|(_, e)| launches_bridge(e) || same_launch(e, launch));
+    if let Some((present, _)) = present {
+        return Ok(Registration::Present(present.clone()));
     }
     let key = table_key(doc.client);
     let table = match doc.value.get(key) {
@@ -55,15 +56,9 @@ pub fn register(doc: &Document, name: &str, launch: &Launch) -> Result<Registrat
         });
     }
     let entry = bridge_entry(doc.client, launch);
-    // A tree of its own: the document's stays as read.
-    let root = CstRootNode::parse(&doc.root.to_string(), &Default::default()).map_err(|e| {
-        SetupError::Malformed {
-            path: doc.path.clone(),
-            message: e.to_string(),
-        }
-    })?;
-    let multiline = arrays_multiline(&root);
-    let added = root
+    let multiline = arrays_multiline(&doc.root);
+    let added = doc
+        .root
         .object_value_or_set()
         .object_value_or_set(key)
         .append(name, entry.clone());
@@ -72,8 +67,8 @@ pub fn register(doc: &Document, name: &str, launch: &Launch) -> Result<Registrat
             args.ensure_multiline();
         }
     }
-    let text = root.to_string();
-    let mut expected = doc.value.clone();
+    let text = doc.root.to_string();
+    let mut expected = doc.value;
     let slot = expected
         .entry(key)
         .or_insert_with(|| Value::Object(Map::new()));
@@ -83,11 +78,8 @@ pub fn register(doc: &Document, name: &str, launch: &Launch) -> Result<Registrat
     if let Value::Object(t) = slot {
         t.insert(name.to_string(), value_of(&entry));
     }
-    let edited = Document::parse(doc.client, &doc.path, Some(text.clone()))?;
-    if edited.value != expected {
-        return Err(SetupError::Unsafe {
-            path: doc.path.clone(),
-        });
+    if Document::value_of(doc.client, &text).ok() != Some(expected) {
+        return Err(SetupError::Unsafe { path: doc.path });
     }
     Ok(Registration::Add {
         name: name.to_string(),
@@ -155,7 +147,7 @@ mod tests {
     fn the_entry_is_appended_in_the_files_own_style() {
         let vscode = "// mine\n{\n\t\"servers\": {\n\t\t\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"args\": [\"y\"]},\n\t},\n}\n";
         let Registration::Add { text, .. } =
-            register(&doc(Client::VsCode, vscode), "code", &launch()).expect("ok")
+            register(doc(Client::VsCode, vscode), "code", &launch()).expect("ok")
         else {
             panic!("added")
         };
@@ -164,7 +156,7 @@ mod tests {
             "// mine\n{\n\t\"servers\": {\n\t\t\"a\": {\"type\": \"stdio\", \"command\": \"x\", \"args\": [\"y\"]},\n\t\t\"code\": {\n\t\t\t\"type\": \"stdio\",\n\t\t\t\"command\": \"/opt/bin/mcp-code-bridge\",\n\t\t\t\"args\": [\"run\"],\n\t\t},\n\t},\n}\n"
         );
         let Registration::Add { text, .. } =
-            register(&doc(Client::Cursor, ""), "code", &launch()).expect("ok")
+            register(doc(Client::Cursor, ""), "code", &launch()).expect("ok")
         else {
             panic!("added")
         };
@@ -179,7 +171,7 @@ mod tests {
         let uvx =
             r#"{"mcpServers": {"bridge": {"command": "uvx", "args": ["mcp-code-bridge", "run"]}}}"#;
         assert_eq!(
-            register(&doc(Client::Cursor, uvx), "code", &launch()).expect("ok"),
+            register(doc(Client::Cursor, uvx), "code", &launch()).expect("ok"),
             Registration::Present("bridge".into())
         );
         let wrapper = r#"{"mcpServers": {"mine": {"command": "/opt/wrap.sh", "args": []}}}"#;
@@ -188,23 +180,23 @@ mod tests {
             args: vec![],
         };
         assert_eq!(
-            register(&doc(Client::Cursor, wrapper), "code", &own).expect("ok"),
+            register(doc(Client::Cursor, wrapper), "code", &own).expect("ok"),
             Registration::Present("mine".into()),
             "an entry running the very command given is the bridge too"
         );
         let taken = r#"{"mcpServers": {"code": {"command": "code-server"}}}"#;
         assert!(matches!(
-            register(&doc(Client::Cursor, taken), "code", &launch()),
+            register(doc(Client::Cursor, taken), "code", &launch()),
             Err(SetupError::NameTaken { .. })
         ));
         let bad = r#"{"mcpServers": []}"#;
         assert!(matches!(
-            register(&doc(Client::Cursor, bad), "code", &launch()),
+            register(doc(Client::Cursor, bad), "code", &launch()),
             Err(SetupError::NotATable { .. })
         ));
         let null = r#"{"mcpServers": null}"#;
         assert!(matches!(
-            register(&doc(Client::ClaudeDesktop, null), "code", &launch()),
+            register(doc(Client::ClaudeDesktop, null), "code", &launch()),
             Ok(Registration::Add { .. })
         ));
     }

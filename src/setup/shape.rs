@@ -3,7 +3,6 @@
 //! reads it). GUIDE.md ("`setup`") cites each client's docs.
 
 use jsonc_parser::cst::CstInputValue;
-use jsonc_parser::ParseOptions;
 
 use crate::config::Client;
 
@@ -32,22 +31,6 @@ pub fn table_key(client: Client) -> &'static str {
         Client::VsCode => "servers",
         _ => "mcpServers",
     }
-}
-
-/// What the client's file may contain beyond JSON: comments and trailing commas for VS Code
-/// (its `mcp.json` schema sets `allowComments` and `allowTrailingCommas`), nothing for the
-/// others, which read their files as plain JSON. `None` for plain JSON.
-pub fn jsonc_options(client: Client) -> Option<ParseOptions> {
-    (client == Client::VsCode).then(|| ParseOptions {
-        allow_comments: true,
-        allow_trailing_commas: true,
-        allow_loose_object_property_names: false,
-        allow_missing_commas: false,
-        allow_single_quoted_strings: false,
-        allow_hexadecimal_numbers: false,
-        allow_unary_plus_numbers: false,
-        ..ParseOptions::default()
-    })
 }
 
 /// The bridge's entry as `client` writes its own: Claude Code's `claude mcp add` shape with
