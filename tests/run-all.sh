@@ -30,7 +30,7 @@ echo "== entrypoint unit tests (python3 -m unittest)"
 timeout -s ABRT -k 10 300 python3 -m unittest discover -s entrypoint/tests -t . 2>&1
 
 echo "== end-to-end (pytest, real container runtime)"
-cargo build --bins 2>&1
+cargo build --bins --features test-stub 2>&1  # test-stub: the stub-mcp helper too
 timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --timeout=300
 
 # The same suite on docker when a dockerd is given (.ci/setup-docker.sh prints one); CI needs it.
