@@ -21,4 +21,7 @@ pub use servers::{
     discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
     Transport,
 };
-pub use settings::{ChannelMode, OutputMode, RuntimeChoice, Settings};
+pub use settings::{
+    ChannelMode, ImageBuildMode, OutputMode, RuntimeChoice, Settings, DEFAULT_IMAGE_BASE,
+    DEFAULT_IMAGE_BUILD_WAIT,
+};

@@ -11,6 +11,15 @@ use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_us
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
 pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
 
+/// The registry recipe's base image unless `MCP_BRIDGE_IMAGE_BASE` names another (the `BASE`
+/// argument's default in `container/Containerfile`).
+pub const DEFAULT_IMAGE_BASE: &str = "docker.io/library/python:3.12-slim";
+
+/// How long a run waits for an image build before it is told to try again, unless
+/// `MCP_BRIDGE_IMAGE_BUILD_WAIT` says otherwise: under the 60 s a client commonly allows a
+/// request (the TypeScript SDK's default), so the run's answer arrives before the client gives up.
+pub const DEFAULT_IMAGE_BUILD_WAIT: u64 = 50;
+
 /// Which container engine to drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuntimeChoice {
@@ -31,6 +40,19 @@ pub enum ChannelMode {
     Stdio,
 }
 
+/// How the bridge builds a missing sandbox image (`MCP_BRIDGE_IMAGE_BUILD`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageBuildMode {
+    /// The registry recipe, else the Debian recipe where it can run.
+    Auto,
+    /// The registry recipe only.
+    Registry,
+    /// The Debian recipe only (root, debootstrap, a Debian mirror).
+    Debian,
+    /// Never build: a missing image is an error saying how to build it.
+    Off,
+}
+
 /// How results are rendered for the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputMode {
@@ -47,6 +69,20 @@ pub struct Settings {
     pub runtime: RuntimeChoice,
     /// `MCP_BRIDGE_IMAGE`.
     pub image: String,
+    /// `MCP_BRIDGE_IMAGE_BUILD`: how a missing image is built.
+    pub image_build: ImageBuildMode,
+    /// `MCP_BRIDGE_IMAGE_ROOTFS`: a root filesystem tarball to make the image from instead.
+    pub image_rootfs: Option<PathBuf>,
+    /// `MCP_BRIDGE_IMAGE_BASE`: the registry recipe's base image.
+    pub image_base: String,
+    /// `MCP_BRIDGE_IMAGE_MIRROR`: the Debian mirror of the Debian recipe (default: the host's).
+    pub image_mirror: Option<String>,
+    /// `MCP_BRIDGE_IMAGE_BUILD_WAIT`: how long a run waits for a build before it is told to
+    /// try again.
+    pub image_build_wait: Duration,
+    /// Where image builds keep `.deb` files, tarballs and their lock
+    /// (`$XDG_CACHE_HOME/mcp-code-bridge`, shared with `container/build.sh`).
+    pub cache_dir: PathBuf,
     /// `MCP_BRIDGE_TIMEOUT`: default per-call timeout.
     pub timeout: Duration,
     /// `MCP_BRIDGE_MAX_TIMEOUT`: cap on the per-call timeout.
@@ -199,9 +235,75 @@ impl Settings {
             state_dir: Some(state_dir.clone()),
         };
         let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+        let image_build = parsed(
+            "MCP_BRIDGE_IMAGE_BUILD",
+            var("MCP_BRIDGE_IMAGE_BUILD"),
+            ImageBuildMode::Auto,
+            |v| match v.trim().to_ascii_lowercase().as_str() {
+                "auto" => Ok(ImageBuildMode::Auto),
+                "registry" => Ok(ImageBuildMode::Registry),
+                "debian" => Ok(ImageBuildMode::Debian),
+                "off" | "0" | "no" => Ok(ImageBuildMode::Off),
+                _ => Err("expected auto, registry, debian or off".into()),
+            },
+        )?;
+        let image_rootfs = parsed(
+            "MCP_BRIDGE_IMAGE_ROOTFS",
+            var("MCP_BRIDGE_IMAGE_ROOTFS"),
+            None,
+            |v| {
+                let p = PathBuf::from(v.trim());
+                if p.is_absolute() {
+                    Ok(Some(p))
+                } else {
+                    Err("expected an absolute path to a .tar file".into())
+                }
+            },
+        )?;
+        let image_mirror = parsed(
+            "MCP_BRIDGE_IMAGE_MIRROR",
+            var("MCP_BRIDGE_IMAGE_MIRROR"),
+            None,
+            |v| {
+                let v = v.trim();
+                let ok = ["http://", "https://", "file:/"].iter().any(|s| v.starts_with(s))
+                    && !v.chars().any(|c| c.is_whitespace() || c.is_control());
+                if ok {
+                    Ok(Some(v.trim_end_matches('/').to_string()))
+                } else {
+                    Err("expected an http://, https:// or file:/ URL of a Debian mirror".into())
+                }
+            },
+        )?;
+        let image_base = parsed(
+            "MCP_BRIDGE_IMAGE_BASE",
+            var("MCP_BRIDGE_IMAGE_BASE"),
+            DEFAULT_IMAGE_BASE.to_string(),
+            |v| {
+                let v = v.trim();
+                if v.is_empty() || v.len() > 256 || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                    Err("expected an image reference such as docker.io/library/python:3.12-slim".into())
+                } else {
+                    Ok(v.to_string())
+                }
+            },
+        )?;
+        let image_build_wait = secs("MCP_BRIDGE_IMAGE_BUILD_WAIT", DEFAULT_IMAGE_BUILD_WAIT, true)?;
+        let cache_dir = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("mcp-code-bridge");
         Ok(Settings {
             runtime,
             image: image.trim().to_string(),
+            image_build,
+            image_rootfs,
+            image_base,
+            image_mirror,
+            image_build_wait: Duration::from_secs(image_build_wait),
+            cache_dir,
             timeout: Duration::from_secs(timeout),
             max_timeout: Duration::from_secs(max_timeout),
             memory_bytes: parsed(
@@ -342,6 +444,26 @@ mod tests {
         assert_eq!(s.idle_timeout, Some(Duration::from_secs(300)));
         assert_eq!(s.output_mode, OutputMode::Compact);
         assert!(s.call_lane);
+        assert_eq!(s.image_build, ImageBuildMode::Auto);
+        assert_eq!(s.image_rootfs, None);
+        assert_eq!(s.image_base, "docker.io/library/python:3.12-slim");
+        assert_eq!(s.image_mirror, None);
+        assert_eq!(s.image_build_wait, Duration::from_secs(50));
+        let home = with(&[("HOME", "/home/u")]).expect("valid");
+        assert_eq!(home.cache_dir, PathBuf::from("/home/u/.cache/mcp-code-bridge"));
+        let set = with(&[
+            ("MCP_BRIDGE_IMAGE_BUILD", "Debian"),
+            ("MCP_BRIDGE_IMAGE_ROOTFS", "/srv/rootfs.tar"),
+            ("MCP_BRIDGE_IMAGE_MIRROR", "http://mirror.example/debian/"),
+            ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "0"),
+            ("XDG_CACHE_HOME", "/var/cache/u"),
+        ])
+        .expect("valid");
+        assert_eq!(set.image_build, ImageBuildMode::Debian);
+        assert_eq!(set.image_rootfs, Some(PathBuf::from("/srv/rootfs.tar")));
+        assert_eq!(set.image_mirror.as_deref(), Some("http://mirror.example/debian"));
+        assert_eq!(set.image_build_wait, Duration::ZERO);
+        assert_eq!(set.cache_dir, PathBuf::from("/var/cache/u/mcp-code-bridge"));
         assert!(
             !with(&[("MCP_BRIDGE_CALL_LANE", "0")])
                 .expect("valid")
@@ -361,6 +483,11 @@ mod tests {
             ("MCP_BRIDGE_CONTAINER_USER", "root root"),
             ("MCP_BRIDGE_LOG_LEVEL", "[[["),
             ("MCP_BRIDGE_CALL_LANE", "fast"),
+            ("MCP_BRIDGE_IMAGE_BUILD", "sometimes"),
+            ("MCP_BRIDGE_IMAGE_ROOTFS", "relative/rootfs.tar"),
+            ("MCP_BRIDGE_IMAGE_MIRROR", "ftp://mirror"),
+            ("MCP_BRIDGE_IMAGE_BASE", "python 3"),
+            ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "a while"),
         ] {
             let err = with(&[(k, v)]).expect_err(k).to_string();
             assert!(err.contains(k), "{err}");
