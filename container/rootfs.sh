@@ -151,7 +151,7 @@ if [ "$REFRESH" = 0 ] && [ -s "$OUT" ]; then
     printf '%s\n' "$OUT"
     exit 0
 fi
-rm -f "$CACHE_DIR"/rootfs-"$SUITE"-"$ARCH"-*.tar "$CACHE_DIR"/rootfs-*.tar.tmp
+rm -f "$CACHE_DIR"/rootfs-*.tar.tmp
 
 MIRROR="${MCB_MIRROR:-$(pick_mirror "$SUITE" http://deb.debian.org/debian)}"
 SECURITY="$(pick_mirror "$SUITE-security" http://deb.debian.org/debian-security)"
@@ -217,5 +217,9 @@ rm -rf "${ROOTFS_DIR:?}"/tmp/* "$ROOTFS_DIR"/tmp/.[!.]* 2>/dev/null || true
 log "packing the root filesystem"
 tar --numeric-owner -C "$ROOTFS_DIR" -cf "$OUT.tmp" .
 mv -f "$OUT.tmp" "$OUT"
+# Tarballs of other recipes (or mirrors) go once this one exists: a failed build keeps them.
+for old in "$CACHE_DIR"/rootfs-"$SUITE"-"$ARCH"-*.tar; do
+    [ "$old" = "$OUT" ] || rm -f "$old"
+done
 log "root filesystem ready: $(du -m "$OUT" | cut -f1) MB"
 printf '%s\n' "$OUT"
