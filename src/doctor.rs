@@ -203,7 +203,11 @@ mod tests {
             ..Default::default()
         };
         let mut out = String::new();
-        assert!(image_lines(&mut out, &s, Some(&with_recipe(&RECIPE_VERSION.to_string()))));
+        assert!(image_lines(
+            &mut out,
+            &s,
+            Some(&with_recipe(&RECIPE_VERSION.to_string()))
+        ));
         assert_eq!(
             out,
             format!("PASS  image                mcb:1 (recipe {RECIPE_VERSION} (this binary's))\n")
@@ -211,17 +215,24 @@ mod tests {
         let mut out = String::new();
         assert!(image_lines(&mut out, &s, Some(&with_recipe("3"))));
         assert!(
-            out.starts_with("WARN  image                mcb:1 (recipe 3, stale: this binary builds recipe"),
+            out.starts_with(
+                "WARN  image                mcb:1 (recipe 3, stale: this binary builds recipe"
+            ),
             "{out}"
         );
         let mut out = String::new();
         assert!(!image_lines(&mut out, &s, None));
         let lines: Vec<&str> = out.lines().collect();
         assert!(
-            lines[0].starts_with("WARN  image                mcb:1 is missing: the bridge builds it on first use"),
+            lines[0].starts_with(
+                "WARN  image                mcb:1 is missing: the bridge builds it on first use"
+            ),
             "{out}"
         );
-        assert_eq!(lines[1], "FAIL  sandbox              not checked: there is no image yet");
+        assert_eq!(
+            lines[1],
+            "FAIL  sandbox              not checked: there is no image yet"
+        );
     }
 
     #[test]

@@ -99,7 +99,12 @@ async fn build_with(
         }
     }
     eprintln!("==> built in {} s", began.elapsed().as_secs());
-    print(&status::report(&spec.image, &engine, after.as_ref(), settings));
+    print(&status::report(
+        &spec.image,
+        &engine,
+        after.as_ref(),
+        settings,
+    ));
     EXIT_OK
 }
 
@@ -124,7 +129,10 @@ async fn take_lock(settings: &Settings, ct: &CancellationToken) -> Option<Option
             }
             Ok(Attempt::Busy(_)) => {}
             Err(e) => {
-                eprintln!("warning: cannot take the build lock {}: {e}", path.display());
+                eprintln!(
+                    "warning: cannot take the build lock {}: {e}",
+                    path.display()
+                );
                 return Some(None);
             }
         }
@@ -172,7 +180,12 @@ pub async fn status(settings: &Settings) -> u8 {
         Ok(i) => i,
         Err(e) => return fail(&e.to_string()),
     };
-    print(&status::report(&settings.image, &engine, info.as_ref(), settings));
+    print(&status::report(
+        &settings.image,
+        &engine,
+        info.as_ref(),
+        settings,
+    ));
     match info.as_ref().map(status::recipe_of) {
         Some(Recipe::Current | Recipe::Unknown) => EXIT_OK,
         _ => EXIT_FAILED,

@@ -137,7 +137,9 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             Ok(mcp_code_bridge::servers_cli::list(&settings))
         }
         Command::Servers { allow } => Ok(mcp_code_bridge::servers_cli::allow(&settings, &allow)),
-        Command::Image { engine, action } => Ok(ExitCode::from(image(settings, engine, action).await)),
+        Command::Image { engine, action } => {
+            Ok(ExitCode::from(image(settings, engine, action).await))
+        }
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.

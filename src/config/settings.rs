@@ -266,7 +266,9 @@ impl Settings {
             None,
             |v| {
                 let v = v.trim();
-                let ok = ["http://", "https://", "file:/"].iter().any(|s| v.starts_with(s))
+                let ok = ["http://", "https://", "file:/"]
+                    .iter()
+                    .any(|s| v.starts_with(s))
                     && !v.chars().any(|c| c.is_whitespace() || c.is_control());
                 if ok {
                     Ok(Some(v.trim_end_matches('/').to_string()))
@@ -281,14 +283,24 @@ impl Settings {
             DEFAULT_IMAGE_BASE.to_string(),
             |v| {
                 let v = v.trim();
-                if v.is_empty() || v.len() > 256 || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                    Err("expected an image reference such as docker.io/library/python:3.12-slim".into())
+                if v.is_empty()
+                    || v.len() > 256
+                    || v.chars().any(|c| c.is_whitespace() || c.is_control())
+                {
+                    Err(
+                        "expected an image reference such as docker.io/library/python:3.12-slim"
+                            .into(),
+                    )
                 } else {
                     Ok(v.to_string())
                 }
             },
         )?;
-        let image_build_wait = secs("MCP_BRIDGE_IMAGE_BUILD_WAIT", DEFAULT_IMAGE_BUILD_WAIT, true)?;
+        let image_build_wait = secs(
+            "MCP_BRIDGE_IMAGE_BUILD_WAIT",
+            DEFAULT_IMAGE_BUILD_WAIT,
+            true,
+        )?;
         let cache_dir = var("XDG_CACHE_HOME")
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
@@ -450,7 +462,10 @@ mod tests {
         assert_eq!(s.image_mirror, None);
         assert_eq!(s.image_build_wait, Duration::from_secs(50));
         let home = with(&[("HOME", "/home/u")]).expect("valid");
-        assert_eq!(home.cache_dir, PathBuf::from("/home/u/.cache/mcp-code-bridge"));
+        assert_eq!(
+            home.cache_dir,
+            PathBuf::from("/home/u/.cache/mcp-code-bridge")
+        );
         let set = with(&[
             ("MCP_BRIDGE_IMAGE_BUILD", "Debian"),
             ("MCP_BRIDGE_IMAGE_ROOTFS", "/srv/rootfs.tar"),
@@ -461,7 +476,10 @@ mod tests {
         .expect("valid");
         assert_eq!(set.image_build, ImageBuildMode::Debian);
         assert_eq!(set.image_rootfs, Some(PathBuf::from("/srv/rootfs.tar")));
-        assert_eq!(set.image_mirror.as_deref(), Some("http://mirror.example/debian"));
+        assert_eq!(
+            set.image_mirror.as_deref(),
+            Some("http://mirror.example/debian")
+        );
         assert_eq!(set.image_build_wait, Duration::ZERO);
         assert_eq!(set.cache_dir, PathBuf::from("/var/cache/u/mcp-code-bridge"));
         assert!(

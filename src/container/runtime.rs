@@ -78,10 +78,7 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
     /// What the engine knows of `image`; `None` when it is absent.
     async fn image_info(&self, image: &str) -> Result<Option<ImageInfo>, RuntimeError> {
-        Ok(self
-            .image_present(image)
-            .await?
-            .then(ImageInfo::default))
+        Ok(self.image_present(image).await?.then(ImageInfo::default))
     }
     /// Builds `tag` from a build context (a tar holding `Containerfile`), with `args` as build
     /// arguments; each line of the engine's output goes to `on_line`.

@@ -11,7 +11,9 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::recipe::{Source, LABEL_RECIPE, LABEL_SOURCE, RECIPE_VERSION, ROOTFS_ENV, ROOTFS_WORKDIR};
+use super::recipe::{
+    Source, LABEL_RECIPE, LABEL_SOURCE, RECIPE_VERSION, ROOTFS_ENV, ROOTFS_WORKDIR,
+};
 use crate::container::ArchiveStream;
 
 /// Bytes read from the tarball per chunk sent.
@@ -149,9 +151,14 @@ fn hash_plain_tar(path: &Path) -> Result<(u64, String), ArchiveError> {
 }
 
 fn is_compressed(head: &[u8]) -> bool {
-    [&[0x1f, 0x8b][..], &[0x28, 0xb5, 0x2f, 0xfd], &[0xfd, b'7', b'z', b'X', b'Z'], b"BZh"]
-        .iter()
-        .any(|magic| head.starts_with(magic))
+    [
+        &[0x1f, 0x8b][..],
+        &[0x28, 0xb5, 0x2f, 0xfd],
+        &[0xfd, b'7', b'z', b'X', b'Z'],
+        b"BZh",
+    ]
+    .iter()
+    .any(|magic| head.starts_with(magic))
 }
 
 /// A tar's first header carries "ustar" at offset 257 (GNU and POSIX formats alike).
@@ -247,7 +254,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let rootfs = dir.path().join("rootfs.tar");
         let status = std::process::Command::new("tar")
-            .args(["-cf", rootfs.to_str().expect("utf-8"), "-C", "/etc", "hostname"])
+            .args([
+                "-cf",
+                rootfs.to_str().expect("utf-8"),
+                "-C",
+                "/etc",
+                "hostname",
+            ])
             .status()
             .expect("tar runs");
         assert!(status.success());
@@ -262,7 +275,12 @@ mod tests {
         let unpack = dir.path().join("unpacked");
         std::fs::create_dir(&unpack).expect("mkdir");
         let status = std::process::Command::new("tar")
-            .args(["-xf", out.to_str().expect("utf-8"), "-C", unpack.to_str().expect("utf-8")])
+            .args([
+                "-xf",
+                out.to_str().expect("utf-8"),
+                "-C",
+                unpack.to_str().expect("utf-8"),
+            ])
             .status()
             .expect("tar runs");
         assert!(status.success(), "GNU tar reads the archive");
@@ -280,11 +298,17 @@ mod tests {
                 .expect("json");
         let digest = hex(&Sha256::digest(std::fs::read(&rootfs).expect("rootfs")));
         assert_eq!(config["rootfs"]["diff_ids"][0], format!("sha256:{digest}"));
-        assert_eq!(config["config"]["Labels"][LABEL_RECIPE], RECIPE_VERSION.to_string());
+        assert_eq!(
+            config["config"]["Labels"][LABEL_RECIPE],
+            RECIPE_VERSION.to_string()
+        );
         assert_eq!(config["config"]["Labels"][LABEL_SOURCE], "debian");
         assert_eq!(config["config"]["WorkingDir"], ROOTFS_WORKDIR);
         let created = config["created"].as_str().expect("created");
-        assert!(created.len() == 20 && created.starts_with("20"), "{created}");
+        assert!(
+            created.len() == 20 && created.starts_with("20"),
+            "{created}"
+        );
     }
 
     #[tokio::test]
@@ -292,11 +316,17 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let gz = dir.path().join("rootfs.tar.gz");
         std::fs::write(&gz, [0x1f, 0x8b, 8, 0, 0, 0]).expect("write");
-        let err = from_rootfs(&gz, "x", Source::Rootfs).await.err().expect("refused");
+        let err = from_rootfs(&gz, "x", Source::Rootfs)
+            .await
+            .err()
+            .expect("refused");
         assert!(err.to_string().contains("gunzip"), "{err}");
         let text = dir.path().join("notes.txt");
         std::fs::write(&text, vec![b'a'; 4096]).expect("write");
-        let err = from_rootfs(&text, "x", Source::Rootfs).await.err().expect("refused");
+        let err = from_rootfs(&text, "x", Source::Rootfs)
+            .await
+            .err()
+            .expect("refused");
         assert!(err.to_string().contains("not a tar"), "{err}");
         let err = from_rootfs(&dir.path().join("missing.tar"), "x", Source::Rootfs)
             .await

@@ -101,8 +101,10 @@ pub enum BuildError {
         cause: String,
     },
     /// The registry recipe failed and the Debian recipe cannot run on this host.
-    #[error("no recipe can build the image here: the registry recipe failed on {base} ({registry}), \
-             and the offline Debian recipe cannot run: {offline}. {OFFLINE_FIX}")]
+    #[error(
+        "no recipe can build the image here: the registry recipe failed on {base} ({registry}), \
+             and the offline Debian recipe cannot run: {offline}. {OFFLINE_FIX}"
+    )]
     NoRoute {
         /// The base image.
         base: String,
@@ -118,9 +120,11 @@ pub enum BuildError {
     #[error("the Debian recipe failed: {0}")]
     Debian(#[source] DebianError),
     /// The root filesystem tarball cannot become an image.
-    #[error("{0}. Fix: MCP_BRIDGE_IMAGE_ROOTFS (or --rootfs) must name an uncompressed tar of a \
+    #[error(
+        "{0}. Fix: MCP_BRIDGE_IMAGE_ROOTFS (or --rootfs) must name an uncompressed tar of a \
              root filesystem with python3, such as `sudo mcp-code-bridge image build --save-rootfs \
-             FILE` makes")]
+             FILE` makes"
+    )]
     Rootfs(#[source] ArchiveError),
     /// The engine did not take the image.
     #[error("the engine did not take the image: {0}")]
@@ -142,7 +146,10 @@ pub async fn build_on(
 ) -> Result<Source, BuildError> {
     match &spec.route {
         Route::Rootfs(path) => {
-            load_rootfs(runtime, spec, path, Source::Rootfs, report).await?;
+            tokio::select! {
+                r = load_rootfs(runtime, spec, path, Source::Rootfs, report) => r?,
+                _ = ct.cancelled() => return Err(BuildError::Stopped),
+            }
             Ok(Source::Rootfs)
         }
         Route::Registry => registry(runtime, spec, report, ct).await,
@@ -250,4 +257,64 @@ async fn load_rootfs(
         .load_image(archive, &|line| report(Report::Detail(line)))
         .await
         .map_err(BuildError::Load)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(pairs: &[(&str, &str)]) -> Option<BuildSpec> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let settings = Settings::from_lookup(|k| map.get(k).cloned()).expect("valid settings");
+        BuildSpec::from_settings(&settings)
+    }
+
+    #[test]
+    fn the_settings_choose_the_recipe_and_a_tarball_wins_unless_builds_are_off() {
+        assert_eq!(spec(&[]).expect("auto").route, Route::Auto);
+        assert_eq!(
+            spec(&[("MCP_BRIDGE_IMAGE_BUILD", "debian")])
+                .expect("debian")
+                .route,
+            Route::Debian
+        );
+        let rootfs = [
+            ("MCP_BRIDGE_IMAGE_BUILD", "registry"),
+            ("MCP_BRIDGE_IMAGE_ROOTFS", "/srv/r.tar"),
+        ];
+        assert_eq!(
+            spec(&rootfs).expect("rootfs").route,
+            Route::Rootfs("/srv/r.tar".into())
+        );
+        assert!(spec(&[("MCP_BRIDGE_IMAGE_BUILD", "off")]).is_none());
+    }
+
+    #[test]
+    fn every_error_names_its_fix() {
+        let no_route = BuildError::NoRoute {
+            base: "docker.io/library/python:3.12-slim".into(),
+            registry: "no such host".into(),
+            offline: "it needs root".into(),
+        };
+        let text = no_route.to_string();
+        for want in [
+            "no such host",
+            "it needs root",
+            "--save-rootfs",
+            "MCP_BRIDGE_IMAGE_ROOTFS=",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        let registry = BuildError::Registry {
+            base: "b".into(),
+            cause: "pull failed".into(),
+        };
+        assert!(registry.to_string().contains("MCP_BRIDGE_IMAGE_BASE"));
+        assert!(BuildError::OfflineUnavailable("x".into())
+            .to_string()
+            .contains("Fix:"));
+    }
 }

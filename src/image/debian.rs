@@ -52,11 +52,17 @@ pub struct DebianSpec {
 pub fn available() -> Result<(), String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err("it needs root (debootstrap and chroot), and this bridge runs as a user".into());
+        return Err(
+            "it needs root (debootstrap and chroot), and this bridge runs as a user".into(),
+        );
     }
-    let found = ["/usr/sbin/debootstrap", "/usr/bin/debootstrap", "/sbin/debootstrap"]
-        .iter()
-        .any(|p| Path::new(p).is_file());
+    let found = [
+        "/usr/sbin/debootstrap",
+        "/usr/bin/debootstrap",
+        "/sbin/debootstrap",
+    ]
+    .iter()
+    .any(|p| Path::new(p).is_file());
     if !found {
         return Err("debootstrap is not installed (apt-get install debootstrap)".into());
     }
@@ -173,7 +179,10 @@ fn describe(line: &str) -> Option<String> {
     }
     if line.starts_with("Get:") {
         // "Get:12 http://deb.debian.org/debian bookworm/main amd64 python3-scipy amd64 1.10.1-2 [15.2 MB]"
-        return line.split_whitespace().nth(4).map(|p| format!("downloading {p}"));
+        return line
+            .split_whitespace()
+            .nth(4)
+            .map(|p| format!("downloading {p}"));
     }
     None
 }
@@ -196,7 +205,10 @@ mod tests {
             describe("Get:12 http://deb.debian.org/debian bookworm/main amd64 python3-scipy amd64 1.10.1-2 [15.2 MB]").as_deref(),
             Some("downloading python3-scipy")
         );
-        assert_eq!(describe("I: Retrieving libc6 2.36").as_deref(), Some("downloading libc6"));
+        assert_eq!(
+            describe("I: Retrieving libc6 2.36").as_deref(),
+            Some("downloading libc6")
+        );
         assert_eq!(describe("Reading package lists..."), None);
     }
 }

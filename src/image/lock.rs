@@ -90,8 +90,14 @@ mod tests {
         held.note("installing pandas\n\u{1b}[31m");
         match try_lock(&p).expect("attempt") {
             Attempt::Busy(note) => {
-                assert!(note.contains(&format!("pid {}", std::process::id())), "{note}");
-                assert!(note.contains("installing pandas") && !note.contains('\u{1b}'), "{note}");
+                assert!(
+                    note.contains(&format!("pid {}", std::process::id())),
+                    "{note}"
+                );
+                assert!(
+                    note.contains("installing pandas") && !note.contains('\u{1b}'),
+                    "{note}"
+                );
             }
             Attempt::Held(_) => panic!("a second holder while the first holds it"),
         }

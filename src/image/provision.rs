@@ -241,7 +241,11 @@ async fn build_task(inner: Arc<Inner>, builder: Arc<dyn ImageBuild>) {
     let result = build_locked(&inner, builder.as_ref()).await;
     inner.state.send_replace(match result {
         Ok(how) => {
-            tracing::info!(secs = began.elapsed().as_secs(), how, "the sandbox image is ready");
+            tracing::info!(
+                secs = began.elapsed().as_secs(),
+                how,
+                "the sandbox image is ready"
+            );
             BuildState::Ready
         }
         Err(error) => {
@@ -270,11 +274,9 @@ async fn build_locked(inner: &Inner, builder: &dyn ImageBuild) -> Result<&'stati
     let held = loop {
         match lock::try_lock(&inner.lock_path) {
             Ok(Attempt::Held(held)) => break Some(held),
-            Ok(Attempt::Busy(note)) => set_phase(
-                inner,
-                Some("waiting for another build to finish"),
-                &note,
-            ),
+            Ok(Attempt::Busy(note)) => {
+                set_phase(inner, Some("waiting for another build to finish"), &note)
+            }
             Err(err) => {
                 tracing::warn!(lock = %inner.lock_path.display(), cause = %err, "cannot take the image build lock; building without it");
                 break None;

@@ -84,13 +84,19 @@ async fn one_build_for_many_requests_and_waiters_get_progress_then_ready() {
     let waiter = {
         let p = p.clone();
         tokio::spawn(async move {
-            p.wait(Duration::from_secs(60), &|m| progress.report(m), &CancellationToken::new())
-                .await
+            p.wait(
+                Duration::from_secs(60),
+                &|m| progress.report(m),
+                &CancellationToken::new(),
+            )
+            .await
         })
     };
     let first = reports.recv().await.expect("a progress report");
     assert!(
-        first.starts_with("building the sandbox image: installing the Python stack: setting up python3-pandas ("),
+        first.starts_with(
+            "building the sandbox image: installing the Python stack: setting up python3-pandas ("
+        ),
         "{first}"
     );
     fake.finish.notify_one();
@@ -142,12 +148,18 @@ async fn a_failed_build_is_reported_at_once_and_retried_only_after_the_delay() {
     };
     assert!(err.to_string().contains("no debootstrap"), "{err}");
     for _ in 0..5 {
-        assert!(matches!(p.request(), Requested::Failed(_)), "no rebuild loop");
+        assert!(
+            matches!(p.request(), Requested::Failed(_)),
+            "no rebuild loop"
+        );
     }
     assert_eq!(fake.builds.load(Ordering::SeqCst), 1);
     tokio::time::sleep(Duration::from_millis(350)).await;
     fake.fail.store(false, Ordering::SeqCst);
-    assert!(matches!(p.request(), Requested::Building), "retried after the delay");
+    assert!(
+        matches!(p.request(), Requested::Building),
+        "retried after the delay"
+    );
     until_building_phase(&p, "installing").await;
     fake.finish.notify_one();
     let waited = p
@@ -169,7 +181,10 @@ async fn bridges_sharing_the_lock_build_once_and_the_others_wait_for_it() {
     until_building_phase(&pb, "waiting for another build").await;
     match pb.state() {
         BuildState::Building { detail, .. } => {
-            assert!(detail.contains(&format!("pid {}", std::process::id())), "{detail}");
+            assert!(
+                detail.contains(&format!("pid {}", std::process::id())),
+                "{detail}"
+            );
             assert!(detail.contains("installing the Python stack"), "{detail}");
         }
         other => panic!("{other:?}"),
@@ -180,9 +195,16 @@ async fn bridges_sharing_the_lock_build_once_and_the_others_wait_for_it() {
         pa.wait(Duration::from_secs(60), &quiet, &none),
         pb.wait(Duration::from_secs(60), &quiet, &none)
     );
-    assert!(matches!(wa, Waited::Ready) && matches!(wb, Waited::Ready), "{wa:?} {wb:?}");
+    assert!(
+        matches!(wa, Waited::Ready) && matches!(wb, Waited::Ready),
+        "{wa:?} {wb:?}"
+    );
     assert_eq!(a.builds.load(Ordering::SeqCst), 1);
-    assert_eq!(b.builds.load(Ordering::SeqCst), 0, "the second bridge found it built");
+    assert_eq!(
+        b.builds.load(Ordering::SeqCst),
+        0,
+        "the second bridge found it built"
+    );
 }
 
 #[tokio::test]

@@ -152,6 +152,9 @@ mod tests {
         let off = when_missing(&settings(&[("MCP_BRIDGE_IMAGE_BUILD", "off")]));
         assert!(off.contains("will not build it"), "{off}");
         let rootfs = when_missing(&settings(&[("MCP_BRIDGE_IMAGE_ROOTFS", "/srv/r.tar")]));
-        assert!(rootfs.contains("MCP_BRIDGE_IMAGE_ROOTFS=/srv/r.tar"), "{rootfs}");
+        assert!(
+            rootfs.contains("MCP_BRIDGE_IMAGE_ROOTFS=/srv/r.tar"),
+            "{rootfs}"
+        );
     }
 }
