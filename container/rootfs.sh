@@ -175,7 +175,8 @@ deb $MIRROR $SUITE-updates main
 deb $SECURITY $SUITE-security main
 EOF
 t0=$SECONDS
-log "installing the Python stack with apt: $(echo $APT_PACKAGES)"
+log "installing the Python stack with apt"
+printf 'packages: %s\n' "$(echo $APT_PACKAGES)" >&2
 mount -t proc proc "$ROOTFS_DIR/proc"
 PROC_MOUNTED=1
 archives="$ROOTFS_DIR/var/cache/apt/archives"
@@ -183,7 +184,7 @@ find "$DEBS" -maxdepth 1 -name '*.deb' -exec ln -f -t "$archives" {} + 2>/dev/nu
 # Children never get the lock's fd (a daemon left behind must not hold the lock).
 apt=(chroot "$ROOTFS_DIR" env DEBIAN_FRONTEND=noninteractive apt-get -q -y
      -o Dpkg::Use-Pty=0 -o Dpkg::Options::=--force-confold --no-install-recommends)
-log "installing placeholders: $PLACEHOLDERS"
+printf 'placeholders: %s\n' "$PLACEHOLDERS" >&2
 for p in $PLACEHOLDERS; do
     d="$ROOTFS_DIR/tmp/placeholder/${p%%=*}"
     mkdir -p "$d/DEBIAN"
