@@ -21,11 +21,12 @@ use super::output::shape_result;
 use super::progress::Progress;
 use super::session::Session;
 use crate::config::Settings;
-use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner, Waited};
+use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner};
 use crate::report::{RunReport, RunStatus};
 use engine::Engine;
 
 mod engine;
+mod image_wait;
 mod orphans;
 mod start;
 
@@ -142,7 +143,9 @@ impl Sandbox {
             || RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
         for _ in 0..IMAGE_ROUNDS {
             if self.provisioner.is_building() {
-                if let Some(report) = self.await_image(&mut req).await {
+                if let Some(report) =
+                    image_wait::await_image(&self.provisioner, &self.settings, &mut req).await
+                {
                     return report;
                 }
             }
@@ -163,44 +166,6 @@ impl Sandbox {
                 self.settings.image
             ),
         )
-    }
-
-    /// Waits for the image build with progress; `Some` report when the run ends here. The
-    /// wait is not counted against the run's timeout.
-    async fn await_image(&self, req: &mut RunRequest) -> Option<RunReport> {
-        let progress = req.progress.clone();
-        let waited = self
-            .provisioner
-            .wait(
-                self.settings.image_build_wait,
-                &move |m| progress.report(m),
-                &req.cancel,
-            )
-            .await;
-        let image = &self.settings.image;
-        match waited {
-            Waited::Ready => {
-                req.arrived = Instant::now();
-                None
-            }
-            Waited::Failed(error) => Some(RunReport::failed(
-                RunStatus::SandboxError,
-                format!("the sandbox image '{image}' is missing and building it failed: {error}"),
-            )),
-            Waited::StillBuilding { status } => Some(RunReport::failed(
-                RunStatus::SandboxError,
-                format!(
-                    "the sandbox image '{image}' is still being built ({status}); try again in a \
-                     moment. The code did not run. (A run waits up to \
-                     MCP_BRIDGE_IMAGE_BUILD_WAIT={} s for a build.)",
-                    self.settings.image_build_wait.as_secs()
-                ),
-            )),
-            Waited::Cancelled => Some(RunReport::failed(
-                RunStatus::Cancelled,
-                "cancelled by the client while the sandbox image was being built; the build goes on",
-            )),
-        }
     }
 }
 

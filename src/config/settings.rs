@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use super::clients::client_config_files;
 use super::error::ConfigError;
+use super::image_values::{
+    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, ImageBuildMode,
+};
 use super::servers::Sources;
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
 
@@ -38,19 +41,6 @@ pub enum ChannelMode {
     Auto,
     /// Always the container's stdio (through the engine's attach stream).
     Stdio,
-}
-
-/// How the bridge builds a missing sandbox image (`MCP_BRIDGE_IMAGE_BUILD`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ImageBuildMode {
-    /// The registry recipe, else the Debian recipe where it can run.
-    Auto,
-    /// The registry recipe only.
-    Registry,
-    /// The Debian recipe only (root, debootstrap, a Debian mirror).
-    Debian,
-    /// Never build: a missing image is an error saying how to build it.
-    Off,
 }
 
 /// How results are rendered for the model.
@@ -239,62 +229,25 @@ impl Settings {
             "MCP_BRIDGE_IMAGE_BUILD",
             var("MCP_BRIDGE_IMAGE_BUILD"),
             ImageBuildMode::Auto,
-            |v| match v.trim().to_ascii_lowercase().as_str() {
-                "auto" => Ok(ImageBuildMode::Auto),
-                "registry" => Ok(ImageBuildMode::Registry),
-                "debian" => Ok(ImageBuildMode::Debian),
-                "off" | "0" | "no" => Ok(ImageBuildMode::Off),
-                _ => Err("expected auto, registry, debian or off".into()),
-            },
+            parse_build_mode,
         )?;
         let image_rootfs = parsed(
             "MCP_BRIDGE_IMAGE_ROOTFS",
             var("MCP_BRIDGE_IMAGE_ROOTFS"),
             None,
-            |v| {
-                let p = PathBuf::from(v.trim());
-                if p.is_absolute() {
-                    Ok(Some(p))
-                } else {
-                    Err("expected an absolute path to a .tar file".into())
-                }
-            },
+            |v| parse_absolute_path(v).map(Some),
         )?;
         let image_mirror = parsed(
             "MCP_BRIDGE_IMAGE_MIRROR",
             var("MCP_BRIDGE_IMAGE_MIRROR"),
             None,
-            |v| {
-                let v = v.trim();
-                let ok = ["http://", "https://", "file:/"]
-                    .iter()
-                    .any(|s| v.starts_with(s))
-                    && !v.chars().any(|c| c.is_whitespace() || c.is_control());
-                if ok {
-                    Ok(Some(v.trim_end_matches('/').to_string()))
-                } else {
-                    Err("expected an http://, https:// or file:/ URL of a Debian mirror".into())
-                }
-            },
+            |v| parse_mirror(v).map(Some),
         )?;
         let image_base = parsed(
             "MCP_BRIDGE_IMAGE_BASE",
             var("MCP_BRIDGE_IMAGE_BASE"),
             DEFAULT_IMAGE_BASE.to_string(),
-            |v| {
-                let v = v.trim();
-                if v.is_empty()
-                    || v.len() > 256
-                    || v.chars().any(|c| c.is_whitespace() || c.is_control())
-                {
-                    Err(
-                        "expected an image reference such as docker.io/library/python:3.12-slim"
-                            .into(),
-                    )
-                } else {
-                    Ok(v.to_string())
-                }
-            },
+            parse_image_ref,
         )?;
         let image_build_wait = secs(
             "MCP_BRIDGE_IMAGE_BUILD_WAIT",
@@ -461,27 +414,6 @@ mod tests {
         assert_eq!(s.image_base, "docker.io/library/python:3.12-slim");
         assert_eq!(s.image_mirror, None);
         assert_eq!(s.image_build_wait, Duration::from_secs(50));
-        let home = with(&[("HOME", "/home/u")]).expect("valid");
-        assert_eq!(
-            home.cache_dir,
-            PathBuf::from("/home/u/.cache/mcp-code-bridge")
-        );
-        let set = with(&[
-            ("MCP_BRIDGE_IMAGE_BUILD", "Debian"),
-            ("MCP_BRIDGE_IMAGE_ROOTFS", "/srv/rootfs.tar"),
-            ("MCP_BRIDGE_IMAGE_MIRROR", "http://mirror.example/debian/"),
-            ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "0"),
-            ("XDG_CACHE_HOME", "/var/cache/u"),
-        ])
-        .expect("valid");
-        assert_eq!(set.image_build, ImageBuildMode::Debian);
-        assert_eq!(set.image_rootfs, Some(PathBuf::from("/srv/rootfs.tar")));
-        assert_eq!(
-            set.image_mirror.as_deref(),
-            Some("http://mirror.example/debian")
-        );
-        assert_eq!(set.image_build_wait, Duration::ZERO);
-        assert_eq!(set.cache_dir, PathBuf::from("/var/cache/u/mcp-code-bridge"));
         assert!(
             !with(&[("MCP_BRIDGE_CALL_LANE", "0")])
                 .expect("valid")

@@ -110,8 +110,8 @@ pub async fn make_rootfs(
             } else if let Some(d) = describe(&line) {
                 detail(&d);
             }
-            if line.starts_with("rootfs.sh: error: ") {
-                last_error = Some(line["rootfs.sh: error: ".len()..].to_string());
+            if let Some(cause) = line.strip_prefix("rootfs.sh: error: ") {
+                last_error = Some(cause.to_string());
             }
             tail.push(line);
         }

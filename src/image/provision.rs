@@ -130,7 +130,8 @@ impl Provisioner {
     }
 
     /// The same, with another retry delay (tests).
-    pub fn with_retry_after(mut self, retry_after: Duration) -> Self {
+    #[cfg(test)]
+    pub(crate) fn with_retry_after(mut self, retry_after: Duration) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.retry_after = retry_after;
         }
