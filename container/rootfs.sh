@@ -8,7 +8,8 @@
 #
 # Needs: root (debootstrap, chroot, mount), debootstrap, a reachable Debian mirror.
 # Environment: MCB_SUITE (default bookworm), MCB_MIRROR (default: from /etc/apt/sources*, else
-# http://deb.debian.org/debian), MCB_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/mcp-code-bridge).
+# http://deb.debian.org/debian), MCB_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/mcp-code-bridge),
+# MCB_PIP (default none: extra packages from PyPI, wheels only, e.g. "pyarrow"; needs PyPI).
 set -euo pipefail
 
 # Bump when the recipe (packages, trim, upgrade) changes: invalidates cached tarballs, and
@@ -97,9 +98,9 @@ trim_rootfs() {
            "$d"/usr/share/lintian "$d"/usr/share/linda "$d"/usr/share/bug "$d"/usr/share/doc-base
     find "$d"/usr/share/locale -mindepth 1 -maxdepth 1 ! -name locale.alias -exec rm -rf {} + 2>/dev/null || true
     # Test suites of the scientific stack (pandas/tests alone is tens of MB); not importable code.
-    find "$d"/usr/lib/python3/dist-packages -depth -type d -name tests \
+    find "$d"/usr/lib/python3/dist-packages "$d"/usr/local/lib/python3*/dist-packages -depth -type d -name tests \
         \( -path '*/pandas/*' -o -path '*/numpy/*' -o -path '*/matplotlib/*' -o -path '*/mpl_toolkits/*' \
-           -o -path '*/scipy/*' -o -path '*/sklearn/*' -o -path '*/seaborn/*' \) \
+           -o -path '*/scipy/*' -o -path '*/sklearn/*' -o -path '*/seaborn/*' -o -path '*/pyarrow/*' \) \
         -exec rm -rf {} + 2>/dev/null || true
     # Host identity that debootstrap copied in; the engine provides its own.
     : > "$d"/etc/resolv.conf
@@ -143,7 +144,11 @@ for stale in "$CACHE_DIR"/rootfs.*/; do
 done
 
 ARCH="$(dpkg --print-architecture 2>/dev/null || uname -m)"
-KEY="$(printf '%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$SUITE" "$ARCH" "$BASE_PACKAGES $APT_PACKAGES $PLACEHOLDERS" "${MCB_MIRROR:-}" \
+PIP_PACKAGES="${MCB_PIP:-}"
+case "$PIP_PACKAGES" in
+    *[!A-Za-z0-9._=\<\>!~,\ -]*) die "MCB_PIP holds characters a requirement never has: $PIP_PACKAGES" ;;
+esac
+KEY="$(printf '%s|%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$SUITE" "$ARCH" "$BASE_PACKAGES $APT_PACKAGES $PLACEHOLDERS" "${MCB_MIRROR:-}" "$PIP_PACKAGES" \
     | sha256sum | cut -c1-12)"
 OUT="$CACHE_DIR/rootfs-$SUITE-$ARCH-$KEY.tar"
 if [ "$REFRESH" = 0 ] && [ -s "$OUT" ]; then
@@ -202,6 +207,27 @@ rm -rf "$ROOTFS_DIR/tmp/placeholder"
 for f in "$archives"/*.deb; do
     [ -e "$f" ] && [ ! -e "$DEBS/${f##*/}" ] && ln "$f" "$DEBS/" 2>/dev/null || true
 done
+if [ -n "$PIP_PACKAGES" ]; then
+    log "installing from PyPI: $PIP_PACKAGES"
+    # pip only for this step (removed again); its downloads kept in the cache for the next build.
+    "${apt[@]}" install python3-pip >&2 9>&- || die "apt-get install python3-pip failed in the chroot"
+    mkdir -p "$CACHE_DIR/pip" "$ROOTFS_DIR/var/cache/mcb-pip"
+    cp -al "$CACHE_DIR/pip/." "$ROOTFS_DIR/var/cache/mcb-pip/" 2>/dev/null || true
+    # shellcheck disable=SC2086
+    chroot "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/root python3 -m pip install -q \
+        --break-system-packages --only-binary=:all: --upgrade-strategy only-if-needed \
+        --cache-dir /var/cache/mcb-pip --disable-pip-version-check --no-warn-script-location \
+        $PIP_PACKAGES >&2 9>&- \
+        || die "pip install $PIP_PACKAGES failed in the chroot (PyPI unreachable? unset MCP_BRIDGE_IMAGE_PIP to build without it)"
+    cp -al "$ROOTFS_DIR/var/cache/mcb-pip/." "$CACHE_DIR/pip/" 2>/dev/null || true
+    rm -rf "$ROOTFS_DIR/var/cache/mcb-pip"
+    "${apt[@]}" purge python3-pip >&2 9>&- || true
+    "${apt[@]}" autoremove --purge >&2 9>&- || true
+    for p in $PIP_PACKAGES; do
+        name="${p%%[=<>!~,]*}"
+        case "$name" in *[!A-Za-z0-9_]*) ;; *) IMPORTS="$IMPORTS, $name" ;; esac
+    done
+fi
 "${apt[@]}" clean >&2 9>&- || true
 umount "$ROOTFS_DIR/proc"
 PROC_MOUNTED=0

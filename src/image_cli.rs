@@ -50,6 +50,7 @@ pub async fn build(settings: &Settings, args: BuildArgs) -> u8 {
         debian: DebianSpec {
             cache_dir: settings.cache_dir.clone(),
             mirror: settings.image_mirror.clone(),
+            pip: settings.image_pip.clone(),
             refresh: false,
         },
     });

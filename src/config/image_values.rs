@@ -51,6 +51,30 @@ pub fn parse_mirror(v: &str) -> Result<String, String> {
     }
 }
 
+/// Requirement specifiers for pip (`pyarrow`, `polars==1.9.0`), separated by blanks or commas;
+/// only the characters requirements use, so nothing reaches the recipe's shell but names.
+pub fn parse_pip_packages(v: &str) -> Result<String, String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "._-=<>!~".contains(c);
+    let specs: Vec<&str> = v
+        .split([' ', ','])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let valid = !specs.is_empty()
+        && v.len() <= 1024
+        && specs
+            .iter()
+            .all(|s| s.chars().all(ok_char) && s.starts_with(|c: char| c.is_ascii_alphanumeric()));
+    if valid {
+        Ok(specs.join(" "))
+    } else {
+        Err(
+            "expected PyPI package names (with optional versions), such as `pyarrow` or `polars`"
+                .into(),
+        )
+    }
+}
+
 /// An image reference: no blanks, at most 256 characters.
 pub fn parse_image_ref(v: &str) -> Result<String, String> {
     let v = v.trim();
@@ -91,7 +115,9 @@ mod tests {
             ("MCP_BRIDGE_IMAGE_MIRROR", "http://mirror.example/debian/"),
             ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "0"),
             ("XDG_CACHE_HOME", "/var/cache/u"),
+            ("MCP_BRIDGE_IMAGE_PIP", "pyarrow, polars==1.9.0"),
         ]);
+        assert_eq!(set.image_pip.as_deref(), Some("pyarrow polars==1.9.0"));
         assert_eq!(set.image_build, ImageBuildMode::Debian);
         assert_eq!(set.image_rootfs, Some(PathBuf::from("/srv/rootfs.tar")));
         assert_eq!(

@@ -6,7 +6,8 @@ use std::time::Duration;
 use super::clients::client_config_files;
 use super::error::ConfigError;
 use super::image_values::{
-    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, ImageBuildMode,
+    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
+    ImageBuildMode,
 };
 use super::servers::Sources;
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
@@ -67,6 +68,8 @@ pub struct Settings {
     pub image_base: String,
     /// `MCP_BRIDGE_IMAGE_MIRROR`: the Debian mirror of the Debian recipe (default: the host's).
     pub image_mirror: Option<String>,
+    /// `MCP_BRIDGE_IMAGE_PIP`: packages the Debian recipe adds from PyPI (wheels only).
+    pub image_pip: Option<String>,
     /// `MCP_BRIDGE_IMAGE_BUILD_WAIT`: how long a run waits for a build before it is told to
     /// try again.
     pub image_build_wait: Duration,
@@ -243,6 +246,12 @@ impl Settings {
             None,
             |v| parse_mirror(v).map(Some),
         )?;
+        let image_pip = parsed(
+            "MCP_BRIDGE_IMAGE_PIP",
+            var("MCP_BRIDGE_IMAGE_PIP"),
+            None,
+            |v| parse_pip_packages(v).map(Some),
+        )?;
         let image_base = parsed(
             "MCP_BRIDGE_IMAGE_BASE",
             var("MCP_BRIDGE_IMAGE_BASE"),
@@ -267,6 +276,7 @@ impl Settings {
             image_rootfs,
             image_base,
             image_mirror,
+            image_pip,
             image_build_wait: Duration::from_secs(image_build_wait),
             cache_dir,
             timeout: Duration::from_secs(timeout),
@@ -438,6 +448,7 @@ mod tests {
             ("MCP_BRIDGE_IMAGE_MIRROR", "ftp://mirror"),
             ("MCP_BRIDGE_IMAGE_BASE", "python 3"),
             ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "a while"),
+            ("MCP_BRIDGE_IMAGE_PIP", "pyarrow; rm -rf /"),
         ] {
             let err = with(&[(k, v)]).expect_err(k).to_string();
             assert!(err.contains(k), "{err}");

@@ -59,6 +59,7 @@ impl BuildSpec {
             debian: DebianSpec {
                 cache_dir: settings.cache_dir.clone(),
                 mirror: settings.image_mirror.clone(),
+                pip: settings.image_pip.clone(),
                 refresh: false,
             },
         })

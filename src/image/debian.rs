@@ -44,6 +44,8 @@ pub struct DebianSpec {
     pub cache_dir: PathBuf,
     /// A Debian mirror instead of the host's apt source.
     pub mirror: Option<String>,
+    /// Packages to add from PyPI (`MCP_BRIDGE_IMAGE_PIP`).
+    pub pip: Option<String>,
     /// Re-run debootstrap even when a cached tarball exists.
     pub refresh: bool,
 }
@@ -95,6 +97,10 @@ pub async fn make_rootfs(
     match &spec.mirror {
         Some(m) => cmd.env("MCB_MIRROR", m),
         None => cmd.env_remove("MCB_MIRROR"),
+    };
+    match &spec.pip {
+        Some(p) => cmd.env("MCB_PIP", p),
+        None => cmd.env_remove("MCB_PIP"),
     };
     let mut child = cmd.spawn().map_err(DebianError::Spawn)?;
     let pgid = child.id().map(|id| id as i32);
