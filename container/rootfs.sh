@@ -213,14 +213,25 @@ if [ -n "$PIP_PACKAGES" ]; then
     "${apt[@]}" install python3-pip >&2 9>&- || die "apt-get install python3-pip failed in the chroot"
     mkdir -p "$CACHE_DIR/pip" "$ROOTFS_DIR/var/cache/mcb-pip"
     cp -al "$CACHE_DIR/pip/." "$ROOTFS_DIR/var/cache/mcb-pip/" 2>/dev/null || true
+    # The host's CA bundle and proxy/index settings, so what reaches PyPI from the host (a
+    # TLS-inspecting proxy it trusts, a mirror) reaches it from the chroot too.
+    cert=()
+    if [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+        cp /etc/ssl/certs/ca-certificates.crt "$ROOTFS_DIR/tmp/host-ca.crt"
+        cert=(--cert /tmp/host-ca.crt)
+    fi
+    pass=()
+    for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL HTTPS_PROXY https_proxy HTTP_PROXY http_proxy NO_PROXY no_proxy; do
+        [ -n "${!v:-}" ] && pass+=("$v=${!v}")
+    done
     # shellcheck disable=SC2086
-    chroot "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/root python3 -m pip install -q \
+    chroot "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/root "${pass[@]}" python3 -m pip install -q \
         --break-system-packages --only-binary=:all: --upgrade-strategy only-if-needed \
         --cache-dir /var/cache/mcb-pip --disable-pip-version-check --no-warn-script-location \
-        $PIP_PACKAGES >&2 9>&- \
+        "${cert[@]}" $PIP_PACKAGES >&2 9>&- \
         || die "pip install $PIP_PACKAGES failed in the chroot (PyPI unreachable? unset MCP_BRIDGE_IMAGE_PIP to build without it)"
     cp -al "$ROOTFS_DIR/var/cache/mcb-pip/." "$CACHE_DIR/pip/" 2>/dev/null || true
-    rm -rf "$ROOTFS_DIR/var/cache/mcb-pip"
+    rm -rf "$ROOTFS_DIR/var/cache/mcb-pip" "$ROOTFS_DIR/tmp/host-ca.crt"
     "${apt[@]}" purge python3-pip >&2 9>&- || true
     "${apt[@]}" autoremove --purge >&2 9>&- || true
     for p in $PIP_PACKAGES; do
@@ -238,7 +249,7 @@ trim_rootfs "$ROOTFS_DIR"
 log "checking that python3 imports $IMPORTS"
 chroot "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib \
     python3 -c "import $IMPORTS" \
-    || die "the new root filesystem cannot import $IMPORTS"
+    || die "the new root filesystem cannot import $IMPORTS${PIP_PACKAGES:+ (a PyPI package may need an older version that fits numpy 1.24 of bookworm, e.g. pyarrow<19)}"
 rm -rf "${ROOTFS_DIR:?}"/tmp/* "$ROOTFS_DIR"/tmp/.[!.]* 2>/dev/null || true
 
 log "packing the root filesystem"
