@@ -171,7 +171,7 @@ if ! debootstrap --variant=minbase --include="$BASE_PACKAGES" --cache-dir="$DEBS
     [ -f "$ROOTFS_DIR/debootstrap/debootstrap.log" ] && tail -n 20 "$ROOTFS_DIR/debootstrap/debootstrap.log" >&2
     die "debootstrap failed: the Debian mirror $MIRROR did not serve $SUITE (set MCP_BRIDGE_IMAGE_MIRROR, or MCB_MIRROR for build.sh, to a reachable mirror)"
 fi
-log "debootstrap took $((SECONDS - t0)) s"
+printf 'debootstrap took %s s\n' "$((SECONDS - t0))" >&2
 
 # debootstrap only knows the release suite: add -updates and -security for apt.
 cat > "$ROOTFS_DIR/etc/apt/sources.list" <<EOF
@@ -242,7 +242,7 @@ fi
 "${apt[@]}" clean >&2 9>&- || true
 umount "$ROOTFS_DIR/proc"
 PROC_MOUNTED=0
-log "apt took $((SECONDS - t0)) s"
+printf 'apt took %s s\n' "$((SECONDS - t0))" >&2
 
 log "trimming the root filesystem"
 trim_rootfs "$ROOTFS_DIR"
