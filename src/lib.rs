@@ -15,11 +15,13 @@
 //! - [`report`]: the outcome of one call as data. Leaf.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
-//! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands;
-//!   [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]: registering the
-//!   bridge in the MCP clients' files (`setup::run`).
+//! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
+//!   the background build a bridge starts when the image is missing (`image::Provisioner`).
+//! - [`servers_cli`], [`doctor`], [`image_cli`]: the `servers` (and `--allow`), `doctor` and
+//!   `image` commands; [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]:
+//!   registering the bridge in the MCP clients' files (`setup::run`).
 //!
-//! Dependencies point one way: `server → {bridge, format} → container` and
+//! Dependencies point one way: `server → {bridge, format} → image → container` and
 //! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown` and `lines`
 //! are leaves. See ARCHITECTURE.md for the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]
@@ -31,6 +33,8 @@ pub mod container;
 pub mod doctor;
 pub mod exec_cli;
 pub mod format;
+pub mod image;
+pub mod image_cli;
 pub mod lines;
 pub mod report;
 pub mod server;

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::bridge::{Progress, RunRequest};
-use mcp_code_bridge::config::{Client, Settings};
+use mcp_code_bridge::config::{Client, RuntimeChoice, Settings};
+use mcp_code_bridge::image::Route;
+use mcp_code_bridge::image_cli::{self, BuildArgs};
 use mcp_code_bridge::{exec_cli, server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
@@ -82,6 +84,42 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// The sandbox image (MCP_BRIDGE_IMAGE): build it, show it, remove it.
+    Image {
+        /// The engine to use (default: MCP_BRIDGE_RUNTIME, else the first found).
+        #[arg(long, global = true, value_parser = ["podman", "docker"])]
+        engine: Option<String>,
+        #[command(subcommand)]
+        action: ImageAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImageAction {
+    /// Build (or rebuild) the image on the engine, progress on stderr. Default recipe: the
+    /// registry's Python image, else offline from Debian packages (as root).
+    Build {
+        /// Only the registry recipe (container/Containerfile on MCP_BRIDGE_IMAGE_BASE).
+        #[arg(long, group = "recipe")]
+        registry: bool,
+        /// Only the offline Debian recipe (root, debootstrap, a Debian mirror).
+        #[arg(long, group = "recipe")]
+        debian: bool,
+        /// Make the image from this root filesystem tarball (uncompressed tar).
+        #[arg(long, group = "recipe", value_name = "FILE")]
+        rootfs: Option<std::path::PathBuf>,
+        /// Only make the Debian root filesystem and save it here (as root; no engine needed).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["registry", "rootfs"])]
+        save_rootfs: Option<std::path::PathBuf>,
+        /// Re-run debootstrap even when a cached root filesystem exists.
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// Show the image: present, recipe version against this binary's, source, size, created.
+    /// Exit 1 when it is missing or stale.
+    Status,
+    /// Remove the image from the engine.
+    Remove,
 }
 
 /// An MCP client `setup` knows.
@@ -177,6 +215,9 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             };
             Ok(mcp_code_bridge::setup::run(&settings, &opts))
         }
+        Command::Image { engine, action } => {
+            Ok(ExitCode::from(image(settings, engine, action).await))
+        }
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.
@@ -187,6 +228,39 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
                 ExitCode::FAILURE
             })
         }
+    }
+}
+
+async fn image(settings: Arc<Settings>, engine: Option<String>, action: ImageAction) -> u8 {
+    let mut settings = settings.as_ref().clone();
+    match engine.as_deref() {
+        Some("podman") => settings.runtime = RuntimeChoice::Podman,
+        Some("docker") => settings.runtime = RuntimeChoice::Docker,
+        _ => {}
+    }
+    match action {
+        ImageAction::Build {
+            registry,
+            debian,
+            rootfs,
+            save_rootfs,
+            refresh,
+        } => {
+            let route = match (registry, debian, rootfs) {
+                (true, _, _) => Some(Route::Registry),
+                (_, true, _) => Some(Route::Debian),
+                (_, _, Some(path)) => Some(Route::Rootfs(path)),
+                _ => None,
+            };
+            let args = BuildArgs {
+                route,
+                save_rootfs,
+                refresh,
+            };
+            image_cli::build(&settings, args).await
+        }
+        ImageAction::Status => image_cli::status(&settings).await,
+        ImageAction::Remove => image_cli::remove(&settings).await,
     }
 }
 
@@ -226,7 +300,10 @@ async fn exec(
         code
     };
     let started = std::time::Instant::now();
-    let app = App::with_engine(settings.clone());
+    // A script waits for a missing image's whole build (its progress goes to the log).
+    let mut patient = settings.as_ref().clone();
+    patient.image_build_wait = std::time::Duration::from_secs(EXEC_IMAGE_BUILD_WAIT_SECS);
+    let app = App::with_engine(Arc::new(patient));
     let capped = settings.timeout_capped_note(timeout);
     let req = RunRequest {
         code,
@@ -251,6 +328,10 @@ async fn exec(
     }
     Ok(ExitCode::from(exec_cli::print(&report, json, duration)))
 }
+
+/// How long `exec` waits for a missing image's build (MCP_BRIDGE_IMAGE_BUILD_WAIT is for MCP
+/// clients, which give up on a request after about a minute).
+const EXEC_IMAGE_BUILD_WAIT_SECS: u64 = 3 * 3600;
 
 fn init_logging(level: &str) {
     // rmcp logs every child exit and session end at info: keep it to warnings unless asked.

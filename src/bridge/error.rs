@@ -1,6 +1,9 @@
 //! Errors of the bridge layer (sandbox sessions and their frames).
 
+use std::sync::Arc;
+
 use crate::container::RuntimeError;
+use crate::image::BuildError;
 
 /// A failure of the sandbox session.
 #[derive(Debug, thiserror::Error)]
@@ -8,6 +11,17 @@ pub enum BridgeError {
     /// The container engine failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// The image is missing and a build runs; the run waits for it (`Sandbox::run`).
+    #[error("the sandbox image is being built")]
+    ImageBuilding,
+    /// The image is missing and the last build failed, less than the retry delay ago.
+    #[error("the sandbox image '{image}' is missing and building it failed: {error}")]
+    ImageBuildFailed {
+        /// The image.
+        image: String,
+        /// Why the build failed, and what to do.
+        error: Arc<BuildError>,
+    },
     /// The sandbox did not become ready.
     #[error("the sandbox did not start: {reason}{}", crate::lines::stderr_section("sandbox", .stderr_tail))]
     Boot {

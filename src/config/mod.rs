@@ -9,6 +9,7 @@ mod consent;
 mod entry;
 mod error;
 mod expand;
+mod image_values;
 mod portable;
 mod read;
 mod servers;
@@ -18,9 +19,12 @@ mod values;
 pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
 pub use consent::{entry_hash, AllowList, Approval, Consent};
 pub use error::ConfigError;
+pub use image_values::ImageBuildMode;
 pub use portable::{launches_bridge, portability, Portability};
 pub use servers::{
     discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
     Transport,
 };
-pub use settings::{ChannelMode, OutputMode, RuntimeChoice, Settings};
+pub use settings::{
+    ChannelMode, OutputMode, RuntimeChoice, Settings, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT,
+};

@@ -5,11 +5,24 @@ use std::time::Duration;
 
 use super::clients::client_config_files;
 use super::error::ConfigError;
+use super::image_values::{
+    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
+    ImageBuildMode,
+};
 use super::servers::Sources;
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
 pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
+
+/// The registry recipe's base image unless `MCP_BRIDGE_IMAGE_BASE` names another (the `BASE`
+/// argument's default in `container/Containerfile`).
+pub const DEFAULT_IMAGE_BASE: &str = "docker.io/library/python:3.12-slim";
+
+/// How long a run waits for an image build before it is told to try again, unless
+/// `MCP_BRIDGE_IMAGE_BUILD_WAIT` says otherwise: under the 60 s a client commonly allows a
+/// request (the TypeScript SDK's default), so the run's answer arrives before the client gives up.
+pub const DEFAULT_IMAGE_BUILD_WAIT: u64 = 50;
 
 /// Which container engine to drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +60,22 @@ pub struct Settings {
     pub runtime: RuntimeChoice,
     /// `MCP_BRIDGE_IMAGE`.
     pub image: String,
+    /// `MCP_BRIDGE_IMAGE_BUILD`: how a missing image is built.
+    pub image_build: ImageBuildMode,
+    /// `MCP_BRIDGE_IMAGE_ROOTFS`: a root filesystem tarball to make the image from instead.
+    pub image_rootfs: Option<PathBuf>,
+    /// `MCP_BRIDGE_IMAGE_BASE`: the registry recipe's base image.
+    pub image_base: String,
+    /// `MCP_BRIDGE_IMAGE_MIRROR`: the Debian mirror of the Debian recipe (default: the host's).
+    pub image_mirror: Option<String>,
+    /// `MCP_BRIDGE_IMAGE_PIP`: packages the Debian recipe adds from PyPI (wheels only).
+    pub image_pip: Option<String>,
+    /// `MCP_BRIDGE_IMAGE_BUILD_WAIT`: how long a run waits for a build before it is told to
+    /// try again.
+    pub image_build_wait: Duration,
+    /// Where image builds keep `.deb` files, tarballs and their lock
+    /// (`$XDG_CACHE_HOME/mcp-code-bridge`, shared with `container/build.sh`).
+    pub cache_dir: PathBuf,
     /// `MCP_BRIDGE_TIMEOUT`: default per-call timeout.
     pub timeout: Duration,
     /// `MCP_BRIDGE_MAX_TIMEOUT`: cap on the per-call timeout.
@@ -204,9 +233,57 @@ impl Settings {
             state_dir: Some(state_dir.clone()),
         };
         let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+        let image_build = parsed(
+            "MCP_BRIDGE_IMAGE_BUILD",
+            var("MCP_BRIDGE_IMAGE_BUILD"),
+            ImageBuildMode::Auto,
+            parse_build_mode,
+        )?;
+        let image_rootfs = parsed(
+            "MCP_BRIDGE_IMAGE_ROOTFS",
+            var("MCP_BRIDGE_IMAGE_ROOTFS"),
+            None,
+            |v| parse_absolute_path(v).map(Some),
+        )?;
+        let image_mirror = parsed(
+            "MCP_BRIDGE_IMAGE_MIRROR",
+            var("MCP_BRIDGE_IMAGE_MIRROR"),
+            None,
+            |v| parse_mirror(v).map(Some),
+        )?;
+        let image_pip = parsed(
+            "MCP_BRIDGE_IMAGE_PIP",
+            var("MCP_BRIDGE_IMAGE_PIP"),
+            None,
+            |v| parse_pip_packages(v).map(Some),
+        )?;
+        let image_base = parsed(
+            "MCP_BRIDGE_IMAGE_BASE",
+            var("MCP_BRIDGE_IMAGE_BASE"),
+            DEFAULT_IMAGE_BASE.to_string(),
+            parse_image_ref,
+        )?;
+        let image_build_wait = secs(
+            "MCP_BRIDGE_IMAGE_BUILD_WAIT",
+            DEFAULT_IMAGE_BUILD_WAIT,
+            true,
+        )?;
+        let cache_dir = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("mcp-code-bridge");
         Ok(Settings {
             runtime,
             image: image.trim().to_string(),
+            image_build,
+            image_rootfs,
+            image_base,
+            image_mirror,
+            image_pip,
+            image_build_wait: Duration::from_secs(image_build_wait),
+            cache_dir,
             timeout: Duration::from_secs(timeout),
             max_timeout: Duration::from_secs(max_timeout),
             memory_bytes: parsed(
@@ -352,6 +429,11 @@ mod tests {
         assert_eq!(s.idle_timeout, Some(Duration::from_secs(300)));
         assert_eq!(s.output_mode, OutputMode::Compact);
         assert!(s.call_lane);
+        assert_eq!(s.image_build, ImageBuildMode::Auto);
+        assert_eq!(s.image_rootfs, None);
+        assert_eq!(s.image_base, "docker.io/library/python:3.12-slim");
+        assert_eq!(s.image_mirror, None);
+        assert_eq!(s.image_build_wait, Duration::from_secs(50));
         assert!(
             !with(&[("MCP_BRIDGE_CALL_LANE", "0")])
                 .expect("valid")
@@ -388,6 +470,12 @@ mod tests {
             ("MCP_BRIDGE_CONTAINER_USER", "root root"),
             ("MCP_BRIDGE_LOG_LEVEL", "[[["),
             ("MCP_BRIDGE_CALL_LANE", "fast"),
+            ("MCP_BRIDGE_IMAGE_BUILD", "sometimes"),
+            ("MCP_BRIDGE_IMAGE_ROOTFS", "relative/rootfs.tar"),
+            ("MCP_BRIDGE_IMAGE_MIRROR", "ftp://mirror"),
+            ("MCP_BRIDGE_IMAGE_BASE", "python 3"),
+            ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "a while"),
+            ("MCP_BRIDGE_IMAGE_PIP", "pyarrow; rm -rf /"),
         ] {
             let err = with(&[(k, v)]).expect_err(k).to_string();
             assert!(err.contains(k), "{err}");

@@ -9,6 +9,11 @@ use super::podman_service::PodmanService;
 use super::{ContainerRuntime, RuntimeError};
 use crate::config::{RuntimeChoice, Settings};
 
+/// Opens an engine connection when it is first needed (the sandbox actor, an image build).
+pub type Connector = Arc<
+    dyn Fn() -> futures::future::BoxFuture<'static, Result<Connection, RuntimeError>> + Send + Sync,
+>;
+
 /// A live engine connection, plus the podman service we started for it, if any.
 pub struct Connection {
     /// The engine.

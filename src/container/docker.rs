@@ -15,7 +15,9 @@ use bollard::Docker;
 use futures::StreamExt;
 
 use super::runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
-use super::{RuntimeError, SandboxSpec, LABEL_MANAGED};
+use super::{ArchiveStream, ImageInfo, LineSink, RuntimeError, SandboxSpec, LABEL_MANAGED};
+
+mod images;
 
 /// Timeout for one engine request's response headers (long streams are not bounded by it).
 pub const REQUEST_TIMEOUT_SECS: u64 = 60;
@@ -154,6 +156,32 @@ impl ContainerRuntime for DockerRuntime {
             }) => Ok(false),
             Err(e) => Err(self.err("inspect the sandbox image", e)),
         }
+    }
+
+    async fn image_info(&self, image: &str) -> Result<Option<ImageInfo>, RuntimeError> {
+        self.inspect(image).await
+    }
+
+    async fn build_image(
+        &self,
+        context: bytes::Bytes,
+        tag: &str,
+        args: &[(String, String)],
+        on_line: &LineSink<'_>,
+    ) -> Result<(), RuntimeError> {
+        self.build(context, tag, args, on_line).await
+    }
+
+    async fn load_image(
+        &self,
+        archive: ArchiveStream,
+        on_line: &LineSink<'_>,
+    ) -> Result<(), RuntimeError> {
+        self.load(archive, on_line).await
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<bool, RuntimeError> {
+        self.remove_tag(image).await
     }
 
     async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError> {

@@ -14,8 +14,10 @@ mod runtime;
 mod spec;
 mod workarounds;
 
-pub use connect::{connect, private_dir, Connection};
+pub use connect::{connect, private_dir, Connection, Connector};
 pub use error::RuntimeError;
 pub use owner::{list_own, remove_each, remove_leftovers, Owner, LABEL_MANAGED};
-pub use runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
+pub use runtime::{
+    ArchiveStream, Attached, Chunk, ContainerRuntime, ImageInfo, LineSink, ManagedContainer,
+};
 pub use spec::SandboxSpec;

@@ -87,7 +87,8 @@ def test_a_config_error_exits_2_and_runs_nothing(helpers, cli_env, cli_cwd):
 
 
 @pytest.mark.parametrize("broken", [
-    {"MCP_BRIDGE_IMAGE": "does-not-exist:latest"},
+    # A missing image is built unless builds are off (test_image_build.py covers the build).
+    {"MCP_BRIDGE_IMAGE": "does-not-exist:latest", "MCP_BRIDGE_IMAGE_BUILD": "off"},
     {"DOCKER_HOST": "unix:///nonexistent/engine.sock"},
 ])
 def test_a_sandbox_or_engine_failure_exits_125(helpers, cli_env, cli_cwd, broken):
