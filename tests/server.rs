@@ -18,7 +18,11 @@ async fn client_with(
     env: &[(&str, &str)],
 ) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
     let (app, _rt) = process_app(env);
-    let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
+    let handler = BridgeServer::new(
+        app.sandbox.clone(),
+        app.settings.clone(),
+        app.outbox.clone(),
+    );
     let (a, b) = tokio::io::duplex(1 << 20);
     let ct = app.ct.clone();
     let (read, write) = tokio::io::split(b);

@@ -18,6 +18,8 @@ mod client_homes;
 
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
+// Files out and pictures back: the host folder, limits, hostile frames, MCP content.
+mod files_out;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;

@@ -38,6 +38,10 @@ pub enum BridgeError {
              ignored part of the configuration; fix its setup (see `mcp-code-bridge doctor`), or set \
              MCP_BRIDGE_ALLOW_WEAK_SANDBOX=1 to run anyway")]
     Weak(String),
+    /// The engine cannot bind-mount the host folders `MCP_BRIDGE_MOUNTS` names (a remote
+    /// engine, or an engine in a VM the folder is not shared with).
+    #[error("MCP_BRIDGE_MOUNTS cannot be used with this container engine: {0}")]
+    Mounts(String),
     /// The sandbox broke the frame protocol.
     #[error("{0}")]
     Protocol(String),

@@ -22,6 +22,7 @@ use super::output::shape_result;
 use super::session::Session;
 use crate::config::Settings;
 use crate::container::{Connection, RuntimeError};
+use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 use engine::Engine;
 
@@ -74,16 +75,18 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
+    /// Files the sandbox delivers go to `outbox`.
     pub fn spawn(
         settings: Arc<Settings>,
         connector: Connector,
         dispatcher: Dispatcher,
         ct: CancellationToken,
         tracker: &TaskTracker,
+        outbox: Arc<Outbox>,
     ) -> Sandbox {
         let (tx, rx) = mpsc::channel(64);
         let actor = Actor {
-            engine: Engine::new(settings.clone(), connector, tracker.clone()),
+            engine: Engine::new(settings.clone(), connector, tracker.clone(), outbox),
             settings,
             dispatcher,
             session: None,

@@ -6,9 +6,11 @@
 
 mod clients;
 mod consent;
+mod data;
 mod entry;
 mod error;
 mod expand;
+mod mounts;
 mod read;
 mod servers;
 mod settings;
@@ -16,7 +18,9 @@ mod values;
 
 pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
 pub use consent::{entry_hash, AllowList, Approval, Consent};
+pub use data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
 pub use error::ConfigError;
+pub use mounts::{Mount, RESERVED_INSIDE};
 pub use servers::{
     discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
     Transport,

@@ -18,6 +18,9 @@ use super::{RuntimeError, SandboxSpec};
 
 struct Proc {
     spec: SandboxSpec,
+    /// Stands in for the sandbox's outbox (`/workspace/out` does not exist here); removed
+    /// with the "container".
+    outbox: Option<tempfile::TempDir>,
     child: Option<Child>,
     pid: Option<u32>,
     exited: CancellationToken,
@@ -124,6 +127,10 @@ impl ContainerRuntime for ProcessRuntime {
         self.claim_isolation.load(Ordering::Relaxed)
     }
 
+    fn sees_host_folders(&self) -> bool {
+        true
+    }
+
     fn channel_target(&self, host_dir: &std::path::Path) -> Option<String> {
         // No mount needed: the "sandbox" sees the host's file system.
         (!self.no_channel.load(Ordering::Relaxed)).then(|| host_dir.display().to_string())
@@ -163,8 +170,16 @@ impl ContainerRuntime for ProcessRuntime {
             }
         }
         let id = format!("proc-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let outbox = tempfile::Builder::new()
+            .prefix("mcp-process-outbox-")
+            .tempdir()
+            .map_err(|err| RuntimeError::Io {
+                about: "creating the process sandbox's outbox",
+                err,
+            })?;
         let proc = Proc {
             spec: spec.clone(),
+            outbox: Some(outbox),
             child: None,
             pid: None,
             exited: CancellationToken::new(),
@@ -196,6 +211,9 @@ impl ContainerRuntime for ProcessRuntime {
                     cmd.env(k, v);
                 }
             }
+        }
+        if let Some(outbox) = &p.outbox {
+            cmd.env("MCP_BRIDGE_OUTBOX", outbox.path().join("out"));
         }
         let mut child = cmd.spawn().map_err(|err| RuntimeError::Io {
             about: "spawning the process sandbox",

@@ -18,6 +18,7 @@ use super::{orphans, Connector};
 use crate::bridge::error::BridgeError;
 use crate::config::{ChannelMode, Settings};
 use crate::container::{remove_leftovers, Connection, ContainerRuntime, Owner, RuntimeError};
+use crate::outbox::Outbox;
 
 /// How long the bridge, when exiting, may spend reconnecting to remove sandboxes it could not
 /// remove while the engine was gone.
@@ -48,11 +49,18 @@ pub(super) struct Engine {
     lost: Option<String>,
     /// Sandboxes started so far (part of their names).
     pub(super) generation: u64,
+    /// Where sandboxes' files go.
+    pub(super) outbox: Arc<Outbox>,
 }
 
 impl Engine {
     /// Not yet connected: the first sandbox connects.
-    pub(super) fn new(settings: Arc<Settings>, connector: Connector, tracker: TaskTracker) -> Self {
+    pub(super) fn new(
+        settings: Arc<Settings>,
+        connector: Connector,
+        tracker: TaskTracker,
+        outbox: Arc<Outbox>,
+    ) -> Self {
         let channel = match settings.channel {
             ChannelMode::Stdio => FrameChannel::Stdio,
             ChannelMode::Auto => FrameChannel::Socket,
@@ -67,6 +75,7 @@ impl Engine {
             orphans_due: false,
             lost: None,
             generation: 0,
+            outbox,
         }
     }
 
