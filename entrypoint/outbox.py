@@ -10,6 +10,7 @@ import os
 import pickle
 import shutil
 import stat
+import time
 
 from . import protocol
 
@@ -17,6 +18,9 @@ DEFAULT_DIR = "/workspace/out"
 MAX_CHUNK = 512 << 10  # raw bytes per frame (base64 makes them 4/3 larger)
 MAX_DEPTH = 8  # folder levels under the outbox that are looked at
 MAX_SCAN = 10000  # outbox entries looked at per cell
+# A folder whose mtime is at least this old is "settled": any later change gets a later mtime,
+# even on file systems with coarse timestamps (tmpfs ticks in milliseconds).
+SETTLED_NS = 100_000_000
 
 
 def env_int(name, default):
@@ -57,6 +61,7 @@ class Outbox:
         self.root, self.limits, self.send = root, limits, send
         self.seen = {}  # relative path -> signature when it was last sent (or refused)
         self.pictures = []  # (name, PNG bytes) rendered this cell, to show
+        self.empty_at = None  # (mtime, ctime, size, inode) of the root when it was settled empty
         if root is not None:
             try:
                 os.makedirs(root, exist_ok=True)
@@ -73,10 +78,20 @@ class Outbox:
         self.pictures.append((name, png))
 
     def scan(self):
-        """{relative path: (signature, absolute path)} of the regular files in the outbox."""
+        """{relative path: (signature, absolute path)} of the regular files in the outbox.
+        An outbox that was empty and whose folder has not changed since costs one stat (the
+        usual cell writes no file)."""
         found, budget = {}, [MAX_SCAN]
         if self.root is None:
             return found
+        try:
+            st = os.stat(self.root)
+        except OSError:
+            return found
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+        if key == self.empty_at:
+            return found
+        self.empty_at = None
 
         def walk(folder, prefix, depth):
             try:
@@ -98,6 +113,8 @@ class Outbox:
                     found[rel] = (_signature(st), entry.path)
 
         walk(self.root, "", 0)
+        if budget[0] == MAX_SCAN and time.time_ns() - st.st_mtime_ns > SETTLED_NS:
+            self.empty_at = key  # no entry at all, and settled
         return found
 
     def flush(self, exec_id):

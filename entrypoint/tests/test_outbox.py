@@ -67,6 +67,19 @@ class OutboxTest(unittest.TestCase):
         self.write("a.csv", b"changed")  # deleted, then written again: new again
         self.assertEqual(self.flush(5)[0], {"a.csv": (b"changed", False)})
 
+    def test_an_empty_settled_outbox_is_not_listed_again_until_it_changes(self):
+        os.makedirs(self.root, exist_ok=True)
+        old = 1_000_000_000  # long ago: settled
+        os.utime(self.root, ns=(old, old))
+        self.assertEqual(self.flush(), ({}, []))
+        self.assertIsNotNone(self.box.empty_at, "empty and settled")
+        self.write("new.txt", b"n")  # changes the folder's mtime
+        self.assertEqual(self.flush(2)[0], {"new.txt": (b"n", False)})
+        self.assertIsNone(self.box.empty_at)
+        os.remove(os.path.join(self.root, "new.txt"))
+        self.assertEqual(self.flush(3), ({}, []))
+        self.assertIsNone(self.box.empty_at, "just changed: not settled, listed next time too")
+
     def test_large_files_go_in_chunks_within_the_frame_limit(self):
         self.box.limits = outbox.Limits(max_frame=64 << 10)
         data = os.urandom(300 << 10)
