@@ -18,6 +18,8 @@ mod client_homes;
 
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
+// Data in: shared folders an engine cannot mount.
+mod data_in;
 // Files out and pictures back: the host folder, limits, hostile frames, MCP content.
 mod files_out;
 

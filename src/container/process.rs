@@ -39,6 +39,9 @@ pub struct ProcessRuntime {
     /// When set, `create` refuses a sandbox with a frame-channel directory, as an engine that
     /// cannot bind-mount it does (its answer names the directory).
     pub refuse_mount: std::sync::atomic::AtomicBool,
+    /// When set, `create` refuses a sandbox with `MCP_BRIDGE_MOUNTS` folders, as an engine in
+    /// a VM the folder is not shared with does (its answer names the folder).
+    pub refuse_host_mounts: std::sync::atomic::AtomicBool,
     /// When set, the socket frame channel is not offered (frames stay on stdio).
     pub no_channel: std::sync::atomic::AtomicBool,
     /// When set, claims to isolate, so the (unisolated) process's posture is enforced.
@@ -166,6 +169,16 @@ impl ContainerRuntime for ProcessRuntime {
                         "invalid mount config for type \"bind\": bind source path does not exist: {}",
                         dir.display()
                     ),
+                });
+            }
+        }
+        if let Some(m) = spec.mounts.first() {
+            if self.refuse_host_mounts.load(Ordering::Relaxed) {
+                return Err(RuntimeError::Engine {
+                    engine: "process".into(),
+                    action: "create the sandbox container",
+                    status: 500,
+                    message: format!("statfs {}: no such file or directory", m.host.display()),
                 });
             }
         }
