@@ -8,7 +8,7 @@
 //! itself needs (its tmpfs mounts, `/proc`, `/usr`, the frame channel, ...).
 
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// One read-only bind mount: a host directory and where it appears in the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,6 +169,39 @@ fn host_dir(text: &str, rules: &HostRules, sockets: &[PathBuf]) -> Result<PathBu
         ));
     }
     Ok(host)
+}
+
+/// Container engine sockets and socket directories a mounted folder must keep clear of:
+/// podman's and docker's usual places, `DOCKER_HOST`'s socket, and the bridge's private dir
+/// (its own podman service, the frame channels).
+pub(super) fn engine_sockets(
+    xdg: Option<&Path>,
+    home: Option<&Path>,
+    docker_host: Option<&str>,
+    private_dir: PathBuf,
+) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = [
+        "/run/podman",
+        "/var/run/podman",
+        "/run/docker.sock",
+        "/var/run/docker.sock",
+        "/run/docker",
+        "/run/containerd",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    if let Some(xdg) = xdg {
+        out.extend([xdg.join("podman"), xdg.join("docker.sock")]);
+    }
+    if let Some(home) = home {
+        out.extend([home.join(".docker/run"), home.join(".docker/desktop")]);
+    }
+    if let Some(path) = docker_host.and_then(|h| h.strip_prefix("unix://")) {
+        out.push(PathBuf::from(path));
+    }
+    out.push(private_dir);
+    out
 }
 
 #[cfg(test)]

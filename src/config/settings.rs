@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::clients::client_config_files;
 use super::data::DataSettings;
 use super::error::ConfigError;
-use super::mounts::HostRules;
+use super::mounts::{engine_sockets, HostRules};
 use super::servers::Sources;
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
 
@@ -216,6 +216,7 @@ impl Settings {
                 xdg_runtime_dir.as_deref(),
                 home.as_deref(),
                 docker_host.as_deref(),
+                private_dir_in(xdg_runtime_dir.as_deref()),
             ),
             home: home.clone(),
             sandbox_uid: container_user
@@ -342,38 +343,6 @@ fn private_dir_in(xdg_runtime_dir: Option<&std::path::Path>) -> PathBuf {
         .unwrap_or(0);
     let base = xdg_runtime_dir.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
     base.join(format!("mcp-code-bridge-{uid}"))
-}
-
-/// Container engine sockets and socket directories a mounted folder must keep clear of:
-/// podman's and docker's usual places, `DOCKER_HOST`'s socket, and the bridge's private dir
-/// (its own podman service, the frame channels).
-fn engine_sockets(
-    xdg: Option<&std::path::Path>,
-    home: Option<&std::path::Path>,
-    docker_host: Option<&str>,
-) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = [
-        "/run/podman",
-        "/var/run/podman",
-        "/run/docker.sock",
-        "/var/run/docker.sock",
-        "/run/docker",
-        "/run/containerd",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
-    if let Some(xdg) = xdg {
-        out.extend([xdg.join("podman"), xdg.join("docker.sock")]);
-    }
-    if let Some(home) = home {
-        out.extend([home.join(".docker/run"), home.join(".docker/desktop")]);
-    }
-    if let Some(path) = docker_host.and_then(|h| h.strip_prefix("unix://")) {
-        out.push(PathBuf::from(path));
-    }
-    out.push(private_dir_in(xdg));
-    out
 }
 
 /// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.

@@ -14,7 +14,7 @@ mod store;
 #[cfg(test)]
 mod tests;
 
-pub use names::{is_text, mime_for, sanitize, MAX_NAME_BYTES};
+pub use names::is_text;
 pub use png::png_size;
 pub use receive::{human, CellFiles, Delivery, FileChunk, Skip};
 pub use store::Outbox;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 
+use super::names::MAX_NAME_BYTES;
 use super::*;
 use crate::config::Settings;
 
