@@ -51,7 +51,7 @@ pub enum BridgeError {
 pub fn explain_exit(code: Option<i64>, memory_bytes: u64) -> String {
     match code {
         Some(137) => format!(
-            "killed (exit 137): out of memory (limit {} MiB) or killed from outside",
+            "killed (exit 137): out of memory (limit {} MiB, MCP_BRIDGE_MEMORY) or killed from outside",
             memory_bytes >> 20
         ),
         Some(139) => "crashed with a segmentation fault (exit 139)".into(),
