@@ -13,6 +13,8 @@
 //!   argument checks, and the host methods sandbox code calls (implements `bridge::HostCalls`).
 //! - [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`report`]: the outcome of one call as data. Leaf.
+//! - [`outbox`]: files copied out of the sandbox into this session's folder on the host, and
+//!   the index `resources/read` serves (`outbox::Outbox`, `outbox::CellFiles`).
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
 //! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
@@ -36,6 +38,7 @@ pub mod format;
 pub mod image;
 pub mod image_cli;
 pub mod lines;
+pub mod outbox;
 pub mod report;
 pub mod server;
 pub mod servers_cli;

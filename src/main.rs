@@ -270,7 +270,7 @@ async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     if settings.prewarm {
         app.sandbox.prewarm();
     }
-    let handler = server::BridgeServer::new(app.sandbox.clone(), settings);
+    let handler = server::BridgeServer::new(app.sandbox.clone(), settings, app.outbox.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
     let result = tokio::select! {
         r = server::serve(handler, read, write, app.ct.clone()) => r,

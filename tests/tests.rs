@@ -21,6 +21,10 @@ mod setup;
 
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
+// Data in: shared folders an engine cannot mount.
+mod data_in;
+// Files out and pictures back: the host folder, limits, hostile frames, MCP content.
+mod files_out;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;

@@ -27,6 +27,8 @@ pub const FILES: &[(&str, &str)] = &[
     ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
+    ("outbox.py", include_str!("../../entrypoint/outbox.py")),
+    ("pictures.py", include_str!("../../entrypoint/pictures.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),

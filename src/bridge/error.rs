@@ -52,6 +52,10 @@ pub enum BridgeError {
              ignored part of the configuration; fix its setup (see `mcp-code-bridge doctor`), or set \
              MCP_BRIDGE_ALLOW_WEAK_SANDBOX=1 to run anyway")]
     Weak(String),
+    /// The engine cannot bind-mount the host folders `MCP_BRIDGE_MOUNTS` names (a remote
+    /// engine, or an engine in a VM the folder is not shared with).
+    #[error("MCP_BRIDGE_MOUNTS cannot be used with this container engine: {0}")]
+    Mounts(String),
     /// The sandbox broke the frame protocol.
     #[error("{0}")]
     Protocol(String),
@@ -61,7 +65,7 @@ pub enum BridgeError {
 pub fn explain_exit(code: Option<i64>, memory_bytes: u64) -> String {
     match code {
         Some(137) => format!(
-            "killed (exit 137): out of memory (limit {} MiB) or killed from outside",
+            "killed (exit 137): out of memory (limit {} MiB, MCP_BRIDGE_MEMORY) or killed from outside",
             memory_bytes >> 20
         ),
         Some(139) => "crashed with a segmentation fault (exit 139)".into(),

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::dispatch::LoadedTools;
 use super::error_kind::ErrorKind;
+use crate::outbox::{Delivery, FileChunk};
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -29,6 +30,8 @@ pub enum Inbound {
     Result(ResultFrame),
     /// Sandbox code asks the host for something.
     Call(CallFrame),
+    /// A chunk of a file the exec delivers to the host (`crate::outbox`).
+    File(FileChunk),
 }
 
 /// The entrypoint's `ready` frame.
@@ -96,6 +99,10 @@ pub struct ResultFrame {
     /// would have printed (`sys.exit("bad input")`).
     #[serde(default)]
     pub exit_message: Option<String>,
+    /// The files the exec delivered (received from `file` frames before this one; not part
+    /// of the frame).
+    #[serde(skip)]
+    pub files: Delivery,
 }
 
 /// A frame to the sandbox.
@@ -252,10 +259,11 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
         },
         "result" => Inbound::Result(serde_json::from_slice(line)?),
         "call" => Inbound::Call(serde_json::from_slice(line)?),
+        "file" => Inbound::File(serde_json::from_slice(line)?),
         other => {
             return Err(serde::de::Error::unknown_variant(
                 other,
-                &["ready", "started", "result", "call"],
+                &["ready", "started", "result", "call", "file"],
             ))
         }
     })
@@ -304,6 +312,19 @@ mod tests {
         assert_eq!(
             parse_inbound(br#"{"t":"started","id":4}"#),
             Ok(Inbound::Started { id: 4 })
+        );
+        assert_eq!(
+            parse_inbound(
+                br#"{"t":"file","exec":7,"n":1,"name":"a.csv","data":"eA==","end":true}"#
+            ),
+            Ok(Inbound::File(FileChunk {
+                exec: 7,
+                n: 1,
+                name: "a.csv".into(),
+                data: "eA==".into(),
+                end: true,
+                ..Default::default()
+            }))
         );
         let c = parse_inbound(br#"{"t":"call","id":3,"exec":7,"method":"ping","params":{"a":1}}"#);
         assert!(matches!(

@@ -22,6 +22,7 @@ use super::progress::Progress;
 use super::session::Session;
 use crate::config::Settings;
 use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner};
+use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 use engine::Engine;
 
@@ -88,12 +89,14 @@ pub struct Sandbox {
 
 impl Sandbox {
     /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
+    /// Files the sandbox delivers go to `outbox`.
     pub fn spawn(
         settings: Arc<Settings>,
         connector: Connector,
         dispatcher: Dispatcher,
         ct: CancellationToken,
         tracker: &TaskTracker,
+        outbox: Arc<Outbox>,
     ) -> Sandbox {
         let (tx, rx) = mpsc::channel(64);
         let builder = BuildSpec::from_settings(&settings)
@@ -110,6 +113,7 @@ impl Sandbox {
                 connector,
                 provisioner.clone(),
                 tracker.clone(),
+                outbox,
             ),
             settings: settings.clone(),
             dispatcher,

@@ -4,11 +4,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::clients::client_config_files;
+use super::data::DataSettings;
 use super::error::ConfigError;
 use super::image_values::{
     parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
     ImageBuildMode,
 };
+use super::mounts::{engine_sockets, HostRules};
 use super::servers::Sources;
 use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
 
@@ -130,6 +132,8 @@ pub struct Settings {
     pub uv_cache_dir: Option<PathBuf>,
     /// Where MCP server definitions are read from.
     pub server_sources: Sources,
+    /// Data in and out: mounts, the server-message cap, the outbox, pictures.
+    pub data: DataSettings,
 }
 
 impl Settings {
@@ -274,6 +278,28 @@ impl Settings {
             .or_else(|| home.as_ref().map(|h| h.join(".cache")))
             .unwrap_or_else(std::env::temp_dir)
             .join("mcp-code-bridge");
+        let xdg_runtime_dir = var("XDG_RUNTIME_DIR").map(PathBuf::from);
+        let docker_host = var("DOCKER_HOST");
+        let container_user = parsed(
+            "MCP_BRIDGE_CONTAINER_USER",
+            var("MCP_BRIDGE_CONTAINER_USER"),
+            "65534:65534".into(),
+            parse_user,
+        )?;
+        let rules = HostRules {
+            sockets: engine_sockets(
+                xdg_runtime_dir.as_deref(),
+                home.as_deref(),
+                docker_host.as_deref(),
+                private_dir_in(xdg_runtime_dir.as_deref()),
+            ),
+            home: home.clone(),
+            sandbox_uid: container_user
+                .split(':')
+                .next()
+                .and_then(|u| u.parse().ok()),
+        };
+        let data = DataSettings::from_lookup(&var, &rules)?;
         Ok(Settings {
             runtime,
             image: image.trim().to_string(),
@@ -304,12 +330,7 @@ impl Settings {
             cpus: parsed("MCP_BRIDGE_CPUS", var("MCP_BRIDGE_CPUS"), None, |v| {
                 parse_cpus(v).map(Some)
             })?,
-            container_user: parsed(
-                "MCP_BRIDGE_CONTAINER_USER",
-                var("MCP_BRIDGE_CONTAINER_USER"),
-                "65534:65534".into(),
-                parse_user,
-            )?,
+            container_user,
             idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
             state_dir,
             output_mode,
@@ -361,8 +382,8 @@ impl Settings {
                 true,
                 parse_flag,
             )?,
-            docker_host: var("DOCKER_HOST"),
-            xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
+            docker_host,
+            xdg_runtime_dir,
             uv_cache_dir: var("UV_CACHE_DIR")
                 .map(PathBuf::from)
                 .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("uv")))
@@ -370,7 +391,15 @@ impl Settings {
             home,
             claude_config_dir: claude_dir,
             server_sources,
+            data,
         })
+    }
+
+    /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user):
+    /// its own podman service's socket and the frame-channel sockets live there. Short, since
+    /// unix socket paths are limited to ~100 bytes.
+    pub fn private_dir(&self) -> PathBuf {
+        private_dir_in(self.xdg_runtime_dir.as_deref())
     }
 
     /// Clamps a requested per-call timeout to `[1 s, max_timeout]`, or returns the default.
@@ -393,8 +422,18 @@ impl Settings {
     }
 }
 
+/// See [`Settings::private_dir`].
+fn private_dir_in(xdg_runtime_dir: Option<&std::path::Path>) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    let base = xdg_runtime_dir.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
+    base.join(format!("mcp-code-bridge-{uid}"))
+}
+
 /// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
-fn parse_flag(v: &str) -> Result<bool, String> {
+pub(super) fn parse_flag(v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
@@ -476,6 +515,9 @@ mod tests {
             ("MCP_BRIDGE_IMAGE_BASE", "python 3"),
             ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "a while"),
             ("MCP_BRIDGE_IMAGE_PIP", "pyarrow; rm -rf /"),
+            ("MCP_BRIDGE_MOUNTS", "/no/such/folder:/data"),
+            ("MCP_BRIDGE_MAX_SERVER_MESSAGE", "0"),
+            ("MCP_BRIDGE_OUTBOX_MAX_FILE", "big"),
         ] {
             let err = with(&[(k, v)]).expect_err(k).to_string();
             assert!(err.contains(k), "{err}");
@@ -496,12 +538,38 @@ mod tests {
             "MCP_BRIDGE_IMPORT_CLIENT_CONFIGS",
             "MCP_BRIDGE_ALLOW_SELF_SERVER",
             "MCP_BRIDGE_STRUCTURED_CONTENT",
+            "MCP_BRIDGE_IMAGES",
         ] {
             for word in ["1", "true", "yes", "on", "ON", "0", "false", "no", "off"] {
                 assert!(with(&[(name, word)]).is_ok(), "{name}={word}");
             }
             let err = with(&[(name, "maybe")]).expect_err(name).to_string();
             assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_mount_of_an_engine_socket_dir_is_refused() {
+        let xdg = tempfile::tempdir().expect("temp dir");
+        let podman = xdg.path().join("podman");
+        std::fs::create_dir(&podman).expect("mkdir");
+        use std::os::unix::fs::PermissionsExt;
+        for dir in [xdg.path(), podman.as_path()] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let xdg_text = xdg.path().display().to_string();
+        for shared in [podman.display().to_string(), xdg_text.clone()] {
+            let mounts = format!("{shared}:/data");
+            let err = with(&[
+                ("XDG_RUNTIME_DIR", &xdg_text),
+                ("MCP_BRIDGE_MOUNTS", &mounts),
+            ])
+            .expect_err("engine socket dir")
+            .to_string();
+            assert!(
+                err.contains("MCP_BRIDGE_MOUNTS") && err.contains("socket"),
+                "{err}"
+            );
         }
     }
 

@@ -65,6 +65,12 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     fn channel_target(&self, _host_dir: &std::path::Path) -> Option<String> {
         None
     }
+    /// Whether a bind mount names a folder of this machine (a local engine; an engine in a VM
+    /// behind a local socket sees the folders shared with it). False for a remote engine:
+    /// `MCP_BRIDGE_MOUNTS` is refused there rather than mounting the remote machine's folders.
+    fn sees_host_folders(&self) -> bool {
+        false
+    }
     /// Whether this runtime isolates at all, so the sandbox's posture is enforced (true for
     /// real engines; the process test double is no sandbox).
     fn isolates(&self) -> bool {

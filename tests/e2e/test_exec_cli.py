@@ -10,7 +10,8 @@ import tempfile
 import pytest
 
 OK, RAISED, USAGE, TIMEOUT, SANDBOX = 0, 1, 2, 124, 125
-JSON_KEYS = {"status", "exit_code", "stdout", "stderr", "error", "notice", "duration"}
+JSON_KEYS = {"status", "exit_code", "stdout", "stderr", "error", "notice", "duration", "files",
+             "files_refused"}
 
 
 def _exec(helpers, env, cwd, *args: str, stdin: str | None = None, timeout: int = 120, **extra: str):

@@ -19,6 +19,7 @@ use crate::bridge::error::BridgeError;
 use crate::config::{ChannelMode, Settings};
 use crate::container::{remove_leftovers, Connection, ContainerRuntime, Owner, RuntimeError};
 use crate::image::{Provisioner, Requested};
+use crate::outbox::Outbox;
 
 /// How long the bridge, when exiting, may spend reconnecting to remove sandboxes it could not
 /// remove while the engine was gone.
@@ -51,6 +52,8 @@ pub(super) struct Engine {
     lost: Option<String>,
     /// Sandboxes started so far (part of their names).
     pub(super) generation: u64,
+    /// Where sandboxes' files go.
+    pub(super) outbox: Arc<Outbox>,
 }
 
 impl Engine {
@@ -60,6 +63,7 @@ impl Engine {
         connector: Connector,
         provisioner: Provisioner,
         tracker: TaskTracker,
+        outbox: Arc<Outbox>,
     ) -> Self {
         let channel = match settings.channel {
             ChannelMode::Stdio => FrameChannel::Stdio,
@@ -76,6 +80,7 @@ impl Engine {
             orphans_due: false,
             lost: None,
             generation: 0,
+            outbox,
         }
     }
 
