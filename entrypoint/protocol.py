@@ -52,6 +52,33 @@ def call_frame(call_id, exec_id, method, params):
     return {"t": "call", "id": call_id, "exec": exec_id, "method": method, "params": params}
 
 
+def output_frame(exec_id, stdout, stdout_total, stderr, stderr_total):
+    """`output`: the last characters each stream of exec `exec_id` printed so far, and how many
+    it printed in all (the answer to a `progress` frame)."""
+    return {"t": "output", "id": exec_id, "stdout": stdout, "stdout_total": stdout_total,
+            "stderr": stderr, "stderr_total": stderr_total}
+
+
+def snapshot_frame(save_id, data):
+    """`snapshot`: the next chunk (base64) of the namespace snapshot `save` `save_id` asked for."""
+    return {"t": "snapshot", "id": save_id, "data": data}
+
+
+def saved_frame(save_id, size, names, error=None):
+    """`saved`: the snapshot is complete: `size` bytes in all, of `names` user names (0 when
+    there was nothing to save); `error` when saving failed."""
+    frame = {"t": "saved", "id": save_id, "bytes": size, "names": names}
+    if error is not None:
+        frame["error"] = error
+    return frame
+
+
+def restored_frame(restore_id, names, failed):
+    """`restored`: the names a restore brought back, and [name, why] for those it did not."""
+    return {"t": "restored", "id": restore_id, "names": list(names),
+            "failed": [[name, why] for name, why in failed]}
+
+
 def hello_frame(token):
     """`hello`: the first frame on the socket channel, proving the sandbox holds the token."""
     return {"t": "hello", "token": token}

@@ -107,7 +107,8 @@ class Sandbox:
                 raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr)) from None
             if frame is None:
                 raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
-            assert frame["t"] in ("result", "call", "ready", "started"), frame
+            assert frame["t"] in ("result", "call", "ready", "started", "output", "snapshot",
+                                  "saved", "restored"), frame
             if frame["t"] == "started":
                 self.started.append(frame["id"])
                 if skip_started:

@@ -27,10 +27,12 @@ pub const FILES: &[(&str, &str)] = &[
     ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
+    ("keeper.py", include_str!("../../entrypoint/keeper.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),
     ("runtime.py", include_str!("../../entrypoint/runtime.py")),
+    ("snapshot.py", include_str!("../../entrypoint/snapshot.py")),
     ("values.py", include_str!("../../entrypoint/values.py")),
     ("cell.py", include_str!("../../entrypoint/cell.py")),
     (

@@ -16,6 +16,9 @@ mod workarounds;
 
 pub use connect::{connect, private_dir, Connection};
 pub use error::RuntimeError;
-pub use owner::{list_own, remove_each, remove_leftovers, Owner, LABEL_MANAGED};
+pub use owner::{
+    list_own, remove_each, remove_leftovers, Owner, LABEL_HOST, LABEL_MANAGED, LABEL_PID,
+    LABEL_STARTED,
+};
 pub use runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
 pub use spec::SandboxSpec;

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{oneshot, watch};
 
+use super::cell_progress::CellProgress;
+use super::keeping::Keeping;
 use super::limits::{STDERR_LINE_MAX, STDERR_TAIL_LINES};
 use crate::bridge::engine_loss::EngineLink;
 use crate::bridge::error::{explain_exit, BridgeError};
@@ -34,6 +36,8 @@ pub(super) struct Running {
     pub(super) servers: Arc<[String]>,
     pub(super) deadline: tokio::time::Instant,
     pub(super) done: ExecReply,
+    /// Where its output is reported while it runs, when the client asked for progress.
+    pub(super) progress: Option<CellProgress>,
 }
 
 /// State shared by a session's tasks and its handle.
@@ -48,6 +52,8 @@ pub(super) struct Shared {
     pub(super) memory_bytes: u64,
     /// Whether the engine is still there, and whether frames can do without it.
     pub(super) engine: Arc<EngineLink>,
+    /// A snapshot save or restore in progress.
+    pub(super) keeping: Keeping,
 }
 
 impl Shared {
@@ -66,6 +72,7 @@ impl Shared {
             death,
             memory_bytes,
             engine: EngineLink::new(),
+            keeping: Keeping::default(),
         })
     }
 
@@ -128,6 +135,7 @@ impl Shared {
                 let _ = tx.send(Err(why));
             }
             self.fail_running(err);
+            self.keeping.end();
         }
     }
 }
