@@ -5,7 +5,9 @@
 //! counts against its timeout. The actor creates the sandbox lazily, interrupts code that
 //! overruns its deadline (killing the sandbox if the interrupt is ignored), replaces a dead
 //! sandbox on the next run and tells that run its state was reset, and stops the sandbox when
-//! idle. Callers hold a cheap [`Sandbox`] handle.
+//! idle, saving the user's namespace first and restoring it into the next sandbox
+//! (`sandbox/keep.rs`). While a cell runs for a client that asked for progress, it polls the
+//! cell's output. Callers hold a cheap [`Sandbox`] handle.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -178,14 +180,7 @@ impl Actor {
                 }
                 _ = sleep_until_opt(idle_deadline) => {
                     if let Some(s) = self.session.take() {
-                        tracing::info!("stopping the idle sandbox");
-                        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
-                        let why = format!("The sandbox was stopped after {idle} s idle and started afresh");
-                        self.notice = Some(match self.save_namespace(&s).await {
-                            Ok(()) => why,
-                            Err(reason) => format!("{why}; its variables could not be saved ({reason})"),
-                        });
-                        s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
+                        self.stop_idle(s).await;
                     }
                 }
             }
@@ -198,6 +193,24 @@ impl Actor {
         // The snapshot is the user's data, and a new bridge is a new conversation: not kept.
         self.store.discard();
         tracing::debug!("sandbox actor stopped");
+    }
+
+    /// Stops the idle sandbox `s`, saving its namespace first. One that already died is
+    /// treated as a death: nothing to save, and a snapshot from before stays for its successor.
+    async fn stop_idle(&mut self, s: Session) {
+        if s.has_ended() {
+            self.notice = Some(self.stopped_since_last_call(&s));
+            self.tracker.spawn(s.kill());
+            return;
+        }
+        tracing::info!("stopping the idle sandbox");
+        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
+        let why = format!("The sandbox was stopped after {idle} s idle and started afresh");
+        self.notice = Some(match self.save_namespace(&s).await {
+            Ok(()) => why,
+            Err(reason) => format!("{why}; its variables could not be saved ({reason})"),
+        });
+        s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
     }
 
     async fn prewarm(&mut self) {
@@ -295,19 +308,22 @@ impl Actor {
             if !s.has_ended() {
                 return Ok(());
             }
-            let reason = match s.death() {
-                Some(d) => explain_exit(d.code, self.settings.memory_bytes),
-                None => "it exited".to_string(),
-            };
-            self.notice = Some(format!(
-                "The sandbox had stopped since the last call ({reason}) and was started afresh"
-            ));
+            self.notice = Some(self.stopped_since_last_call(s));
             if let Some(s) = self.session.take() {
                 self.tracker.spawn(s.kill());
             }
         }
         self.session = Some(self.engine.start_sandbox(&self.dispatcher).await?);
         self.restore_namespace().await
+    }
+
+    /// Why a sandbox that ended between calls was replaced (the start of its notice).
+    fn stopped_since_last_call(&self, s: &Session) -> String {
+        let reason = match s.death() {
+            Some(d) => explain_exit(d.code, self.settings.memory_bytes),
+            None => "it exited".to_string(),
+        };
+        format!("The sandbox had stopped since the last call ({reason}) and was started afresh")
     }
 
     /// When a run or the session found the engine lost: the session is let go (asked to exit
@@ -351,7 +367,9 @@ impl Actor {
         let mut poll = req.progress.is_wanted().then(|| {
             session.report_output(id, req.progress.clone());
             let every = self.settings.progress_interval;
-            tokio::time::interval_at(Instant::now() + every, every)
+            let mut poll = tokio::time::interval_at(Instant::now() + every, every);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            poll
         });
         let time_up = tokio::time::sleep_until(deadline);
         tokio::pin!(time_up);

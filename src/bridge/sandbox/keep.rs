@@ -51,7 +51,10 @@ impl Actor {
             .map_err(|e| format!("{} could not be written: {e}", self.store.path().display()))?;
         let deadline = began + self.settings.snapshot_timeout;
         loop {
-            let event = tokio::time::timeout_at(deadline, rx.recv()).await;
+            let event = tokio::select! {
+                e = tokio::time::timeout_at(deadline, rx.recv()) => e,
+                _ = self.ct.cancelled() => return Err("the bridge is shutting down".into()),
+            };
             match event {
                 Err(_) => {
                     return Err(format!(
@@ -107,11 +110,15 @@ impl Actor {
         let id = self.take_id();
         let session = self.session.as_ref().expect("a session was just started");
         let began = Instant::now();
-        let outcome = tokio::time::timeout(
+        let sending = tokio::time::timeout(
             self.settings.snapshot_timeout,
             send_snapshot(session, id, file, self.settings.memory_bytes),
-        )
-        .await;
+        );
+        let outcome = tokio::select! {
+            o = sending => o,
+            // Shutting down: the session is closed by the actor's exit; the snapshot goes too.
+            _ = self.ct.cancelled() => return Ok(()),
+        };
         let failure = match outcome {
             Ok(Ok((names, failed))) => {
                 tracing::info!(
