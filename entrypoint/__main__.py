@@ -58,6 +58,10 @@ class HostReader:
         """Handle one line from the host (see inbox.Inbox); False when reading should stop."""
         if not line or line.isspace():
             return True
+        if line.startswith(keeper.RESTORE_PREFIX):
+            frame = keeper.restore_frame(line)
+            if frame is not None:
+                return self.dispatch(frame)
         try:
             frame = protocol.decode(line)
         except protocol.FrameError as exc:
@@ -126,7 +130,7 @@ def serve(runner, execq, writer, ack):
             if frame is None:
                 return
             if frame["t"] == "save":
-                keeper.serve_save(frame, runner.namespace, writer.send)
+                keeper.serve_save(frame, runner.namespace, writer)
                 continue
             if frame["t"] == "restore":
                 keeper.serve_restore(frame, runner.namespace, writer.send)

@@ -40,31 +40,20 @@ class _TooBig(Exception):
 
 
 class _Sink:
-    """Where a pickler writes: counts bytes, raises _TooBig past `cap`, keeps them if `keep`."""
+    """Where a pickler writes: keeps the bytes, raises _TooBig past `cap` bytes."""
 
-    def __init__(self, cap, keep):
+    def __init__(self, cap):
         self.n = 0
         self.cap = cap
-        self.parts = [] if keep else None
+        self.parts = []
 
     def write(self, data):
         size = memoryview(data).nbytes
         self.n += size
         if self.n > self.cap:
             raise _TooBig
-        if self.parts is not None:
-            self.parts.append(bytes(data))
+        self.parts.append(bytes(data))
         return size
-
-    def rollback(self, to):
-        """Forget everything written after byte `to` (a pickle that failed half way)."""
-        while self.n > to and self.parts:
-            part = self.parts.pop()
-            self.n -= len(part)
-            if self.n < to:
-                self.parts.append(part[:to - self.n])
-                self.n = to
-        self.n = min(self.n, to)
 
 
 def pickler_base():
@@ -153,9 +142,11 @@ def _module_name(value):
     return name if isinstance(name, str) and sys.modules.get(name) is value else None
 
 
-def _plan(namespace, items, limit, pickler, plain):
-    """First pass: (records, skipped, sizes) with every picklable name measured (nothing kept)."""
-    records, skipped, sizes, seen = [], [], {}, {}
+def _pickle_each(items, budget, limit, pickler, plain):
+    """(records, skipped, pickles): each name pickled on its own, once. While the pickles held
+    are over `budget`, the largest of them is left out, so what is kept is what leaving out the
+    largest names until the rest fit keeps, and no more than `budget` plus one pickle is held."""
+    records, skipped, pickles, sizes, seen, held = [], [], {}, {}, {}, 0
     for name, value in items:
         module = _module_name(value) if isinstance(value, types.ModuleType) else None
         if module is not None:
@@ -169,35 +160,28 @@ def _plan(namespace, items, limit, pickler, plain):
             skipped.append((name, "a class defined in a cell: saving it needs cloudpickle, "
                                   "which this sandbox does not have"))
             continue
-        sink = _Sink(limit, keep=False)
+        sink = _Sink(budget)
         try:
             pickler(sink, PROTOCOL).dump(value)
         except _TooBig:
-            skipped.append((name, "too big: over %s pickled, the snapshot limit "
-                                  "(MCP_BRIDGE_SNAPSHOT_MAX)" % _mib(limit)))
+            skipped.append((name, "too big: its pickle is over the snapshot limit "
+                                  "(MCP_BRIDGE_SNAPSHOT_MAX, %s)" % _mib(limit)))
             continue
         except Exception as exc:  # noqa: BLE001 - whatever pickling raised is the reason
             skipped.append((name, "cannot be pickled: " + _why(exc)))
             continue
-        sizes[name] = sink.n
+        pickles[name], sizes[name] = sink.parts, sink.n
+        held += sink.n
         records.append((name, "pickle", None))
-    return records, skipped, sizes
-
-
-def _fit(records, skipped, sizes, limit):
-    """Leave out the largest pickles until the rest (and the manifest) fit in `limit`."""
-    budget = limit - len(MAGIC) - MANIFEST_BASE - MANIFEST_PER_NAME * len(records)
-    total = sum(sizes.values())
-    dropped = set()
-    for name in sorted(sizes, key=sizes.get, reverse=True):
-        if total <= budget:
-            break
-        total -= sizes[name]
-        dropped.add(name)
-        skipped.append((name, "left out to keep the snapshot under %s "
-                              "(MCP_BRIDGE_SNAPSHOT_MAX): %s pickled, one of the largest"
-                        % (_mib(limit), _mib(sizes[name]))))
-    return [r for r in records if r[0] not in dropped]
+        while held > budget:
+            largest = max(sizes, key=sizes.get)
+            size = sizes.pop(largest)
+            held -= size
+            del pickles[largest]
+            skipped.append((largest, "left out to keep the snapshot under "
+                                     "MCP_BRIDGE_SNAPSHOT_MAX (%s): %s pickled, one of the largest"
+                            % (_mib(limit), _mib(size))))
+    return records, skipped, pickles
 
 
 def save(namespace, limit, use_cloudpickle=True):
@@ -209,45 +193,28 @@ def save(namespace, limit, use_cloudpickle=True):
     if not items:
         return None, 0
     name, base = pickler_base() if use_cloudpickle else ("pickle", pickle.Pickler)
-    pickler = _pickler_class(base, namespace)
-    records, skipped, sizes = _plan(namespace, items, limit, pickler, name == "pickle")
-    records = _fit(records, skipped, sizes, limit)
-    sink = _Sink(limit, keep=True)
-    sink.write(MAGIC)
-    kept, out = {}, []
+    budget = limit - len(MAGIC) - MANIFEST_BASE - MANIFEST_PER_NAME * len(items)
+    records, skipped, pickles = _pickle_each(
+        items, max(0, budget), limit, _pickler_class(base, namespace), name == "pickle")
+    parts, size, kept, out = [MAGIC], len(MAGIC), set(), []
     for rec_name, kind, detail in records:
-        if kind == "alias":
-            if detail in kept:
-                out.append((rec_name, kind, detail))
-                kept[rec_name] = True
-            else:
-                skipped.append((rec_name, "the same object as %s, which was not saved" % detail))
+        if kind == "alias" and detail not in kept:
+            skipped.append((rec_name, "the same object as %s, which was not saved" % detail))
             continue
-        if kind == "module":
-            out.append((rec_name, kind, detail))
-            kept[rec_name] = True
-            continue
-        start = sink.n
-        try:
-            pickler(sink, PROTOCOL).dump(namespace[rec_name])
-        except _TooBig:
-            sink.rollback(start)
-            skipped.append((rec_name, "left out: it grew while it was saved and no longer fit "
-                                      "in %s (MCP_BRIDGE_SNAPSHOT_MAX)" % _mib(limit)))
-            continue
-        except Exception as exc:  # noqa: BLE001 - changed since it was measured
-            sink.rollback(start)
-            skipped.append((rec_name, "cannot be pickled: " + _why(exc)))
-            continue
-        out.append((rec_name, kind, (start, sink.n - start)))
-        kept[rec_name] = True
+        if kind == "pickle":
+            if rec_name not in pickles:
+                continue  # left out (listed in skipped)
+            chunk = pickles.pop(rec_name)
+            length = sum(map(len, chunk))
+            parts.extend(chunk)
+            detail, size = (size, length), size + length
+        out.append((rec_name, kind, detail))
+        kept.add(rec_name)
     manifest = pickle.dumps({"v": 1, "python": tuple(sys.version_info[:3]), "pickler": name,
                              "taken": time.time(), "records": out, "skipped": skipped},
                             protocol=PROTOCOL)
-    sink.cap += len(manifest) + 8  # the budget kept room for it; never cut the manifest
-    sink.write(manifest)
-    sink.write(len(manifest).to_bytes(8, "big"))
-    return sink.parts, len(items)
+    parts += [manifest, len(manifest).to_bytes(8, "big")]
+    return parts, len(items)
 
 
 def restore(namespace, blob):

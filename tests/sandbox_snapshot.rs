@@ -153,11 +153,12 @@ async fn reset_clears_the_namespace_and_drops_the_snapshot() {
 }
 
 /// Hostile sandbox code replaces the entrypoint's answer to `save` with `body` (Python using
-/// `frame`, `send`, `P` = the protocol module and `b64`).
+/// `frame`, `send` (a frame), `chunk` (base64 bytes as a `snapshot` frame) and `b64`).
 fn hostile_save(body: &str) -> String {
     format!(
-        "import sys, base64\nP = sys.modules['_mcp_bridge.protocol']\nb64 = lambda b: base64.b64encode(b).decode()\n\
-def evil(frame, ns, send):\n{}\nsys.modules['_mcp_bridge.keeper'].serve_save = evil\nx = 1",
+        "import sys, base64\nP = sys.modules['_mcp_bridge.protocol']\nb64 = base64.b64encode\n\
+def evil(frame, ns, writer):\n    send = writer.send\n    chunk = lambda d: writer.send_line(P.snapshot_line(frame['id'], d))\n{}\n\
+sys.modules['_mcp_bridge.keeper'].serve_save = evil\nx = 1",
         body.lines()
             .map(|l| format!("    {l}"))
             .collect::<Vec<_>>()
@@ -170,15 +171,15 @@ async fn a_hostile_snapshot_is_refused_and_the_bridge_keeps_serving() {
     let cases = [
         // Five times 512 KiB against a 1 MiB limit: refused while it arrives.
         (
-            "for _ in range(5):\n    send(P.snapshot_frame(frame['id'], b64(b'x' * 524288)))\nsend(P.saved_frame(frame['id'], 5 * 524288, 1))",
+            "for _ in range(5):\n    chunk(b64(b'x' * 524288))\nsend(P.saved_frame(frame['id'], 5 * 524288, 1))",
             "more than the snapshot limit",
         ),
         (
-            "send(P.snapshot_frame(frame['id'], '!!not base64!!'))\nsend(P.saved_frame(frame['id'], 3, 1))",
+            "chunk(b'!!not base64!!')\nsend(P.saved_frame(frame['id'], 3, 1))",
             "not base64",
         ),
         (
-            "send(P.snapshot_frame(frame['id'], b64(b'abc')))\nsend(P.saved_frame(frame['id'], 999, 1))",
+            "chunk(b64(b'abc'))\nsend(P.saved_frame(frame['id'], 999, 1))",
             "said it sent 999 bytes",
         ),
         ("import time\ntime.sleep(60)", "MCP_BRIDGE_SNAPSHOT_TIMEOUT"),

@@ -5,6 +5,7 @@ import base64
 import time
 import unittest
 
+from entrypoint import keeper
 from entrypoint.tests import Sandbox
 
 SETUP = ("import json as j\nimport threading\nscale = 3\ndef times(x):\n    return x * scale\n"
@@ -26,11 +27,15 @@ def save(sb, save_id, limit=1 << 20, chunk=65536):
         return data, frame, chunks
 
 
-def restore(sb, restore_id, blob, chunk=100_000):
-    """Send `blob` to `sb` as a restore: the `restored` frame."""
+def restore(sb, restore_id, blob, chunk=100_000, as_host=True):
+    """Send `blob` to `sb` as a restore: the `restored` frame. `as_host`: the fields in the
+    host's order (read without the JSON decoder), else in another order (read as JSON)."""
     for start in range(0, len(blob), chunk):
-        sb.send({"t": "restore", "id": restore_id,
-                 "data": base64.b64encode(blob[start:start + chunk]).decode()})
+        data = base64.b64encode(blob[start:start + chunk]).decode()
+        if as_host:
+            sb.send({"t": "restore", "id": restore_id, "data": data, "done": False})
+        else:
+            sb.send({"data": data, "id": restore_id, "t": "restore"})
     sb.send({"t": "restore", "id": restore_id, "data": "", "done": True})
     frame = sb.recv()
     assert frame["t"] == "restored" and frame["id"] == restore_id, frame
@@ -63,6 +68,20 @@ class SnapshotFramesTest(unittest.TestCase):
         self.assertEqual(sorted(name for name, _ in report["failed"]), ["gen", "lock"])
         result = new.run("scale = 10\nprint(times(2), j.dumps(len(blob)))")
         self.assertEqual(result["stdout"], "20 300000\n", result)
+
+    def test_restore_frames_in_any_field_order_are_read(self):
+        old = self.sandbox()
+        old.run("v = list(range(50_000))")
+        blob = save(old, 1)[0]
+        for as_host in (True, False):
+            report = restore(self.sandbox(), 2, blob, chunk=30_000, as_host=as_host)
+            self.assertEqual((report["names"], report["failed"]), (["v"], []), as_host)
+        self.assertEqual(keeper.restore_frame(b'{"t":"restore","id":7,"data":"QQ==","done":true}'),
+                         {"t": "restore", "id": 7, "data": b"QQ==", "done": True})
+        for other in (b'{"t":"restore","id":"7","data":"","done":true}',
+                      b'{"t":"restore","id":7,"done":true,"data":""}',
+                      b'{"t":"restore","id":7,"data":"QQ==","done":null}'):
+            self.assertIsNone(keeper.restore_frame(other), other)
 
     def test_the_limit_leaves_the_largest_names_out_and_an_empty_namespace_sends_nothing(self):
         sb = self.sandbox()

@@ -139,7 +139,8 @@ class LimitsAndDamageTest(unittest.TestCase):
         _, names, failed, count = save_and_restore(source, limit=1 << 20)
         self.assertEqual((names, count), (["small", "middle"], 4))
         self.assertRegex(failed["huge"], r"too big: .*MCP_BRIDGE_SNAPSHOT_MAX")
-        self.assertRegex(failed["large"], r"left out to keep the snapshot under 1.0 MiB")
+        self.assertRegex(failed["large"], r"left out to keep the snapshot under "
+                                          r"MCP_BRIDGE_SNAPSHOT_MAX \(1.0 MiB\)")
 
     def test_the_snapshot_stays_under_the_limit(self):
         with Namespace() as ns:

@@ -53,7 +53,7 @@ pub struct RestoredFrame {
 
 #[cfg(test)]
 mod tests {
-    use crate::bridge::protocol::{parse_inbound, Inbound};
+    use crate::bridge::protocol::{parse_inbound, Inbound, Outbound};
 
     use super::*;
 
@@ -103,5 +103,21 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    /// The entrypoint reads `restore` lines without its JSON decoder when they are spelled
+    /// exactly so (`keeper.restore_frame`): this is that spelling.
+    #[test]
+    fn restore_lines_keep_the_spelling_the_entrypoint_reads_fast() {
+        let line = Outbound::Restore {
+            id: 3,
+            data: "QQ==",
+            done: false,
+        }
+        .to_line();
+        assert_eq!(
+            String::from_utf8(line).expect("utf-8"),
+            "{\"t\":\"restore\",\"id\":3,\"data\":\"QQ==\",\"done\":false}\n"
+        );
     }
 }
