@@ -10,13 +10,14 @@ import sys
 import threading
 import traceback
 
-from . import channel, inbox, outbox, pictures, protocol, sandbox_api, selfcheck
+from . import channel, inbox, keeper, outbox, pictures, protocol, runtime, sandbox_api, selfcheck, snapshot
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
 
 EXIT_GRACE = 3.0  # seconds the main thread gets to finish after EOF/shutdown before a hard exit
 PRIVATE_FD_MIN = 100  # the frame fds sit out of the way of code that reuses low fds
+MAX_TAIL = 65536  # characters of output a `progress` frame may ask for per stream
 
 
 def _dup_private(fd):
@@ -48,13 +49,19 @@ def _is_id(value):
 class HostReader:
     """The reader thread: parses host frames and dispatches them."""
 
-    def __init__(self, state, calls, execq, main_ident):
+    def __init__(self, state, calls, execq, main_ident, on_progress=None):
         self.state, self.calls, self.execq, self.main_ident = state, calls, execq, main_ident
+        self.on_progress = on_progress  # `progress` frame -> None (answers with `output`)
+        self.restoring = keeper.Restoring()
 
     def dispatch_line(self, line):
         """Handle one line from the host (see inbox.Inbox); False when reading should stop."""
         if not line or line.isspace():
             return True
+        if line.startswith(keeper.RESTORE_PREFIX):
+            frame = keeper.restore_frame(line)
+            if frame is not None:
+                return self.dispatch(frame)
         try:
             frame = protocol.decode(line)
         except protocol.FrameError as exc:
@@ -84,6 +91,16 @@ class HostReader:
         elif kind == "interrupt":
             if _is_id(frame.get("id")):
                 self.state.request_interrupt(frame["id"], self.main_ident)
+        elif kind == "progress":
+            if _is_id(frame.get("id")) and self.on_progress is not None:
+                self.on_progress(frame)
+        elif kind == "save":
+            if _is_id(frame.get("id")):
+                self.execq.put(frame)  # runs between execs, on the main thread
+        elif kind == "restore":
+            job = self.restoring.add(frame)
+            if job is not None:
+                self.execq.put(job)
         elif kind == "shutdown":
             self.stop("shutdown requested")
             return False
@@ -112,6 +129,12 @@ def serve(runner, execq, writer, ack):
             frame = execq.get()
             if frame is None:
                 return
+            if frame["t"] == "save":
+                keeper.serve_save(frame, runner.namespace, writer)
+                continue
+            if frame["t"] == "restore":
+                keeper.serve_restore(frame, runner.namespace, writer.send)
+                continue
             # sandbox code may have replaced the handler; this one is the interrupt contract
             signal.signal(signal.SIGINT, runner.state.on_sigint)
             ack.begin(frame["id"])  # the host may retry the exec until `started` is sent
@@ -123,7 +146,7 @@ def serve(runner, execq, writer, ack):
         except Exception:  # noqa: BLE001 - an entrypoint bug: still answer the exec
             text = traceback.format_exc()
             protocol.log("exec failed inside the entrypoint:\n%s" % text)
-            if isinstance(frame, dict):
+            if isinstance(frame, dict) and frame.get("t") == "exec":
                 writer.send(protocol.result_frame(frame["id"], False,
                                                   error="sandbox entrypoint error:\n" + text))
 
@@ -167,9 +190,23 @@ def main(leftover=b"", channel_offer=None):
         files_out.flush(exec_id)
 
     runner.after = after
+    runtime.bind_reset(lambda: snapshot.clear(runner.namespace))
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
     execq = queue.Queue()
-    reader = HostReader(state, calls, execq, threading.get_ident())
+
+    def on_progress(frame):
+        """Answer the host's `progress` poll: the running exec's output so far."""
+        eid = frame["id"]
+        if state.running != eid:
+            return  # over already: its result says the rest
+        tail = frame.get("tail")
+        tail = tail if _is_id(tail) and 0 <= tail <= MAX_TAIL else 1024
+        ack.now()  # output is a side effect the host may see only after `started`
+        out, out_total = runner.stdout.peek(tail)
+        err, err_total = runner.stderr.peek(tail)
+        writer.send(protocol.output_frame(eid, out, out_total, err, err_total))
+
+    reader = HostReader(state, calls, execq, threading.get_ident(), on_progress)
     box = inbox.Inbox(in_fd, reader.dispatch_line, state, leftover)
     calls.inbox = runner.inbox = box
     writer.send(ready)

@@ -39,6 +39,16 @@ class OutputBuffer:
             kept = "".join(self._tail)[-self.tail_cap:]
             self._tail, self._tail_len = [kept], len(kept)
 
+    def last(self, n):
+        """(the last `n` characters kept so far, total characters written): for progress."""
+        pieces, held = [], 0
+        for part in reversed(self._tail or self._head):
+            pieces.append(part[-(n - held):] if n > held else "")
+            held += len(pieces[-1])
+            if held >= n:
+                break
+        return "".join(reversed(pieces)), self.total
+
     def result(self):
         """(text, dropped): head + tail joined, and how many characters were cut between them."""
         tail = "".join(self._tail)[-self.tail_cap:] if self.tail_cap else ""
@@ -74,6 +84,13 @@ class Capture(io.TextIOBase):
         with self._lock:
             buf, self._buffer = self._buffer, None
         return buf.result() if buf is not None else ("", 0)
+
+    def peek(self, n):
+        """(the last `n` characters of this exec's output so far, characters written in all);
+        ("", 0) when not capturing. Any thread."""
+        with self._lock:
+            buf = self._buffer
+            return buf.last(n) if buf is not None else ("", 0)
 
     @property
     def capturing(self):

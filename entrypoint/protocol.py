@@ -76,6 +76,35 @@ def file_skip_frame(exec_id, n, name, skip, size=None, count=None):
     return frame
 
 
+def output_frame(exec_id, stdout, stdout_total, stderr, stderr_total):
+    """`output`: the last characters each stream of exec `exec_id` printed so far, and how many
+    it printed in all (the answer to a `progress` frame)."""
+    return {"t": "output", "id": exec_id, "stdout": stdout, "stdout_total": stdout_total,
+            "stderr": stderr, "stderr_total": stderr_total}
+
+
+def snapshot_line(save_id, data):
+    """`snapshot`, encoded: the next chunk (`data`, base64 bytes) of the namespace snapshot
+    `save` `save_id` (an int) asked for. Built by hand: base64 needs no escaping, and the JSON
+    encoder would spend ~10 ns on every byte of a snapshot."""
+    return b'{"t":"snapshot","id":%d,"data":"%s"}\n' % (save_id, data)
+
+
+def saved_frame(save_id, size, names, error=None):
+    """`saved`: the snapshot is complete: `size` bytes in all, of `names` user names (0 when
+    there was nothing to save); `error` when saving failed."""
+    frame = {"t": "saved", "id": save_id, "bytes": size, "names": names}
+    if error is not None:
+        frame["error"] = error
+    return frame
+
+
+def restored_frame(restore_id, names, failed):
+    """`restored`: the names a restore brought back, and [name, why] for those it did not."""
+    return {"t": "restored", "id": restore_id, "names": list(names),
+            "failed": [[name, why] for name, why in failed]}
+
+
 def hello_frame(token):
     """`hello`: the first frame on the socket channel, proving the sandbox holds the token."""
     return {"t": "hello", "token": token}
@@ -187,7 +216,10 @@ class FrameWriter:
 
     def send(self, frame):
         """Send a frame. Encoding errors raise here, in the caller (e.g. non-JSON params)."""
-        data = encode(frame)
+        self.send_line(encode(frame))
+
+    def send_line(self, data):
+        """Send a frame already encoded as one line (`encode`, `snapshot_line`)."""
         guard = self.main_guard
         if guard is not None and threading.get_ident() == self._main_ident:
             with guard:

@@ -29,9 +29,11 @@ HOST_METHODS = (
     "list_loaded_server_metadata",
     "capability_summary",
     "ping",
+    "reset",
 )
 
 _calls = None  # the protocol.CallTable, set by bind()
+_clear = None  # () -> the names removed from the user's namespace, set by bind_reset()
 _AWAITED_SITES = {}  # (code, instruction offset) -> the call there is awaited at once
 _MAX_SITES = 4096
 
@@ -40,6 +42,12 @@ def bind(calls):
     """Route every helper through `calls` (a protocol.CallTable)."""
     global _calls
     _calls = calls
+
+
+def bind_reset(clear):
+    """`reset` empties the user's namespace with `clear()` (returns the names removed)."""
+    global _clear
+    _clear = clear
 
 
 def host():
@@ -235,6 +243,20 @@ def call_tool(server, tool, args=None):
     return params, (server, tool)
 
 
+def _cleared(_reply):
+    if _clear is None:
+        raise BridgeCallError("the sandbox has no namespace to reset")
+    return _clear()
+
+
+@_helper("reset", _cleared)
+def reset():
+    """Forget every variable, function and import of earlier calls, on purpose: the namespace is
+    emptied now and the snapshot kept for an idle stop is dropped, so nothing comes back later.
+    Returns the names removed, as a tuple."""
+    return {}, _NOWHERE
+
+
 ping_sync = ping.sync
 discovered_servers_sync = discovered_servers.sync
 config_problems_sync = config_problems.sync
@@ -246,10 +268,11 @@ describe_server_sync = describe_server.sync
 list_loaded_server_metadata_sync = list_loaded_server_metadata.sync
 capability_summary_sync = capability_summary.sync
 call_tool_sync = call_tool.sync
+reset_sync = reset.sync
 
 EXPORTS = (ping, ping_sync, discovered_servers, discovered_servers_sync, config_problems,
            config_problems_sync, list_servers, list_servers_sync, list_tools, list_tools_sync,
            query_tool_docs, query_tool_docs_sync, search_tool_docs, search_tool_docs_sync,
            describe_server, describe_server_sync, list_loaded_server_metadata,
            list_loaded_server_metadata_sync, capability_summary, capability_summary_sync,
-           call_tool, call_tool_sync)
+           call_tool, call_tool_sync, reset, reset_sync)

@@ -189,7 +189,10 @@ async fn queued_calls_count_their_wait_against_the_timeout() {
 
 #[tokio::test]
 async fn idle_sandbox_is_stopped_and_the_next_call_is_told() {
-    let (app, rt) = process_app(&[("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "1")]);
+    let (app, rt) = process_app(&[
+        ("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "1"),
+        ("MCP_BRIDGE_SNAPSHOT_MAX", "off"),
+    ]);
     app.sandbox.run(req("y = 2", 10)).await;
     assert_eq!(rt.live_ids().len(), 1);
     tokio::time::sleep(Duration::from_millis(1800)).await;

@@ -9,6 +9,10 @@ mod sandbox;
 mod sandbox_channel;
 // The engine lost under a sandbox: the call, the reconnect, the orphans.
 mod sandbox_engine_loss;
+// The namespace saved at an idle stop and restored, bounds, hostile snapshots, reset.
+mod sandbox_snapshot;
+// A long cell's output as progress reports.
+mod sandbox_progress;
 
 // The upstream pool against the real stub MCP server (start, call, crash, deadline, cache).
 mod upstream;

@@ -111,7 +111,8 @@ class Sandbox:
                 raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr)) from None
             if frame is None:
                 raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
-            assert frame["t"] in ("result", "call", "ready", "started", "file"), frame
+            assert frame["t"] in ("result", "call", "ready", "started", "file", "output", "snapshot",
+                                  "saved", "restored"), frame
             if frame["t"] == "file":
                 self.file_frames.append(frame)
                 continue

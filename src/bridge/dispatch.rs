@@ -13,6 +13,7 @@ use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
 use super::host_method::HostMethod;
+use super::snapshot::SnapshotStore;
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
@@ -91,12 +92,25 @@ impl HostCalls for NoHostCalls {
 #[derive(Clone)]
 pub struct Dispatcher {
     backend: Arc<dyn HostCalls>,
+    /// The namespace snapshot `reset` drops.
+    snapshots: Option<Arc<SnapshotStore>>,
 }
 
 impl Dispatcher {
     /// A dispatcher sending non-built-in methods to `backend`.
     pub fn new(backend: Arc<dyn HostCalls>) -> Self {
-        Dispatcher { backend }
+        Dispatcher {
+            backend,
+            snapshots: None,
+        }
+    }
+
+    /// The same, with `store` as the snapshot `reset` drops.
+    pub(super) fn with_snapshots(self, store: Arc<SnapshotStore>) -> Self {
+        Dispatcher {
+            snapshots: Some(store),
+            ..self
+        }
     }
 
     /// Loads the servers a run names; see [`HostCalls::load`].
@@ -120,6 +134,11 @@ impl Dispatcher {
         if method == HostMethod::Ping.name() {
             return Ok(params);
         }
+        if method == HostMethod::Reset.name() {
+            // The sandbox empties its namespace once this answer arrives.
+            let dropped = self.snapshots.as_ref().is_some_and(|s| s.discard());
+            return Ok(serde_json::json!({ "snapshot_dropped": dropped }));
+        }
         self.backend.call(ctx, method, params).await
     }
 }
@@ -142,6 +161,15 @@ mod tests {
             .await
             .expect_err("unknown");
         assert!(err.message.contains("rm_rf") && err.kind.as_str() == "bad_request");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Arc::new(SnapshotStore::new(dir.path()));
+        let mut w = store.writer().expect("writer");
+        w.write(b"x").await.expect("write");
+        store.commit(w).await.expect("commit");
+        let d = d.with_snapshots(store.clone());
+        let r = d.handle(&ctx, "reset", Value::Null).await;
+        assert_eq!(r, Ok(serde_json::json!({"snapshot_dropped": true})));
+        assert!(store.open().is_none() && !store.path().exists());
         assert!(d.load(&["gh".to_string()], Instant::now()).await.is_err());
         assert!(d
             .load(&[], Instant::now())

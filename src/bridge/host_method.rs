@@ -26,6 +26,9 @@ pub enum HostMethod {
     CapabilitySummary,
     /// `ping`: echoes its params (answered by the dispatcher itself).
     Ping,
+    /// `reset`: the user empties the namespace on purpose; the snapshot kept for an idle stop
+    /// is dropped (answered by the dispatcher itself).
+    Reset,
 }
 
 impl HostMethod {
@@ -41,6 +44,7 @@ impl HostMethod {
         HostMethod::ListLoadedServerMetadata,
         HostMethod::CapabilitySummary,
         HostMethod::Ping,
+        HostMethod::Reset,
     ];
 
     /// The method's name on the wire.
@@ -56,6 +60,7 @@ impl HostMethod {
             HostMethod::ListLoadedServerMetadata => "list_loaded_server_metadata",
             HostMethod::CapabilitySummary => "capability_summary",
             HostMethod::Ping => "ping",
+            HostMethod::Reset => "reset",
         }
     }
 

@@ -18,6 +18,8 @@ mod progress;
 mod protocol;
 mod sandbox;
 mod session;
+mod snapshot;
+mod state_frames;
 
 pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
 pub use error::BridgeError;

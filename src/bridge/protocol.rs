@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::dispatch::LoadedTools;
 use super::error_kind::ErrorKind;
+pub use super::state_frames::{OutputFrame, RestoredFrame, SavedFrame};
 use crate::outbox::{Delivery, FileChunk};
 
 /// Protocol version sent in `boot` and expected in `ready`.
@@ -32,6 +33,19 @@ pub enum Inbound {
     Call(CallFrame),
     /// A chunk of a file the exec delivers to the host (`crate::outbox`).
     File(FileChunk),
+    /// The running exec's output so far (the answer to a `progress` frame).
+    Output(OutputFrame),
+    /// A chunk of the namespace snapshot a `save` frame asked for (opaque bytes, base64).
+    Snapshot {
+        /// The save's id.
+        id: u64,
+        /// Base64 of the chunk's bytes.
+        data: String,
+    },
+    /// The snapshot a `save` frame asked for is complete.
+    Saved(SavedFrame),
+    /// What a restore brought back.
+    Restored(RestoredFrame),
 }
 
 /// The entrypoint's `ready` frame.
@@ -140,6 +154,31 @@ pub enum Outbound<'a> {
         /// Exec id.
         id: u64,
     },
+    /// Asks for exec `id`'s output so far (answered with `output`).
+    Progress {
+        /// Exec id.
+        id: u64,
+        /// Characters of each stream's end to send.
+        tail: usize,
+    },
+    /// Asks for a snapshot of the namespace (answered with `snapshot` chunks, then `saved`).
+    Save {
+        /// The save's id.
+        id: u64,
+        /// Bytes the snapshot may have.
+        limit: usize,
+        /// Bytes per `snapshot` frame.
+        chunk: usize,
+    },
+    /// A chunk of a snapshot to restore; the last frame has `done` (answered with `restored`).
+    Restore {
+        /// The restore's id.
+        id: u64,
+        /// Base64 of the chunk's bytes.
+        data: &'a str,
+        /// True on the last frame.
+        done: bool,
+    },
     /// Answer to a `call`.
     Reply {
         /// The call's id.
@@ -210,6 +249,11 @@ pub struct ChannelOffer<'a> {
     pub token: &'a str,
 }
 
+/// The tags of the frames the sandbox may send.
+const INBOUND_TAGS: &[&str] = &[
+    "ready", "started", "result", "call", "file", "output", "snapshot", "saved", "restored",
+];
+
 /// Parses one line from the sandbox.
 ///
 /// Two passes: the tag `t`, then the frame's own fields. Serde's internally tagged enums first
@@ -248,6 +292,11 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
     struct Started {
         id: u64,
     }
+    #[derive(Deserialize)]
+    struct Chunk {
+        id: u64,
+        data: String,
+    }
     let tag = match canonical_tag(line) {
         Some(t) => std::borrow::Cow::Borrowed(t),
         None => serde_json::from_slice::<Tag<'_>>(line)?.t,
@@ -260,12 +309,14 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
         "result" => Inbound::Result(serde_json::from_slice(line)?),
         "call" => Inbound::Call(serde_json::from_slice(line)?),
         "file" => Inbound::File(serde_json::from_slice(line)?),
-        other => {
-            return Err(serde::de::Error::unknown_variant(
-                other,
-                &["ready", "started", "result", "call", "file"],
-            ))
+        "output" => Inbound::Output(serde_json::from_slice(line)?),
+        "snapshot" => {
+            let Chunk { id, data } = serde_json::from_slice(line)?;
+            Inbound::Snapshot { id, data }
         }
+        "saved" => Inbound::Saved(serde_json::from_slice(line)?),
+        "restored" => Inbound::Restored(serde_json::from_slice(line)?),
+        other => return Err(serde::de::Error::unknown_variant(other, INBOUND_TAGS)),
     })
 }
 

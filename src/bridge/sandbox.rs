@@ -5,7 +5,9 @@
 //! counts against its timeout. The actor creates the sandbox lazily, interrupts code that
 //! overruns its deadline (killing the sandbox if the interrupt is ignored), replaces a dead
 //! sandbox on the next run and tells that run its state was reset, and stops the sandbox when
-//! idle. Callers hold a cheap [`Sandbox`] handle.
+//! idle, saving the user's namespace first and restoring it into the next sandbox
+//! (`sandbox/keep.rs`). While a cell runs for a client that asked for progress, it polls the
+//! cell's output. Callers hold a cheap [`Sandbox`] handle.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,7 @@ use super::error::{explain_exit, BridgeError};
 use super::output::shape_result;
 use super::progress::Progress;
 use super::session::Session;
+use super::snapshot::{fresh_sandbox, RestoreOutcome, SnapshotStore};
 use crate::config::Settings;
 use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner};
 use crate::outbox::Outbox;
@@ -28,6 +31,7 @@ use engine::Engine;
 
 mod engine;
 mod image_wait;
+mod keep;
 mod orphans;
 mod start;
 
@@ -35,6 +39,8 @@ mod start;
 pub const INTERRUPT_GRACE_MS: u64 = 1000;
 /// How long a closing sandbox gets to exit by itself before it is removed.
 pub const CLOSE_GRACE_MS: u64 = 500;
+/// Characters of each output stream's end a progress poll asks for.
+const PROGRESS_TAIL: usize = 1024;
 
 pub use crate::container::Connector;
 
@@ -107,6 +113,7 @@ impl Sandbox {
             tracker.clone(),
             ct.clone(),
         );
+        let store = Arc::new(SnapshotStore::new(&settings.state_dir));
         let actor = Actor {
             engine: Engine::new(
                 settings.clone(),
@@ -116,9 +123,12 @@ impl Sandbox {
                 outbox,
             ),
             settings: settings.clone(),
-            dispatcher,
+            dispatcher: dispatcher.with_snapshots(store.clone()),
             session: None,
             notice: None,
+            store,
+            restored: None,
+            restored_before: false,
             next_exec: 1,
             respawn_due: false,
             last_used: Instant::now(),
@@ -178,8 +188,15 @@ struct Actor {
     engine: Engine,
     dispatcher: Dispatcher,
     session: Option<Session>,
-    /// What the next run is told (its state was reset, and why).
+    /// Why the sandbox the next run gets is a fresh one (its notice says so).
     notice: Option<String>,
+    /// The snapshot of the user's namespace (saved at an idle stop).
+    store: Arc<SnapshotStore>,
+    /// What restoring the snapshot into the fresh sandbox gave, for the next run's notice.
+    restored: Option<RestoreOutcome>,
+    /// The snapshot on disk was restored once already: a later restore brings back values
+    /// older than the lost sandbox's.
+    restored_before: bool,
     next_exec: u64,
     /// A sandbox was lost (killed after a timeout, died): start its replacement as soon as
     /// no call is waiting, so the next call does not pay for it (`MCP_BRIDGE_PREWARM`).
@@ -191,6 +208,10 @@ struct Actor {
 
 impl Actor {
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        let gone = self.store.remove_dead();
+        if gone > 0 {
+            tracing::info!(removed = gone, "removed snapshots of bridges that are gone");
+        }
         loop {
             let idle_deadline = match (&self.session, self.settings.idle_timeout) {
                 (Some(_), Some(idle)) => Some(self.last_used + idle),
@@ -213,12 +234,7 @@ impl Actor {
                 }
                 _ = sleep_until_opt(idle_deadline) => {
                     if let Some(s) = self.session.take() {
-                        tracing::info!("stopping the idle sandbox");
-                        s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
-                        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
-                        self.notice = Some(format!(
-                            "The sandbox was stopped after {idle} s idle and started afresh: variables and imports from earlier calls are gone."
-                        ));
+                        self.stop_idle(s).await;
                     }
                 }
             }
@@ -228,7 +244,27 @@ impl Actor {
             s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
         }
         self.engine.close().await;
+        // The snapshot is the user's data, and a new bridge is a new conversation: not kept.
+        self.store.discard();
         tracing::debug!("sandbox actor stopped");
+    }
+
+    /// Stops the idle sandbox `s`, saving its namespace first. One that already died is
+    /// treated as a death: nothing to save, and a snapshot from before stays for its successor.
+    async fn stop_idle(&mut self, s: Session) {
+        if s.has_ended() {
+            self.notice = Some(self.stopped_since_last_call(&s));
+            self.tracker.spawn(s.kill());
+            return;
+        }
+        tracing::info!("stopping the idle sandbox");
+        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
+        let why = format!("The sandbox was stopped after {idle} s idle and started afresh");
+        self.notice = Some(match self.save_namespace(&s).await {
+            Ok(()) => why,
+            Err(reason) => format!("{why}; its variables could not be saved ({reason})"),
+        });
+        s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
     }
 
     async fn prewarm(&mut self) {
@@ -276,7 +312,11 @@ impl Actor {
         }
         let startup = Instant::now();
         if self.session.is_none() {
-            req.progress.report("starting the sandbox");
+            req.progress.report(if self.store.saved_at().is_some() {
+                "starting the sandbox and restoring saved variables"
+            } else {
+                "starting the sandbox"
+            });
         }
         match self.ensure_session().await {
             Ok(()) => {}
@@ -295,8 +335,7 @@ impl Actor {
                     return Ok(RunReport::failed(RunStatus::SandboxError, err.to_string()));
                 }
                 notice = notice.or(Some(
-                    "The sandbox had stopped before this call and was started afresh: variables and imports from earlier calls are gone."
-                        .into(),
+                    "The sandbox had stopped before this call and was started afresh".into(),
                 ));
                 match self.exec(&req, deadline).await {
                     Retry::No(report) => report,
@@ -312,8 +351,12 @@ impl Actor {
                 }
             }
         };
-        if report.notice.is_none() {
-            report.notice = notice;
+        let restored = self.restored.take();
+        if report.notice.is_none() && (notice.is_some() || restored.is_some()) {
+            let why = notice
+                .as_deref()
+                .unwrap_or("The sandbox was started afresh");
+            report.notice = Some(fresh_sandbox(why, restored.as_ref()));
         }
         self.forget_engine_if_lost().await;
         Ok(report)
@@ -326,19 +369,22 @@ impl Actor {
             if !s.has_ended() {
                 return Ok(());
             }
-            let reason = match s.death() {
-                Some(d) => explain_exit(d.code, self.settings.memory_bytes),
-                None => "it exited".to_string(),
-            };
-            self.notice = Some(format!(
-                "The sandbox had stopped since the last call ({reason}) and was started afresh: variables and imports from earlier calls are gone."
-            ));
+            self.notice = Some(self.stopped_since_last_call(s));
             if let Some(s) = self.session.take() {
                 self.tracker.spawn(s.kill());
             }
         }
         self.session = Some(self.engine.start_sandbox(&self.dispatcher).await?);
-        Ok(())
+        self.restore_namespace().await
+    }
+
+    /// Why a sandbox that ended between calls was replaced (the start of its notice).
+    fn stopped_since_last_call(&self, s: &Session) -> String {
+        let reason = match s.death() {
+            Some(d) => explain_exit(d.code, self.settings.memory_bytes),
+            None => "it exited".to_string(),
+        };
+        format!("The sandbox had stopped since the last call ({reason}) and was started afresh")
     }
 
     /// When a run or the session found the engine lost: the session is let go (asked to exit
@@ -356,14 +402,13 @@ impl Actor {
         }
         self.respawn_due = true;
         self.notice = Some(format!(
-            "The connection to the container engine ({endpoint}) was lost, so the sandbox was replaced: variables and imports from earlier calls are gone."
+            "The connection to the container engine ({endpoint}) was lost, so the sandbox was replaced"
         ));
     }
 
     async fn exec(&mut self, req: &RunRequest, deadline: Instant) -> Retry {
         let secs = req.timeout.as_secs();
-        let id = self.next_exec;
-        self.next_exec += 1;
+        let id = self.take_id();
         let limit = self.settings.max_output;
         let servers: Arc<[String]> = req.servers.clone().into();
         let tools = match self.dispatcher.load(&req.servers, deadline).await {
@@ -378,20 +423,34 @@ impl Actor {
             Ok(rx) => rx,
             Err(err) => return self.died_or_retry(err),
         };
-        let why = tokio::select! {
-            r = &mut rx => return match r {
-                Ok(Ok(frame)) => Retry::No(shape_result(frame, limit)),
-                Ok(Err(err)) => self.died_or_retry(err),
-                Err(_) => Retry::No(self.sandbox_died(BridgeError::Protocol("the sandbox session ended".into()))),
-            },
-            _ = tokio::time::sleep_until(deadline) => RunStatus::Timeout,
-            _ = req.cancel.cancelled() => RunStatus::Cancelled,
-            _ = self.ct.cancelled() => {
-                if let Some(s) = self.session.take() {
-                    if let Some(cause) = s.engine_lost() { self.engine.note_lost(cause); }
-                    s.kill().await;
+        // Progress: only for a client that asked, and only once the cell has run for an
+        // interval (a short cell costs nothing): then its output is polled every interval.
+        let mut poll = req.progress.is_wanted().then(|| {
+            session.report_output(id, req.progress.clone());
+            let every = self.settings.progress_interval;
+            let mut poll = tokio::time::interval_at(Instant::now() + every, every);
+            poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            poll
+        });
+        let time_up = tokio::time::sleep_until(deadline);
+        tokio::pin!(time_up);
+        let why = loop {
+            tokio::select! {
+                r = &mut rx => return match r {
+                    Ok(Ok(frame)) => Retry::No(shape_result(frame, limit)),
+                    Ok(Err(err)) => self.died_or_retry(err),
+                    Err(_) => Retry::No(self.sandbox_died(BridgeError::Protocol("the sandbox session ended".into()))),
+                },
+                _ = &mut time_up => break RunStatus::Timeout,
+                _ = req.cancel.cancelled() => break RunStatus::Cancelled,
+                _ = self.ct.cancelled() => {
+                    if let Some(s) = self.session.take() {
+                        if let Some(cause) = s.engine_lost() { self.engine.note_lost(cause); }
+                        s.kill().await;
+                    }
+                    return Retry::No(RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down"));
                 }
-                return Retry::No(RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down"));
+                _ = tick(&mut poll) => session.poll_output(id, PROGRESS_TAIL),
             }
         };
         let what = match why {
@@ -422,9 +481,7 @@ impl Actor {
                         s.kill().await;
                     }
                     self.respawn_due = true;
-                    self.notice = Some(
-                    "The sandbox was restarted after a timeout: variables and imports from earlier calls are gone.".into(),
-                );
+                    self.notice = Some("The sandbox was restarted after a timeout".into());
                     RunReport::failed(
                     why,
                     format!(
@@ -459,13 +516,21 @@ impl Actor {
             self.tracker.spawn(s.kill());
         }
         self.respawn_due = true;
-        self.notice = Some(
-            "The sandbox was restarted after it died: variables and imports from earlier calls are gone.".into(),
-        );
+        self.notice = Some("The sandbox was restarted after it died".into());
         RunReport::failed(
             RunStatus::SandboxError,
             format!("{err}\nThe sandbox's state is lost; the next call starts a fresh sandbox."),
         )
+    }
+}
+
+/// The next tick of `poll`, or never without one.
+async fn tick(poll: &mut Option<tokio::time::Interval>) {
+    match poll {
+        Some(p) => {
+            p.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 

@@ -12,7 +12,9 @@ use super::image_values::{
 };
 use super::mounts::{engine_sockets, HostRules};
 use super::servers::Sources;
-use super::values::{parse_count, parse_cpus, parse_seconds, parse_size, parse_user};
+use super::values::{
+    parse_count, parse_cpus, parse_interval, parse_seconds, parse_size, parse_user,
+};
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
 pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
@@ -94,6 +96,14 @@ pub struct Settings {
     pub idle_timeout: Option<Duration>,
     /// `MCP_BRIDGE_STATE_DIR`.
     pub state_dir: PathBuf,
+    /// `MCP_BRIDGE_SNAPSHOT_MAX`: the largest snapshot of the user's namespace saved when an
+    /// idle sandbox is stopped, in bytes; `None` when set to `0` or `off` (nothing is saved).
+    pub snapshot_max: Option<usize>,
+    /// `MCP_BRIDGE_SNAPSHOT_TIMEOUT`: how long saving or restoring a snapshot may take.
+    pub snapshot_timeout: Duration,
+    /// `MCP_BRIDGE_PROGRESS_INTERVAL`: how often a running cell's output is reported as MCP
+    /// progress, to a client that sent a progress token.
+    pub progress_interval: Duration,
     /// `MCP_BRIDGE_OUTPUT_MODE`.
     pub output_mode: OutputMode,
     /// `MCP_BRIDGE_LOG_LEVEL` (a tracing filter directive).
@@ -198,6 +208,7 @@ impl Settings {
             )));
         }
         let idle = secs("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", 300, true)?;
+        let snapshot_timeout = secs("MCP_BRIDGE_SNAPSHOT_TIMEOUT", 30, false)?;
         let log_level = var("MCP_BRIDGE_LOG_LEVEL").unwrap_or_else(|| "info".into());
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {
             return Err(ConfigError::BadEnv {
@@ -333,6 +344,22 @@ impl Settings {
             container_user,
             idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
             state_dir,
+            snapshot_max: parsed(
+                "MCP_BRIDGE_SNAPSHOT_MAX",
+                var("MCP_BRIDGE_SNAPSHOT_MAX"),
+                Some(128 << 20),
+                |v| match v.trim().to_ascii_lowercase().as_str() {
+                    "0" | "off" => Ok(None),
+                    _ => parse_size(v).map(|n| Some(n.clamp(1 << 20, 16 << 30) as usize)),
+                },
+            )?,
+            snapshot_timeout: Duration::from_secs(snapshot_timeout),
+            progress_interval: parsed(
+                "MCP_BRIDGE_PROGRESS_INTERVAL",
+                var("MCP_BRIDGE_PROGRESS_INTERVAL"),
+                Duration::from_secs(1),
+                |v| parse_interval(v, 250),
+            )?,
             output_mode,
             log_level,
             max_output: parsed(
@@ -467,6 +494,9 @@ mod tests {
         assert_eq!(s.container_user, "65534:65534");
         assert_eq!(s.idle_timeout, Some(Duration::from_secs(300)));
         assert_eq!(s.output_mode, OutputMode::Compact);
+        assert_eq!(s.snapshot_max, Some(128 << 20));
+        assert_eq!(s.snapshot_timeout, Duration::from_secs(30));
+        assert_eq!(s.progress_interval, Duration::from_secs(1));
         assert!(s.call_lane);
         assert_eq!(s.image_build, ImageBuildMode::Auto);
         assert_eq!(s.image_rootfs, None);
@@ -518,6 +548,12 @@ mod tests {
             ("MCP_BRIDGE_MOUNTS", "/no/such/folder:/data"),
             ("MCP_BRIDGE_MAX_SERVER_MESSAGE", "0"),
             ("MCP_BRIDGE_OUTBOX_MAX_FILE", "big"),
+            ("MCP_BRIDGE_SNAPSHOT_MAX", "big"),
+            ("MCP_BRIDGE_SNAPSHOT_MAX", "-1m"),
+            ("MCP_BRIDGE_SNAPSHOT_TIMEOUT", "0"),
+            ("MCP_BRIDGE_SNAPSHOT_TIMEOUT", "a while"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "10ms"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "often"),
         ] {
             let err = with(&[(k, v)]).expect_err(k).to_string();
             assert!(err.contains(k), "{err}");
@@ -571,6 +607,23 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn snapshots_can_be_turned_off_and_small_limits_are_raised() {
+        for off in ["0", "off", "OFF"] {
+            let s = with(&[("MCP_BRIDGE_SNAPSHOT_MAX", off)]).expect("valid");
+            assert_eq!(s.snapshot_max, None, "{off}");
+        }
+        let s = with(&[("MCP_BRIDGE_SNAPSHOT_MAX", "10k")]).expect("valid");
+        assert_eq!(s.snapshot_max, Some(1 << 20));
+        let s = with(&[
+            ("MCP_BRIDGE_SNAPSHOT_MAX", "32m"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "500ms"),
+        ])
+        .expect("valid");
+        assert_eq!(s.snapshot_max, Some(32 << 20));
+        assert_eq!(s.progress_interval, Duration::from_millis(500));
     }
 
     #[test]

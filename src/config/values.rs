@@ -31,6 +31,30 @@ pub fn parse_seconds(text: &str, allow_zero: bool) -> Result<u64, String> {
     Ok(n)
 }
 
+/// Parses a duration of at least `min_ms` milliseconds: seconds (`1`, `0.5`, `2s`) or
+/// milliseconds (`500ms`).
+pub fn parse_interval(text: &str, min_ms: u64) -> Result<std::time::Duration, String> {
+    let t = text.trim().to_ascii_lowercase();
+    let bad = || {
+        format!("expected seconds such as 1 or 0.5, or milliseconds such as 500ms (at least {min_ms}ms)")
+    };
+    let ms = if let Some(n) = t.strip_suffix("ms") {
+        n.trim().parse::<u64>().map_err(|_| bad())? as f64
+    } else {
+        let n: f64 = t
+            .strip_suffix('s')
+            .unwrap_or(&t)
+            .trim()
+            .parse()
+            .map_err(|_| bad())?;
+        n * 1000.0
+    };
+    if !ms.is_finite() || ms < min_ms as f64 || ms > 86_400_000.0 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_millis(ms as u64))
+}
+
 /// Parses a positive integer count.
 pub fn parse_count(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
@@ -91,5 +115,20 @@ mod tests {
         assert!(parse_user("nobody").is_ok());
         assert!(parse_user("1:2:3").is_err());
         assert!(parse_user("a b").is_err());
+    }
+
+    #[test]
+    fn intervals() {
+        use std::time::Duration;
+        assert_eq!(parse_interval("1", 250), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_interval("0.5", 250), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_interval("2s", 250), Ok(Duration::from_secs(2)));
+        assert_eq!(
+            parse_interval(" 300ms ", 250),
+            Ok(Duration::from_millis(300))
+        );
+        for bad in ["0.1", "100ms", "soon", "-1", "nan", "inf", "1e9", ""] {
+            assert!(parse_interval(bad, 250).is_err(), "{bad}");
+        }
     }
 }

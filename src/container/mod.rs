@@ -16,7 +16,10 @@ mod workarounds;
 
 pub use connect::{connect, private_dir, Connection, Connector};
 pub use error::RuntimeError;
-pub use owner::{list_own, remove_each, remove_leftovers, Owner, LABEL_MANAGED};
+pub use owner::{
+    list_own, remove_each, remove_leftovers, Owner, LABEL_HOST, LABEL_MANAGED, LABEL_PID,
+    LABEL_STARTED,
+};
 pub use runtime::{
     ArchiveStream, Attached, Chunk, ContainerRuntime, ImageInfo, LineSink, ManagedContainer,
 };

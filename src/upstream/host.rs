@@ -291,6 +291,8 @@ impl UpstreamHostCalls {
         };
         match known {
             HostMethod::Ping => Ok(p),
+            // Answered by the dispatcher, which holds the snapshot; nothing to drop here.
+            HostMethod::Reset => Ok(json!({ "snapshot_dropped": false })),
             HostMethod::CallTool => Box::pin(self.call_tool(ctx, p)).await,
             HostMethod::ListServers => Ok(json!(pool.servers().names())),
             HostMethod::DiscoveredServers => {

@@ -272,6 +272,7 @@ class Bridge:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.session: ClientSession | None = None
         self.pid: int | None = None
+        self.notifications: list[Any] = []  # every server notification, in arrival order
         self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
         self._done = threading.Event()
@@ -305,7 +306,7 @@ class Bridge:
     async def _main(self) -> None:
         try:
             async with stdio_client(self.params, errlog=self._errlog) as (read, write):
-                async with ClientSession(read, write) as session:
+                async with ClientSession(read, write, message_handler=self._on_message) as session:
                     self.init_result = await session.initialize()
                     self._stop = asyncio.Event()
                     self.loop = asyncio.get_running_loop()
@@ -316,6 +317,10 @@ class Bridge:
             # After a deliberate SIGKILL the transport may end with an error; record it only.
             self._failure = exc
             raise
+
+    async def _on_message(self, message: Any) -> None:
+        if not isinstance(message, Exception):
+            self.notifications.append(message)
 
     def close(self) -> None:
         """Closes the session: the SDK closes the bridge's stdin, waits, then kills the tree."""

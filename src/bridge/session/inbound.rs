@@ -1,5 +1,6 @@
 //! One frame from the sandbox, whichever channel brought it: `ready` answers the boot
-//! handshake, `started` and `result` advance the running exec, `call` goes to [`Calls`].
+//! handshake, `started` and `result` advance the running exec, `output` becomes its progress,
+//! `call` goes to [`Calls`], the snapshot frames to `keeping.rs`.
 //! A frame over the limit or one that does not parse fails the running exec.
 
 use std::sync::Arc;
@@ -85,6 +86,19 @@ impl FrameSink {
                     ),
                 }
             }
+            Ok(Inbound::Output(frame)) => {
+                let mut running = shared.running.lock().expect("running lock");
+                if let Some(p) = running
+                    .as_mut()
+                    .filter(|r| r.id == frame.id)
+                    .and_then(|r| r.progress.as_mut())
+                {
+                    p.on_output(&frame);
+                }
+            }
+            Ok(Inbound::Snapshot { id, data }) => shared.keeping.chunk(id, &data),
+            Ok(Inbound::Saved(frame)) => shared.keeping.saved(frame),
+            Ok(Inbound::Restored(frame)) => shared.keeping.restored(frame),
             Err(msg) => {
                 tracing::warn!("{msg}");
                 shared.fail_running(BridgeError::Protocol(msg));

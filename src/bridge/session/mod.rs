@@ -11,7 +11,9 @@
 
 mod boot;
 mod calls;
+mod cell_progress;
 mod inbound;
+mod keeping;
 mod limits;
 mod reader;
 mod state;
@@ -25,20 +27,25 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 use tokio::io::AsyncWrite;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
+
+use base64::Engine as _;
 
 use super::channel::ChannelListener;
 use super::dispatch::{Dispatcher, LoadedTools};
 use super::error::{explain_exit, BridgeError};
 use super::posture::Expected;
-use super::protocol::{ExecTools, Outbound, ResultFrame};
+use super::progress::Progress;
+use super::protocol::{ExecTools, Outbound, RestoredFrame, ResultFrame};
 use crate::container::{ContainerRuntime, SandboxSpec};
 use crate::outbox::{CellFiles, Outbox};
+use cell_progress::CellProgress;
 use state::{Running, Shared};
 use writer::Outgoing;
 
+pub use keeping::SaveEvent;
 pub use limits::SessionLimits;
 pub use state::Death;
 
@@ -58,7 +65,12 @@ pub struct Session {
     /// Per server: the tool entries this sandbox was last sent (later execs leave the server out
     /// of `tools` while they are unchanged).
     sent_tools: Mutex<HashMap<String, Arc<RawValue>>>,
+    /// Bytes of restore chunks queued but not yet written (see [`Session::restore_chunk`]).
+    restore_budget: Arc<Semaphore>,
 }
+
+/// Bytes of snapshot chunks a restore may have queued for the sandbox at once.
+pub const RESTORE_IN_FLIGHT: usize = 4 << 20;
 
 impl Session {
     /// Creates, attaches and starts a container for `spec`, boots the entrypoint and waits
@@ -102,6 +114,7 @@ impl Session {
                 _stdin: Mutex::new(b.stdin),
                 _tasks: b.tasks,
                 sent_tools: Mutex::new(HashMap::new()),
+                restore_budget: Arc::new(Semaphore::new(RESTORE_IN_FLIGHT)),
             }),
             Err(e) => {
                 if let Err(err) = runtime.remove(&id).await {
@@ -118,14 +131,15 @@ impl Session {
     }
 
     async fn send(&self, line: Vec<u8>) -> Result<(), BridgeError> {
-        self.writer
-            .send(line.into())
-            .await
-            .map_err(|_| BridgeError::Died {
-                reason: "its stdin is closed".into(),
-                stderr_tail: self.shared.tail(),
-                before_start: true,
-            })
+        self.send_out(line.into()).await
+    }
+
+    async fn send_out(&self, out: Outgoing) -> Result<(), BridgeError> {
+        self.writer.send(out).await.map_err(|_| BridgeError::Died {
+            reason: "its stdin is closed".into(),
+            stderr_tail: self.shared.tail(),
+            before_start: true,
+        })
     }
 
     /// Starts exec `id`; the receiver yields its result, or the error that ended it.
@@ -162,6 +176,7 @@ impl Session {
             servers,
             deadline,
             done: tx,
+            progress: None,
         });
         if let Some(d) = self.death.borrow().clone() {
             self.shared.fail_running(BridgeError::Died {
@@ -172,6 +187,79 @@ impl Session {
         }
         self.send(line).await?;
         Ok(rx)
+    }
+
+    /// Reports exec `id`'s output to `sink` whenever it answers [`Session::poll_output`].
+    pub fn report_output(&self, id: u64, sink: Progress) {
+        if let Some(r) = self
+            .shared
+            .running
+            .lock()
+            .expect("running lock")
+            .as_mut()
+            .filter(|r| r.id == id)
+        {
+            r.progress = Some(CellProgress::new(sink));
+        }
+    }
+
+    /// Asks the entrypoint for exec `id`'s output so far (the last `tail` characters of each
+    /// stream); it comes back as progress. Never waits: a full queue skips this poll.
+    pub fn poll_output(&self, id: u64, tail: usize) {
+        let _ = self
+            .writer
+            .try_send(Outbound::Progress { id, tail }.to_line().into());
+    }
+
+    /// Asks the entrypoint for a snapshot of the user's namespace of at most `limit` bytes, in
+    /// frames of `chunk` bytes; the receiver yields it as it arrives (it closes if the sandbox
+    /// ends first).
+    ///
+    /// # Errors
+    /// [`BridgeError::Died`] when the sandbox is gone.
+    pub async fn save(
+        &self,
+        id: u64,
+        limit: usize,
+        chunk: usize,
+    ) -> Result<mpsc::UnboundedReceiver<SaveEvent>, BridgeError> {
+        let rx = self.shared.keeping.begin_save(id, limit);
+        self.send(Outbound::Save { id, limit, chunk }.to_line())
+            .await?;
+        Ok(rx)
+    }
+
+    /// Expects the report of restore `id` (before its chunks are sent).
+    pub fn expect_restored(&self, id: u64) -> oneshot::Receiver<RestoredFrame> {
+        self.shared.keeping.begin_restore(id)
+    }
+
+    /// Sends the next `bytes` of the snapshot restore `id` puts back; `done` on the last.
+    /// Waits while [`RESTORE_IN_FLIGHT`] bytes of earlier chunks are not written yet, so a
+    /// restore never holds the whole snapshot in memory.
+    ///
+    /// # Errors
+    /// [`BridgeError::Died`] when the sandbox is gone.
+    pub async fn restore_chunk(
+        &self,
+        id: u64,
+        bytes: &[u8],
+        done: bool,
+    ) -> Result<(), BridgeError> {
+        let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+        let line = Outbound::Restore {
+            id,
+            data: &data,
+            done,
+        }
+        .to_line();
+        let share = u32::try_from(line.len().min(RESTORE_IN_FLIGHT)).unwrap_or(u32::MAX);
+        let permit = self.restore_budget.clone().acquire_many_owned(share).await;
+        self.send_out(Outgoing {
+            line,
+            _budget: permit.ok(),
+        })
+        .await
     }
 
     /// Asks the entrypoint to interrupt exec `id`.

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{oneshot, watch};
 
+use super::cell_progress::CellProgress;
+use super::keeping::Keeping;
 use super::limits::{STDERR_LINE_MAX, STDERR_TAIL_LINES};
 use crate::bridge::engine_loss::EngineLink;
 use crate::bridge::error::{explain_exit, BridgeError};
@@ -35,6 +37,8 @@ pub(super) struct Running {
     pub(super) servers: Arc<[String]>,
     pub(super) deadline: tokio::time::Instant,
     pub(super) done: ExecReply,
+    /// Where its output is reported while it runs, when the client asked for progress.
+    pub(super) progress: Option<CellProgress>,
 }
 
 /// State shared by a session's tasks and its handle.
@@ -53,6 +57,8 @@ pub(super) struct Shared {
     pub(super) outbox: Arc<Outbox>,
     /// The running exec's files as they arrive (only the read loop writes to disk here).
     pub(super) files: Mutex<Option<CellFiles>>,
+    /// A snapshot save or restore in progress.
+    pub(super) keeping: Keeping,
 }
 
 impl Shared {
@@ -74,6 +80,7 @@ impl Shared {
             engine: EngineLink::new(),
             outbox,
             files: Mutex::new(None),
+            keeping: Keeping::default(),
         })
     }
 
@@ -136,6 +143,7 @@ impl Shared {
                 let _ = tx.send(Err(why));
             }
             self.fail_running(err);
+            self.keeping.end();
         }
     }
 }

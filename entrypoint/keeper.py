@@ -1,0 +1,100 @@
+"""The namespace snapshot over the frame channel (ARCHITECTURE.md, "State that outlives the
+sandbox"): a `save` frame is answered with `snapshot` chunks and `saved`; `restore` chunks are
+collected by whoever reads host frames and, once complete, restored on the main thread between
+execs, answered with `restored`. The bytes are snapshot.py's; this file only moves them."""
+import binascii
+
+from . import protocol, snapshot
+
+CHUNK = 1 << 20  # bytes of snapshot per frame unless the host asks for less
+MIN_CHUNK = 1024
+# How the host writes a `restore` frame (serde keeps the field order): read without the JSON
+# decoder, which would spend more time on a snapshot's base64 than the unpickling does.
+RESTORE_PREFIX = b'{"t":"restore","id":'
+_DATA = b',"data":"'
+_DONE = b'","done":'
+_ENDS = {b'","done":false}': False, b'","done":true}': True}
+
+
+def restore_frame(line):
+    """The `restore` frame in `line` as written by the host, with `data` as bytes; None for any
+    other spelling (the caller then decodes it as JSON)."""
+    head, end = line.find(_DATA, len(RESTORE_PREFIX)), line.rfind(_DONE)
+    if head < 0 or end < head + len(_DATA):
+        return None
+    rid, done = line[len(RESTORE_PREFIX):head], _ENDS.get(line[end:].rstrip())
+    if not rid.isdigit() or done is None:
+        return None
+    return {"t": "restore", "id": int(rid), "data": line[head + len(_DATA):end], "done": done}
+
+
+class Restoring:
+    """`restore` chunks of one snapshot, collected as they arrive (reader thread)."""
+
+    def __init__(self):
+        self.id = None
+        self.buf = bytearray()
+
+    def add(self, frame):
+        """Take one `restore` frame; returns the complete job for the exec queue after the last
+        chunk (`"done": true`), else None."""
+        rid = frame.get("id")
+        if rid != self.id:  # a new snapshot: whatever came before is dropped
+            self.id, self.buf = rid, bytearray()
+        data = frame.get("data")
+        if isinstance(data, (str, bytes)) and data:
+            self.buf += binascii.a2b_base64(data)
+        if frame.get("done") is not True:
+            return None
+        blob, self.id, self.buf = self.buf, None, bytearray()
+        return {"t": "restore", "id": rid, "blob": blob}
+
+
+def _pieces(parts, size):
+    """The bytes of `parts` again, in pieces of at most `size` bytes."""
+    pending, held = [], 0
+    for part in parts:
+        view = memoryview(part)
+        while view:
+            take = view[:size - held]
+            pending.append(take)
+            held += len(take)
+            view = view[len(take):]
+            if held == size:
+                yield b"".join(pending)
+                pending, held = [], 0
+    if pending:
+        yield b"".join(pending)
+
+
+def _int(value, default):
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def serve_save(frame, namespace, writer):
+    """Answer a `save` frame: the namespace's snapshot in `snapshot` frames, then `saved`
+    (`writer` is the protocol.FrameWriter)."""
+    sid = frame["id"]
+    limit = max(0, _int(frame.get("limit"), 0))
+    size = max(MIN_CHUNK, min(CHUNK, _int(frame.get("chunk"), CHUNK)))
+    try:
+        parts, count = snapshot.save(namespace, limit)
+    except Exception as exc:  # noqa: BLE001 - an entrypoint bug: say so, keep serving
+        protocol.log("saving the namespace failed: %r" % (exc,))
+        writer.send(protocol.saved_frame(sid, 0, 0, error="saving failed: %s"
+                                         % type(exc).__name__))
+        return
+    total = 0
+    for piece in _pieces(parts or (), size):
+        writer.send_line(protocol.snapshot_line(sid, binascii.b2a_base64(piece, newline=False)))
+        total += len(piece)
+    writer.send(protocol.saved_frame(sid, total, count))
+
+
+def serve_restore(job, namespace, send):
+    """Restore a complete snapshot (a job from Restoring.add) and answer with `restored`."""
+    try:
+        names, failed = snapshot.restore(namespace, job["blob"])
+    except Exception as exc:  # noqa: BLE001 - an entrypoint bug: nothing came back
+        names, failed = [], [("*", "restoring failed: %s" % type(exc).__name__)]
+    send(protocol.restored_frame(job["id"], names, failed))
