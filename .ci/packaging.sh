@@ -9,7 +9,7 @@
 # exist: .ci/setup-podman.sh builds it) from a directory outside the checkout, with the checkout hidden
 # under an empty tmpfs where `unshare` allows it, so no file of the source tree can be read at run time.
 # Both release builds share one cargo target dir (CARGO_TARGET_DIR, default <repo>/target): the install
-# reuses the dependencies the wheel build compiled. Prints the wall time of every step at the end.
+# reuses the dependencies the wheel build compiled. Prints the wall and CPU time of every step at the end.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
