@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::dispatch::LoadedTools;
 use super::error_kind::ErrorKind;
-pub use super::state_frames::{OutputFrame, RestoredFrame, SavedFrame};
+pub use super::state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
