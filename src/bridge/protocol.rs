@@ -32,14 +32,14 @@ pub enum Inbound {
     Call(CallFrame),
     /// The running exec's output so far (the answer to a `progress` frame).
     Output(OutputFrame),
-    /// A chunk of the namespace snapshot a `save` frame asked for (opaque bytes, base64).
+    /// A chunk of the namespace snapshot a `save_namespace` frame asked for (opaque bytes, base64).
     Snapshot {
         /// The save's id.
         id: u64,
         /// Base64 of the chunk's bytes.
         data: String,
     },
-    /// The snapshot a `save` frame asked for is complete.
+    /// The snapshot a `save_namespace` frame asked for is complete.
     Saved(SavedFrame),
     /// What a restore brought back.
     Restored(RestoredFrame),
@@ -155,7 +155,7 @@ pub enum Outbound<'a> {
         tail: usize,
     },
     /// Asks for a snapshot of the namespace (answered with `snapshot` chunks, then `saved`).
-    Save {
+    SaveNamespace {
         /// The save's id.
         id: u64,
         /// Bytes the snapshot may have.
@@ -164,7 +164,7 @@ pub enum Outbound<'a> {
         chunk: usize,
     },
     /// A chunk of a snapshot to restore; the last frame has `done` (answered with `restored`).
-    Restore {
+    RestoreNamespace {
         /// The restore's id.
         id: u64,
         /// Base64 of the chunk's bytes.

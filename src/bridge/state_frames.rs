@@ -183,11 +183,11 @@ mod tests {
         assert_eq!(frame.failed, Bounded::default());
     }
 
-    /// The entrypoint reads `restore` lines without its JSON decoder when they are spelled
+    /// The entrypoint reads `restore_namespace` lines without its JSON decoder when they are spelled
     /// exactly so (`keeper.restore_frame`): this is that spelling.
     #[test]
     fn restore_lines_keep_the_spelling_the_entrypoint_reads_fast() {
-        let line = Outbound::Restore {
+        let line = Outbound::RestoreNamespace {
             id: 3,
             data: "QQ==",
             done: false,
@@ -195,7 +195,7 @@ mod tests {
         .to_line();
         assert_eq!(
             String::from_utf8(line).expect("utf-8"),
-            "{\"t\":\"restore\",\"id\":3,\"data\":\"QQ==\",\"done\":false}\n"
+            "{\"t\":\"restore_namespace\",\"id\":3,\"data\":\"QQ==\",\"done\":false}\n"
         );
     }
 }
