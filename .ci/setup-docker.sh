@@ -37,7 +37,9 @@ if ! "$DOCKER" version >/dev/null 2>&1; then
     "$DOCKER" version >/dev/null 2>&1 || { tail -20 "$BASE/dockerd.log" >&2; die "dockerd did not start"; }
 fi
 
-if ! "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1; then
+recipe() { "$@" image inspect --format '{{ index .Config.Labels "mcp-code-bridge.image-recipe" }}' "$IMAGE" 2>/dev/null || true; }
+if ! "$DOCKER" image inspect "$IMAGE" >/dev/null 2>&1 \
+        || [ "$(recipe "$DOCKER")" != "$(recipe podman)" ]; then
     log "loading $IMAGE from podman into docker"
     podman save "localhost/$IMAGE" | "$DOCKER" load >&2
     "$DOCKER" tag "localhost/$IMAGE" "$IMAGE"

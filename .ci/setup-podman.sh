@@ -92,7 +92,7 @@ runtime="$(podman info --format '{{.Host.OCIRuntime.Name}}')"
 [ "$runtime" = runc ] || die "podman uses OCI runtime '$runtime', expected runc (check $CONF)"
 log "podman $(podman version --format '{{.Client.Version}}') works (runtime $runtime, storage $(podman info --format '{{.Store.GraphDriverName}}'))"
 
-want_recipe="$(sed -n 's/^RECIPE_VERSION=//p' "$REPO_DIR/container/build.sh")"
+want_recipe="$(sed -n 's/^RECIPE_VERSION=//p' "$REPO_DIR/container/rootfs.sh")"
 have_recipe="$(podman image inspect --format '{{ index .Config.Labels "mcp-code-bridge.image-recipe" }}' "$IMAGE" 2>/dev/null || true)"
 if [ -n "$have_recipe" ] && [ "$have_recipe" = "$want_recipe" ]; then
     log "image $IMAGE exists at recipe $have_recipe (rebuild: $REPO_DIR/container/build.sh --engine podman)"
@@ -101,12 +101,12 @@ else
     "$REPO_DIR/container/build.sh" --engine podman
 fi
 
-log "smoke test: locked-down container imports pandas, numpy, matplotlib"
+log "smoke test: locked-down container imports the data-science stack"
 out="$(podman run --rm --network none --read-only --cap-drop ALL \
     --security-opt no-new-privileges --user 65534:65534 \
     --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
     --tmpfs /tmp:rw,noexec,nosuid,size=64m \
-    "$IMAGE" python3 -c 'import pandas, numpy, matplotlib; print("ok")')" \
+    "$IMAGE" python3 -c 'import pandas, numpy, matplotlib, scipy, sklearn, seaborn, openpyxl, PIL, cloudpickle; print("ok")')" \
     || die "smoke test container failed"
 [ "$out" = ok ] || die "smoke test printed '$out', expected 'ok'"
 podman run --rm --network none "$IMAGE" true || die "podman run without --ulimit fails (default_ulimits?)"

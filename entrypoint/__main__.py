@@ -10,7 +10,7 @@ import sys
 import threading
 import traceback
 
-from . import channel, inbox, keeper, protocol, runtime, sandbox_api, selfcheck, snapshot
+from . import channel, inbox, keeper, outbox, pictures, protocol, runtime, sandbox_api, selfcheck, snapshot
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
@@ -174,10 +174,22 @@ def main(leftover=b"", channel_offer=None):
         writer.send(frame)
 
     # On the socket channel `started` went out before the code ran: calls go straight out.
-    calls = protocol.CallTable(writer.send if ack.eager else send_call, lambda: state.last_exec)
+    host_send = writer.send if ack.eager else send_call
+    calls = protocol.CallTable(host_send, lambda: state.last_exec)
     sandbox_api.install(calls)
     runner = Runner(state, Capture("<stdout>", sys.stdout), Capture("<stderr>", sys.stderr),
                     prepare=sandbox_api.prepare_exec, main_module=True)
+    files_out = outbox.Outbox.from_env(host_send)
+    shown = pictures.Pictures(files_out, lambda: state.last_exec,
+                              outbox.env_int("MCP_BRIDGE_IMAGES_MAX_SIDE", 1568),
+                              outbox.env_int("MCP_BRIDGE_IMAGES_MAX_BYTES", 1 << 20))
+    shown.install()
+
+    def after(exec_id):
+        shown.take_open_figures()
+        files_out.flush(exec_id)
+
+    runner.after = after
     runtime.bind_reset(lambda: snapshot.clear(runner.namespace))
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
     execq = queue.Queue()

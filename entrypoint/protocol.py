@@ -5,6 +5,7 @@ frame writer, the line splitter for the reader, and the pending-call table behin
 Frames are written by one writer thread (signal handlers only ever run on the main thread, so an
 interrupt can never cut a frame in half); each frame is one os.write loop under a lock."""
 import asyncio
+import base64
 import itertools
 import json
 import os
@@ -50,6 +51,29 @@ def result_frame(exec_id, ok, stdout="", stderr="", error=None, stdout_dropped=0
 def call_frame(call_id, exec_id, method, params):
     """`call`: sandbox code asks the host for `method` during exec `exec_id`."""
     return {"t": "call", "id": call_id, "exec": exec_id, "method": method, "params": params}
+
+
+def file_frame(exec_id, n, data, end, name=None, show=False):
+    """`file`: a chunk (bytes, sent as base64) of file `n` delivered by exec `exec_id`; the first
+    chunk names the file (the host decides the real name) and says whether it is a picture to
+    show; `end` marks the last chunk."""
+    frame = {"t": "file", "exec": exec_id, "n": n,
+             "data": base64.b64encode(data).decode("ascii"), "end": end}
+    if name is not None:
+        frame["name"] = name
+        frame["show"] = show
+    return frame
+
+
+def file_skip_frame(exec_id, n, name, skip, size=None, count=None):
+    """`file` with `skip`: file `n` is not sent ("too_large", with its `size`), or `count`
+    files are left out ("too_many")."""
+    frame = {"t": "file", "exec": exec_id, "n": n, "name": name, "skip": skip, "end": True}
+    if size is not None:
+        frame["size"] = size
+    if count is not None:
+        frame["count"] = count
+    return frame
 
 
 def output_frame(exec_id, stdout, stdout_total, stderr, stderr_total):

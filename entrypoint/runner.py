@@ -118,6 +118,9 @@ class Runner:
     def __init__(self, state, stdout, stderr, prepare=None, main_module=False):
         self.state, self.stdout, self.stderr = state, stdout, stderr
         self.prepare = prepare  # (namespace, exec frame) -> None, run before each exec
+        # exec id -> None, run after each exec's code while it still counts as running (an
+        # interrupt can stop it): the pictures and files out. Not after an interrupted exec.
+        self.after = None
         self.module = types.ModuleType("__main__")
         self.namespace = self.module.__dict__
         self.namespace["__builtins__"] = builtins
@@ -158,6 +161,8 @@ class Runner:
                 self.stdout.start(limit)
                 self.stderr.start(limit)
                 outcome = self._execute(code, frame)
+                if self.after is not None and not st.fired:
+                    self._after(eid)
             finally:
                 st.running = None
                 self._leave()
@@ -177,6 +182,13 @@ class Runner:
         return protocol.result_frame(eid, ok, out, err,
                                      None if ok else _cap(error, cap),
                                      out_dropped, err_dropped, bool(st.fired and not ok), exit_info)
+
+    def _after(self, eid):
+        try:
+            self.after(eid)
+        except Exception:  # noqa: BLE001 - an entrypoint bug: the exec's own outcome stands
+            self.stderr.write("note: the cell's files could not be sent:\n%s"
+                              % traceback.format_exc())
 
     def _leave(self):
         sys.stdout, sys.stderr = self._orig

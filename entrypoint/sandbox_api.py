@@ -3,12 +3,14 @@ live only in sys.modules (no files): `mcp` and `mcp.runtime` (the helpers of run
 exceptions of errors.py), and `mcp.servers.<alias>`, one per server proxy (proxies.py). Before every
 exec it binds the exec's servers (`mcp_<alias>`, `mcp_servers`) and re-publishes the modules, so
 sandbox code that deletes or replaces them cannot break the next call. Owns no I/O."""
+import builtins
 import importlib.abc
 import operator
+import os
 import sys
 import types
 
-from . import errors, proxies, runtime
+from . import errors, outbox, proxies, runtime
 
 _modules = {}  # dotted name -> module object we publish in sys.modules
 _registry = proxies.Registry()
@@ -49,10 +51,17 @@ def install(calls):
     _export(root, ())
     root.__all__ = sorted(set(root.__all__) | {"runtime", "servers"})
     rt = _module("mcp.runtime", "Discovery and host helpers (async + _sync twins).")
-    _export(rt, runtime.EXPORTS)
+    _export(rt, runtime.EXPORTS + (outbox.save, display))
+    rt.OUTBOX = os.environ.get("MCP_BRIDGE_OUTBOX") or outbox.DEFAULT_DIR
     _module("mcp.servers", "One module per loaded server: `from mcp.servers.<alias> import *`.",
             package=True)
     publish()
+
+
+def display(*objs):
+    """Show objects in the run_python result: a matplotlib figure or PIL image as a picture, a
+    DataFrame as a text table, anything else as its repr (also a builtin)."""
+    return builtins.display(*objs)
 
 
 def server_module(alias, proxy):

@@ -11,6 +11,7 @@ use tokio_util::task::TaskTracker;
 use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
 use crate::config::{self, Settings};
 use crate::container;
+use crate::outbox::Outbox;
 use crate::upstream::client::UpstreamTasks;
 use crate::upstream::{UpstreamHostCalls, UpstreamPool};
 
@@ -27,6 +28,8 @@ pub struct App {
     pub ct: CancellationToken,
     /// The user's MCP servers, when configured through [`App::with_engine`].
     pub pool: Option<Arc<UpstreamPool>>,
+    /// This session's files copied out of the sandbox.
+    pub outbox: Arc<Outbox>,
     tracker: TaskTracker,
 }
 
@@ -62,6 +65,7 @@ impl App {
             tracker: tracker.clone(),
             ct: ct.clone(),
             call_lane: settings.call_lane,
+            max_message: settings.data.max_server_message,
         };
         let pool = Arc::new(UpstreamPool::with_tasks(
             servers,
@@ -105,18 +109,21 @@ impl App {
         ct: CancellationToken,
         tracker: TaskTracker,
     ) -> App {
+        let outbox = Outbox::new(&settings);
         let sandbox = Sandbox::spawn(
             settings.clone(),
             connector,
             Dispatcher::new(backend),
             ct.child_token(),
             &tracker,
+            outbox.clone(),
         );
         App {
             settings,
             sandbox,
             ct,
             pool: None,
+            outbox,
             tracker,
         }
     }

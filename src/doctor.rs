@@ -11,7 +11,8 @@ use crate::app::App;
 use crate::bridge::posture::{evaluate, Check, Expected};
 use crate::bridge::{Progress, RunRequest};
 use crate::config::Settings;
-use crate::container::connect;
+use crate::container::{connect, ImageInfo};
+use crate::image::status::{recipe_line, recipe_of, when_missing, Recipe};
 use crate::report::RunStatus;
 
 /// Sandbox code that reports the posture plus active probes as one JSON line.
@@ -38,10 +39,32 @@ print("DOCTOR " + json.dumps(report))
 
 /// One line of the report.
 fn line(out: &mut String, ok: bool, name: &str, detail: &str) {
-    out.push_str(&format!(
-        "{}  {name:<20} {detail}\n",
-        if ok { "PASS" } else { "FAIL" }
-    ));
+    mark(out, if ok { "PASS" } else { "FAIL" }, name, detail);
+}
+
+fn mark(out: &mut String, mark: &str, name: &str, detail: &str) {
+    out.push_str(&format!("{mark}  {name:<20} {detail}\n"));
+}
+
+/// The image lines: PASS when present (WARN when stale), or WARN saying how a missing one will
+/// be made and FAIL for the sandbox checks that cannot run; returns whether the image is there.
+fn image_lines(out: &mut String, settings: &Settings, info: Option<&ImageInfo>) -> bool {
+    let Some(info) = info else {
+        mark(
+            out,
+            "WARN",
+            "image",
+            &format!("{} is missing: {}", settings.image, when_missing(settings)),
+        );
+        line(out, false, "sandbox", "not checked: there is no image yet");
+        return false;
+    };
+    let what = format!("{} (recipe {})", settings.image, recipe_line(info));
+    match recipe_of(info) {
+        Recipe::Other(_) => mark(out, "WARN", "image", &what),
+        Recipe::Current | Recipe::Unknown => line(out, true, "image", &what),
+    }
+    true
 }
 
 fn probe_checks(report: &Value) -> Vec<Check> {
@@ -106,22 +129,11 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
         "engine",
         &format!("{} at {}", conn.runtime.engine(), conn.endpoint),
     );
-    let image = conn.runtime.image_present(&settings.image).await;
+    let image = conn.runtime.image_info(&settings.image).await;
     conn.close().await;
     match image {
-        Ok(true) => line(&mut out, true, "image", &settings.image),
-        Ok(false) => {
-            line(
-                &mut out,
-                false,
-                "image",
-                &format!(
-                    "{} is missing: build it with `container/build.sh`",
-                    settings.image
-                ),
-            );
-            return (out, false);
-        }
+        Ok(info) if image_lines(&mut out, &settings, info.as_ref()) => {}
+        Ok(_) => return (out, false),
         Err(e) => {
             line(&mut out, false, "image", &e.to_string());
             return (out, false);
@@ -173,6 +185,55 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        let map: std::collections::HashMap<_, _> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned()).expect("valid settings")
+    }
+
+    #[test]
+    fn the_image_lines_say_present_stale_or_how_it_will_be_built() {
+        use crate::image::recipe::{LABEL_RECIPE, RECIPE_VERSION};
+        let s = settings(&[("MCP_BRIDGE_IMAGE", "mcb:1")]);
+        let with_recipe = |v: &str| ImageInfo {
+            labels: [(LABEL_RECIPE.to_string(), v.to_string())].into(),
+            ..Default::default()
+        };
+        let mut out = String::new();
+        assert!(image_lines(
+            &mut out,
+            &s,
+            Some(&with_recipe(&RECIPE_VERSION.to_string()))
+        ));
+        assert_eq!(
+            out,
+            format!("PASS  image                mcb:1 (recipe {RECIPE_VERSION} (this binary's))\n")
+        );
+        let mut out = String::new();
+        assert!(image_lines(&mut out, &s, Some(&with_recipe("3"))));
+        assert!(
+            out.starts_with(
+                "WARN  image                mcb:1 (recipe 3, stale: this binary builds recipe"
+            ),
+            "{out}"
+        );
+        let mut out = String::new();
+        assert!(!image_lines(&mut out, &s, None));
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].starts_with(
+                "WARN  image                mcb:1 is missing: the bridge builds it on first use"
+            ),
+            "{out}"
+        );
+        assert_eq!(
+            lines[1],
+            "FAIL  sandbox              not checked: there is no image yet"
+        );
+    }
 
     #[test]
     fn probes_pass_only_when_refused() {

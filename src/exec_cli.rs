@@ -62,7 +62,8 @@ fn error_text(report: &RunReport) -> Option<&str> {
 }
 
 /// The `--json` object: every key always present (`error` and `notice` may be null),
-/// `duration` in seconds.
+/// `duration` in seconds, `files` the files saved on the host (`name`, `path`, `uri`, `mime`,
+/// `size`) and `files_refused` why others were not.
 pub fn to_json(report: &RunReport, duration: Duration) -> serde_json::Value {
     json!({
         "status": status(report),
@@ -72,6 +73,8 @@ pub fn to_json(report: &RunReport, duration: Duration) -> serde_json::Value {
         "error": error_text(report),
         "notice": report.notice,
         "duration": duration.as_secs_f64(),
+        "files": report.files,
+        "files_refused": report.files_refused,
     })
 }
 
@@ -92,6 +95,21 @@ pub fn write_plain(
         text.push_str(&format!("[note] {notice}\n"));
     }
     text.push_str(&report.stderr);
+    let has_files = !(report.files.is_empty() && report.files_refused.is_empty());
+    if has_files && !(text.is_empty() || text.ends_with('\n')) {
+        text.push('\n');
+    }
+    for f in &report.files {
+        text.push_str(&format!(
+            "mcp-code-bridge: saved {} ({}, {})\n",
+            f.path.display(),
+            crate::outbox::human(f.size),
+            f.mime
+        ));
+    }
+    for why in &report.files_refused {
+        text.push_str(&format!("mcp-code-bridge: {why}\n"));
+    }
     if let Some(error) = error_text(report) {
         if !(text.is_empty() || text.ends_with('\n')) {
             text.push('\n');
@@ -219,7 +237,35 @@ mod tests {
         assert_eq!(
             v,
             json!({"status": "exit", "exit_code": 1, "stdout": "out\n", "stderr": "warn\n",
-                   "error": "bad input", "notice": null, "duration": 1.5})
+                   "error": "bad input", "notice": null, "duration": 1.5, "files": [],
+                   "files_refused": []})
         );
+    }
+
+    #[test]
+    fn saved_files_are_named_on_stderr_and_listed_in_json() {
+        let mut r = report(RunStatus::Ok, None);
+        (r.stderr, r.error) = ("warn".into(), None);
+        r.files = vec![crate::report::SavedFile {
+            name: "a.csv".into(),
+            path: "/state/outbox/1/a.csv".into(),
+            uri: "file:///state/outbox/1/a.csv".into(),
+            mime: "text/csv".into(),
+            size: 3,
+            picture: None,
+        }];
+        r.files_refused = vec!["b.bin was not delivered: too large".into()];
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        write_plain(&r, &mut out, &mut err).expect("writes to memory");
+        assert_eq!(String::from_utf8_lossy(&out), "out\n");
+        assert_eq!(
+            String::from_utf8_lossy(&err),
+            "warn\nmcp-code-bridge: saved /state/outbox/1/a.csv (3 B, text/csv)\n\
+             mcp-code-bridge: b.bin was not delivered: too large\n"
+        );
+        let v = to_json(&r, Duration::ZERO);
+        assert_eq!(v["files"][0]["path"], "/state/outbox/1/a.csv");
+        assert_eq!(v["files"][0]["size"], 3);
+        assert_eq!(v["files_refused"][0], "b.bin was not delivered: too large");
     }
 }

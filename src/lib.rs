@@ -13,12 +13,17 @@
 //!   argument checks, and the host methods sandbox code calls (implements `bridge::HostCalls`).
 //! - [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`report`]: the outcome of one call as data. Leaf.
+//! - [`outbox`]: files copied out of the sandbox into this session's folder on the host, and
+//!   the index `resources/read` serves (`outbox::Outbox`, `outbox::CellFiles`).
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
-//! - [`servers_cli`], [`doctor`]: the `servers` (and `--allow`) and `doctor` commands;
-//!   [`exec_cli`]: what `exec` prints where, and its exit codes.
+//! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
+//!   the background build a bridge starts when the image is missing (`image::Provisioner`).
+//! - [`servers_cli`], [`doctor`], [`image_cli`]: the `servers` (and `--allow`), `doctor` and
+//!   `image` commands; [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]:
+//!   registering the bridge in the MCP clients' files (`setup::run`).
 //!
-//! Dependencies point one way: `server → {bridge, format} → container` and
+//! Dependencies point one way: `server → {bridge, format} → image → container` and
 //! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown` and `lines`
 //! are leaves. See ARCHITECTURE.md for the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]
@@ -30,9 +35,13 @@ pub mod container;
 pub mod doctor;
 pub mod exec_cli;
 pub mod format;
+pub mod image;
+pub mod image_cli;
 pub mod lines;
+pub mod outbox;
 pub mod report;
 pub mod server;
 pub mod servers_cli;
+pub mod setup;
 pub mod shutdown;
 pub mod upstream;

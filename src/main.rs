@@ -4,10 +4,12 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::bridge::{Progress, RunRequest};
-use mcp_code_bridge::config::Settings;
+use mcp_code_bridge::config::{Client, RuntimeChoice, Settings};
+use mcp_code_bridge::image::Route;
+use mcp_code_bridge::image_cli::{self, BuildArgs};
 use mcp_code_bridge::{exec_cli, server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
@@ -49,6 +51,102 @@ enum Command {
     },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
+    /// Register the bridge in the MCP clients on this machine, after showing each change as a
+    /// diff; optionally copy their servers into ~/MCPs.
+    ///
+    /// Edits the user-scope config files of Claude Code, Cursor, VS Code, Claude Desktop and
+    /// Windsurf in place (comments, order and indentation kept). Asks on a terminal; without
+    /// one, changes nothing unless --yes. Each changed file is backed up next to itself first
+    /// (FILE.bak-<UTC time>). A second run changes nothing. Exit 0 done or nothing to do, 1 a
+    /// file was left untouched (problem) or the changes were declined, 2 nothing done (no
+    /// terminal to confirm on and no --yes, bad --command, no home folder).
+    Setup {
+        /// A client to register in; repeat for several (default: every client found).
+        #[arg(long = "client", value_name = "CLIENT", value_enum)]
+        clients: Vec<ClientArg>,
+        /// The bridge's server name in the clients' files.
+        #[arg(long, default_value = "code")]
+        name: String,
+        /// The command line clients start the bridge with (quoted as in a shell), e.g.
+        /// "uvx mcp-code-bridge run" [default: this binary's absolute path and `run`, or `uvx
+        /// mcp-code-bridge run` when this binary runs from uv's cache]
+        #[arg(long, value_name = "COMMAND LINE")]
+        command: Option<String>,
+        /// Also copy the clients' servers into ~/MCPs (MCP_BRIDGE_CONFIG_DIR), as written, into
+        /// new files `from-<client>.json` that name their source; never over an existing file
+        /// or server name.
+        #[arg(long)]
+        import_servers: bool,
+        /// Apply without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// Show the diffs and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The sandbox image (MCP_BRIDGE_IMAGE): build it, show it, remove it.
+    Image {
+        /// The engine to use (default: MCP_BRIDGE_RUNTIME, else the first found).
+        #[arg(long, global = true, value_parser = ["podman", "docker"])]
+        engine: Option<String>,
+        #[command(subcommand)]
+        action: ImageAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImageAction {
+    /// Build (or rebuild) the image on the engine, progress on stderr. Default recipe: the
+    /// registry's Python image, else offline from Debian packages (as root).
+    Build {
+        /// Only the registry recipe (container/Containerfile on MCP_BRIDGE_IMAGE_BASE).
+        #[arg(long, group = "recipe")]
+        registry: bool,
+        /// Only the offline Debian recipe (root, debootstrap, a Debian mirror).
+        #[arg(long, group = "recipe")]
+        debian: bool,
+        /// Make the image from this root filesystem tarball (uncompressed tar).
+        #[arg(long, group = "recipe", value_name = "FILE")]
+        rootfs: Option<std::path::PathBuf>,
+        /// Only make the Debian root filesystem and save it here (as root; no engine needed).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["registry", "rootfs"])]
+        save_rootfs: Option<std::path::PathBuf>,
+        /// Re-run debootstrap even when a cached root filesystem exists.
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// Show the image: present, recipe version against this binary's, source, size, created.
+    /// Exit 1 when it is missing or stale.
+    Status,
+    /// Remove the image from the engine.
+    Remove,
+}
+
+/// An MCP client `setup` knows.
+#[derive(Clone, Copy, ValueEnum)]
+enum ClientArg {
+    /// Claude Code (~/.claude.json, user scope).
+    ClaudeCode,
+    /// Cursor (~/.cursor/mcp.json).
+    Cursor,
+    /// VS Code (the user profile's mcp.json).
+    Vscode,
+    /// Claude Desktop (claude_desktop_config.json).
+    ClaudeDesktop,
+    /// Windsurf (~/.codeium/windsurf/mcp_config.json).
+    Windsurf,
+}
+
+impl From<ClientArg> for Client {
+    fn from(c: ClientArg) -> Client {
+        match c {
+            ClientArg::ClaudeCode => Client::ClaudeCode,
+            ClientArg::Cursor => Client::Cursor,
+            ClientArg::Vscode => Client::VsCode,
+            ClientArg::ClaudeDesktop => Client::ClaudeDesktop,
+            ClientArg::Windsurf => Client::Windsurf,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -99,6 +197,27 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             Ok(mcp_code_bridge::servers_cli::list(&settings))
         }
         Command::Servers { allow } => Ok(mcp_code_bridge::servers_cli::allow(&settings, &allow)),
+        Command::Setup {
+            clients,
+            name,
+            command,
+            import_servers,
+            yes,
+            dry_run,
+        } => {
+            let opts = mcp_code_bridge::setup::Options {
+                clients: clients.into_iter().map(Client::from).collect(),
+                name,
+                command,
+                import_servers,
+                yes,
+                dry_run,
+            };
+            Ok(mcp_code_bridge::setup::run(&settings, &opts))
+        }
+        Command::Image { engine, action } => {
+            Ok(ExitCode::from(image(settings, engine, action).await))
+        }
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.
@@ -112,13 +231,46 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
     }
 }
 
+async fn image(settings: Arc<Settings>, engine: Option<String>, action: ImageAction) -> u8 {
+    let mut settings = settings.as_ref().clone();
+    match engine.as_deref() {
+        Some("podman") => settings.runtime = RuntimeChoice::Podman,
+        Some("docker") => settings.runtime = RuntimeChoice::Docker,
+        _ => {}
+    }
+    match action {
+        ImageAction::Build {
+            registry,
+            debian,
+            rootfs,
+            save_rootfs,
+            refresh,
+        } => {
+            let route = match (registry, debian, rootfs) {
+                (true, _, _) => Some(Route::Registry),
+                (_, true, _) => Some(Route::Debian),
+                (_, _, Some(path)) => Some(Route::Rootfs(path)),
+                _ => None,
+            };
+            let args = BuildArgs {
+                route,
+                save_rootfs,
+                refresh,
+            };
+            image_cli::build(&settings, args).await
+        }
+        ImageAction::Status => image_cli::status(&settings).await,
+        ImageAction::Remove => image_cli::remove(&settings).await,
+    }
+}
+
 async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     let app = App::with_engine(settings.clone());
     app.index_in_background();
     if settings.prewarm {
         app.sandbox.prewarm();
     }
-    let handler = server::BridgeServer::new(app.sandbox.clone(), settings);
+    let handler = server::BridgeServer::new(app.sandbox.clone(), settings, app.outbox.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
     let result = tokio::select! {
         r = server::serve(handler, read, write, app.ct.clone()) => r,
@@ -148,7 +300,10 @@ async fn exec(
         code
     };
     let started = std::time::Instant::now();
-    let app = App::with_engine(settings.clone());
+    // A script waits for a missing image's whole build (its progress goes to the log).
+    let mut patient = settings.as_ref().clone();
+    patient.image_build_wait = std::time::Duration::from_secs(EXEC_IMAGE_BUILD_WAIT_SECS);
+    let app = App::with_engine(Arc::new(patient));
     let capped = settings.timeout_capped_note(timeout);
     let req = RunRequest {
         code,
@@ -173,6 +328,10 @@ async fn exec(
     }
     Ok(ExitCode::from(exec_cli::print(&report, json, duration)))
 }
+
+/// How long `exec` waits for a missing image's build (MCP_BRIDGE_IMAGE_BUILD_WAIT is for MCP
+/// clients, which give up on a request after about a minute).
+const EXEC_IMAGE_BUILD_WAIT_SECS: u64 = 3 * 3600;
 
 fn init_logging(level: &str) {
     // rmcp logs every child exit and session end at info: keep it to warnings unless asked.

@@ -1,6 +1,9 @@
 //! [`RunReport`]: the outcome of one `run_python` call, as data. Produced by `bridge`,
 //! rendered by `format`, returned as `structuredContent` by `server`.
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// How a run ended.
@@ -40,10 +43,45 @@ pub struct RunReport {
     /// MCP servers loaded for this run.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<String>,
+    /// Files the run delivered to the host (the outbox, `runtime.save`, pictures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<SavedFile>,
+    /// Files the run wrote but that were not delivered, or pictures not shown, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files_refused: Vec<String>,
     /// Set when the code raised `SystemExit` (the status is then `Error`). Read by `exec`
     /// only: not serialized, so `run_python`'s results stay as they were.
     #[serde(skip)]
     pub exit: Option<SystemExit>,
+}
+
+/// A file copied out of the sandbox into this session's folder on the host.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SavedFile {
+    /// Its file name (chosen by the host).
+    pub name: String,
+    /// Where it is on the host.
+    pub path: PathBuf,
+    /// Its URI: `resources/read` serves it.
+    pub uri: String,
+    /// Its MIME type (by extension).
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The picture to show as image content (a PNG within the image budget).
+    #[serde(skip)]
+    pub picture: Option<Picture>,
+}
+
+/// A PNG to return as MCP image content, checked by the host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picture {
+    /// The PNG bytes.
+    pub png: Arc<[u8]>,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
 }
 
 /// How `python3` would have exited on the `SystemExit` the code raised.

@@ -10,7 +10,11 @@ export PYTHONFAULTHANDLER=1
 
 # What the tests need, installed when missing (idempotent): the container engine and sandbox image
 # (as root on Debian/Ubuntu), the Python test dependencies, and the real MCP servers from npm/PyPI.
-if [ "$(id -u)" = 0 ] && ! podman image exists mcp-code-bridge-sandbox:latest >/dev/null 2>&1; then
+# A sandbox image of an older recipe (container/rootfs.sh's RECIPE_VERSION) is rebuilt too.
+want_recipe="$(sed -n 's/^RECIPE_VERSION=//p' container/rootfs.sh)"
+have_recipe="$(podman image inspect --format '{{ index .Config.Labels "mcp-code-bridge.image-recipe" }}' \
+    mcp-code-bridge-sandbox:latest 2>/dev/null || true)"
+if [ "$(id -u)" = 0 ] && [ "$have_recipe" != "$want_recipe" ]; then
     echo "== setup: podman and the sandbox image (.ci/setup-podman.sh)"
     bash .ci/setup-podman.sh
 fi
@@ -30,7 +34,7 @@ echo "== entrypoint unit tests (python3 -m unittest)"
 timeout -s ABRT -k 10 300 python3 -m unittest discover -s entrypoint/tests -t . 2>&1
 
 echo "== end-to-end (pytest, real container runtime)"
-cargo build --bins 2>&1
+cargo build --bins --features test-stub 2>&1  # test-stub: the stub-mcp helper too
 timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --timeout=300
 
 # The same suite on docker when a dockerd is given (.ci/setup-docker.sh prints one); CI needs it.

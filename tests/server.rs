@@ -19,7 +19,11 @@ async fn client_with(
     env: &[(&str, &str)],
 ) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
     let (app, _rt) = process_app(env);
-    let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
+    let handler = BridgeServer::new(
+        app.sandbox.clone(),
+        app.settings.clone(),
+        app.outbox.clone(),
+    );
     let (a, b) = tokio::io::duplex(1 << 20);
     let ct = app.ct.clone();
     let (read, write) = tokio::io::split(b);
@@ -215,7 +219,11 @@ impl rmcp::ClientHandler for ProgressRecorder {
 #[tokio::test]
 async fn a_call_with_a_progress_token_hears_that_the_sandbox_starts_and_nothing_after_the_result() {
     let (app, _rt) = process_app(&[]);
-    let handler = BridgeServer::new(app.sandbox.clone(), app.settings.clone());
+    let handler = BridgeServer::new(
+        app.sandbox.clone(),
+        app.settings.clone(),
+        app.outbox.clone(),
+    );
     let (a, b) = tokio::io::duplex(1 << 20);
     let ct = app.ct.clone();
     let (read, write) = tokio::io::split(b);

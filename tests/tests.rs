@@ -20,8 +20,15 @@ mod upstream;
 // Client config files as each client writes them: provenance, consent, what starts.
 mod client_homes;
 
+// `setup` against client config files as each client writes them: edits, backups, dry run.
+mod setup;
+
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
+// Data in: shared folders an engine cannot mount.
+mod data_in;
+// Files out and pictures back: the host folder, limits, hostile frames, MCP content.
+mod files_out;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;

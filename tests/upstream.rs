@@ -29,10 +29,21 @@ fn pool(specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
 
 /// A pool whose calls take the lane (`lane`) or rmcp's request path (`MCP_BRIDGE_CALL_LANE=0`).
 fn pool_on(lane: bool, specs: Vec<ServerSpec>, dir: &std::path::Path) -> UpstreamPool {
+    pool_capped(lane, UpstreamTasks::detached().max_message, specs, dir)
+}
+
+/// [`pool_on`] accepting messages of at most `max_message` bytes from a server.
+fn pool_capped(
+    lane: bool,
+    max_message: usize,
+    specs: Vec<ServerSpec>,
+    dir: &std::path::Path,
+) -> UpstreamPool {
     let mut specs = specs;
     specs.sort_by(|a, b| a.name.cmp(&b.name));
     let tasks = UpstreamTasks {
         call_lane: lane,
+        max_message,
         ..UpstreamTasks::detached()
     };
     let servers = Servers {
@@ -172,26 +183,42 @@ async fn a_hung_tool_hits_the_deadline_and_the_server_stays_usable(lane: bool) {
 
 async fn an_oversized_message_fails_the_call_at_once_and_the_server_restarts(lane: bool) {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = pool_on(lane, vec![stub("stub", &[], &[])], d.path());
+    let p = pool_capped(lane, 4 << 20, vec![stub("stub", &[], &[])], d.path());
     let up = p.get("stub").expect("configured").clone();
     let t = StdInstant::now();
-    let big = 65 << 20; // over the 64 MiB message limit
+    let big = 5 << 20; // over the 4 MiB message limit
     let err = up
         .call("big", obj(json!({ "bytes": big })), soon(60))
         .await
         .expect_err("too large");
     assert!(matches!(err, UpstreamError::Crashed { .. }), "{err}");
-    assert!(err.to_string().contains("larger than 64 MiB"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("larger than MCP_BRIDGE_MAX_SERVER_MESSAGE (4 MiB)"),
+        "the message names the setting to raise: {err}"
+    );
     assert!(
         t.elapsed() < Duration::from_secs(30),
         "failed at once, not at the deadline"
     );
     let r = up
-        .call("big", obj(json!({ "bytes": 20 << 20 })), soon(60))
+        .call("big", obj(json!({ "bytes": 3 << 20 })), soon(60))
         .await
-        .expect("a 20 MiB result fits after the restart");
+        .expect("a 3 MiB result fits after the restart");
     assert_eq!(up.starts(), 2);
-    assert!(r.content[0].as_text().expect("text").text.len() == 20 << 20);
+    assert!(r.content[0].as_text().expect("text").text.len() == 3 << 20);
+    p.shutdown().await;
+    // The setting lifts the cap: the same 5 MiB result passes with 8 MiB.
+    let p = pool_capped(lane, 8 << 20, vec![stub("stub", &[], &[])], d.path());
+    let up = p.get("stub").expect("configured").clone();
+    let r = up
+        .call("big", obj(json!({ "bytes": big })), soon(60))
+        .await
+        .expect("under the raised cap");
+    assert_eq!(
+        r.content[0].as_text().expect("text").text.len(),
+        big as usize
+    );
     p.shutdown().await;
 }
 

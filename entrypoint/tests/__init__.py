@@ -10,6 +10,7 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 
 ENTRYPOINT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -49,10 +50,13 @@ class Sandbox:
     """One entrypoint process, driven like the host drives the container."""
 
     def __init__(self):
+        self.outbox = tempfile.TemporaryDirectory(prefix="outbox-")  # /workspace/out's stand-in
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-c", boot_source()], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={"HOME": "/tmp", "PATH": "/usr/bin:/bin"})
+            env={"HOME": "/tmp", "PATH": "/usr/bin:/bin",
+                 "MCP_BRIDGE_OUTBOX": os.path.join(self.outbox.name, "out")})
+        self.file_frames = []  # `file` frames seen (recv sets them aside)
         self.frames = queue.Queue()
         self.raw_lines = []
         self.started = []  # exec ids of the `started` frames seen (recv skips them by default)
@@ -107,8 +111,11 @@ class Sandbox:
                 raise AssertionError("no frame within %ss; stderr:\n%s" % (timeout, self.stderr)) from None
             if frame is None:
                 raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
-            assert frame["t"] in ("result", "call", "ready", "started", "output", "snapshot",
+            assert frame["t"] in ("result", "call", "ready", "started", "file", "output", "snapshot",
                                   "saved", "restored"), frame
+            if frame["t"] == "file":
+                self.file_frames.append(frame)
+                continue
             if frame["t"] == "started":
                 self.started.append(frame["id"])
                 if skip_started:
@@ -160,3 +167,4 @@ class Sandbox:
                     f.close()
                 except OSError:
                     pass
+            self.outbox.cleanup()

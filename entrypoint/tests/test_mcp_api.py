@@ -267,7 +267,7 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "34 True ['BridgeCallError', 'InvalidArgumentsError', 'MCPError', 'ServerError', "
+            "36 True ['BridgeCallError', 'InvalidArgumentsError', 'MCPError', 'ServerError', "
             "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "
             "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
 

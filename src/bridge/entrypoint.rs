@@ -28,6 +28,8 @@ pub const FILES: &[(&str, &str)] = &[
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),
+    ("outbox.py", include_str!("../../entrypoint/outbox.py")),
+    ("pictures.py", include_str!("../../entrypoint/pictures.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),

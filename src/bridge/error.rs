@@ -1,6 +1,9 @@
 //! Errors of the bridge layer (sandbox sessions and their frames).
 
+use std::sync::Arc;
+
 use crate::container::RuntimeError;
+use crate::image::BuildError;
 
 /// A failure of the sandbox session.
 #[derive(Debug, thiserror::Error)]
@@ -8,6 +11,17 @@ pub enum BridgeError {
     /// The container engine failed.
     #[error(transparent)]
     Runtime(#[from] RuntimeError),
+    /// The image is missing and a build runs; the run waits for it (`Sandbox::run`).
+    #[error("the sandbox image is being built")]
+    ImageBuilding,
+    /// The image is missing and the last build failed, less than the retry delay ago.
+    #[error("the sandbox image '{image}' is missing and building it failed: {error}")]
+    ImageBuildFailed {
+        /// The image.
+        image: String,
+        /// Why the build failed, and what to do.
+        error: Arc<BuildError>,
+    },
     /// The sandbox did not become ready.
     #[error("the sandbox did not start: {reason}{}", crate::lines::stderr_section("sandbox", .stderr_tail))]
     Boot {
@@ -38,6 +52,10 @@ pub enum BridgeError {
              ignored part of the configuration; fix its setup (see `mcp-code-bridge doctor`), or set \
              MCP_BRIDGE_ALLOW_WEAK_SANDBOX=1 to run anyway")]
     Weak(String),
+    /// The engine cannot bind-mount the host folders `MCP_BRIDGE_MOUNTS` names (a remote
+    /// engine, or an engine in a VM the folder is not shared with).
+    #[error("MCP_BRIDGE_MOUNTS cannot be used with this container engine: {0}")]
+    Mounts(String),
     /// The sandbox broke the frame protocol.
     #[error("{0}")]
     Protocol(String),
@@ -47,7 +65,7 @@ pub enum BridgeError {
 pub fn explain_exit(code: Option<i64>, memory_bytes: u64) -> String {
     match code {
         Some(137) => format!(
-            "killed (exit 137): out of memory (limit {} MiB) or killed from outside",
+            "killed (exit 137): out of memory (limit {} MiB, MCP_BRIDGE_MEMORY) or killed from outside",
             memory_bytes >> 20
         ),
         Some(139) => "crashed with a segmentation fault (exit 139)".into(),

@@ -18,6 +18,8 @@ pub fn shape_result(frame: ResultFrame, limit: usize) -> RunReport {
         _ => None,
     };
     RunReport {
+        files: frame.files.files,
+        files_refused: frame.files.refused,
         exit,
         status: if frame.ok {
             RunStatus::Ok

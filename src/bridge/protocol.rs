@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::dispatch::LoadedTools;
 use super::error_kind::ErrorKind;
 pub use super::state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};
+use crate::outbox::{Delivery, FileChunk};
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -30,6 +31,8 @@ pub enum Inbound {
     Result(ResultFrame),
     /// Sandbox code asks the host for something.
     Call(CallFrame),
+    /// A chunk of a file the exec delivers to the host (`crate::outbox`).
+    File(FileChunk),
     /// The running exec's output so far (the answer to a `progress` frame).
     Output(OutputFrame),
     /// A chunk of the namespace snapshot a `save_namespace` frame asked for (opaque bytes, base64).
@@ -110,6 +113,10 @@ pub struct ResultFrame {
     /// would have printed (`sys.exit("bad input")`).
     #[serde(default)]
     pub exit_message: Option<String>,
+    /// The files the exec delivered (received from `file` frames before this one; not part
+    /// of the frame).
+    #[serde(skip)]
+    pub files: Delivery,
 }
 
 /// A frame to the sandbox.
@@ -244,7 +251,7 @@ pub struct ChannelOffer<'a> {
 
 /// The tags of the frames the sandbox may send.
 const INBOUND_TAGS: &[&str] = &[
-    "ready", "started", "result", "call", "output", "snapshot", "saved", "restored",
+    "ready", "started", "result", "call", "file", "output", "snapshot", "saved", "restored",
 ];
 
 /// Parses one line from the sandbox.
@@ -301,6 +308,7 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
         },
         "result" => Inbound::Result(serde_json::from_slice(line)?),
         "call" => Inbound::Call(serde_json::from_slice(line)?),
+        "file" => Inbound::File(serde_json::from_slice(line)?),
         "output" => Inbound::Output(serde_json::from_slice(line)?),
         "snapshot" => {
             let Chunk { id, data } = serde_json::from_slice(line)?;
@@ -355,6 +363,19 @@ mod tests {
         assert_eq!(
             parse_inbound(br#"{"t":"started","id":4}"#),
             Ok(Inbound::Started { id: 4 })
+        );
+        assert_eq!(
+            parse_inbound(
+                br#"{"t":"file","exec":7,"n":1,"name":"a.csv","data":"eA==","end":true}"#
+            ),
+            Ok(Inbound::File(FileChunk {
+                exec: 7,
+                n: 1,
+                name: "a.csv".into(),
+                data: "eA==".into(),
+                end: true,
+                ..Default::default()
+            }))
         );
         let c = parse_inbound(br#"{"t":"call","id":3,"exec":7,"method":"ping","params":{"a":1}}"#);
         assert!(matches!(

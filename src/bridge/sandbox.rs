@@ -12,7 +12,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -25,11 +24,13 @@ use super::progress::Progress;
 use super::session::Session;
 use super::snapshot::{fresh_sandbox, RestoreOutcome, SnapshotStore};
 use crate::config::Settings;
-use crate::container::{Connection, RuntimeError};
+use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner};
+use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 use engine::Engine;
 
 mod engine;
+mod image_wait;
 mod keep;
 mod orphans;
 mod start;
@@ -41,9 +42,7 @@ pub const CLOSE_GRACE_MS: u64 = 500;
 /// Characters of each output stream's end a progress poll asks for.
 const PROGRESS_TAIL: usize = 1024;
 
-/// Opens an engine connection when the sandbox first needs one.
-pub type Connector =
-    Arc<dyn Fn() -> BoxFuture<'static, Result<Connection, RuntimeError>> + Send + Sync>;
+pub use crate::container::Connector;
 
 /// One `run_python` request.
 #[derive(Debug, Clone)]
@@ -70,31 +69,60 @@ enum Retry {
     OnFreshSandbox(BridgeError),
 }
 
+/// How the actor answers a run.
+enum Outcome {
+    /// It ran (or failed): report this.
+    Done(RunReport),
+    /// The image is missing and a build runs: wait for it, then send the run again.
+    AwaitImage(RunRequest),
+}
+
 enum Command {
-    Run(RunRequest, oneshot::Sender<RunReport>),
+    Run(RunRequest, oneshot::Sender<Outcome>),
     Prewarm,
 }
+
+/// How many times a run goes back to wait for an image that went missing again.
+const IMAGE_ROUNDS: usize = 3;
 
 /// Handle to the sandbox actor; cheap to clone.
 #[derive(Clone)]
 pub struct Sandbox {
     tx: mpsc::Sender<Command>,
+    provisioner: Provisioner,
+    settings: Arc<Settings>,
 }
 
 impl Sandbox {
     /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
+    /// Files the sandbox delivers go to `outbox`.
     pub fn spawn(
         settings: Arc<Settings>,
         connector: Connector,
         dispatcher: Dispatcher,
         ct: CancellationToken,
         tracker: &TaskTracker,
+        outbox: Arc<Outbox>,
     ) -> Sandbox {
         let (tx, rx) = mpsc::channel(64);
+        let builder = BuildSpec::from_settings(&settings)
+            .map(|spec| EngineBuild::new(spec, connector.clone()) as Arc<dyn ImageBuild>);
+        let provisioner = Provisioner::new(
+            builder,
+            image::lock::path(&settings.cache_dir),
+            tracker.clone(),
+            ct.clone(),
+        );
         let store = Arc::new(SnapshotStore::new(&settings.state_dir));
         let actor = Actor {
-            engine: Engine::new(settings.clone(), connector, tracker.clone()),
-            settings,
+            engine: Engine::new(
+                settings.clone(),
+                connector,
+                provisioner.clone(),
+                tracker.clone(),
+                outbox,
+            ),
+            settings: settings.clone(),
             dispatcher: dispatcher.with_snapshots(store.clone()),
             session: None,
             notice: None,
@@ -108,7 +136,11 @@ impl Sandbox {
             tracker: tracker.clone(),
         };
         tracker.spawn(actor.run(rx));
-        Sandbox { tx }
+        Sandbox {
+            tx,
+            provisioner,
+            settings,
+        }
     }
 
     /// Starts the sandbox in the background if none is running, so the first call does not
@@ -118,14 +150,36 @@ impl Sandbox {
     }
 
     /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
-    pub async fn run(&self, req: RunRequest) -> RunReport {
-        let (tx, rx) = oneshot::channel();
-        if self.tx.send(Command::Run(req, tx)).await.is_err() {
-            return RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
+    /// While the image is being built the run waits for it here, in the caller's task, so the
+    /// actor goes on serving (`image/provision.rs`).
+    pub async fn run(&self, mut req: RunRequest) -> RunReport {
+        let shutting_down =
+            || RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
+        for _ in 0..IMAGE_ROUNDS {
+            if self.provisioner.is_building() {
+                if let Some(report) =
+                    image_wait::await_image(&self.provisioner, &self.settings, &mut req).await
+                {
+                    return report;
+                }
+            }
+            let (tx, rx) = oneshot::channel();
+            if self.tx.send(Command::Run(req, tx)).await.is_err() {
+                return shutting_down();
+            }
+            match rx.await {
+                Ok(Outcome::Done(report)) => return report,
+                Ok(Outcome::AwaitImage(back)) => req = back,
+                Err(_) => return shutting_down(),
+            }
         }
-        rx.await.unwrap_or_else(|_| {
-            RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down")
-        })
+        RunReport::failed(
+            RunStatus::SandboxError,
+            format!(
+                "the sandbox image '{}' went missing again after each build; check what removes it",
+                self.settings.image
+            ),
+        )
     }
 }
 
@@ -169,9 +223,9 @@ impl Actor {
                 cmd = rx.recv() => match cmd {
                     None => break,
                     Some(Command::Run(req, reply)) => {
-                        let report = self.run_one(req).await;
+                        let outcome = self.run_one(req).await;
                         self.last_used = Instant::now();
-                        let _ = reply.send(report);
+                        let _ = reply.send(outcome);
                     }
                     Some(Command::Prewarm) => self.prewarm().await,
                 },
@@ -229,27 +283,32 @@ impl Actor {
         self.last_used = Instant::now();
     }
 
-    async fn run_one(&mut self, req: RunRequest) -> RunReport {
+    async fn run_one(&mut self, req: RunRequest) -> Outcome {
         let servers = req.servers.clone();
-        let mut report = self.run_inner(req).await;
-        report.servers = servers;
-        report
+        match self.run_inner(req).await {
+            Ok(mut report) => {
+                report.servers = servers;
+                Outcome::Done(report)
+            }
+            Err(req) => Outcome::AwaitImage(req),
+        }
     }
 
-    async fn run_inner(&mut self, req: RunRequest) -> RunReport {
+    /// Runs `req`; `Err(req)` hands it back when the image is missing and being built.
+    async fn run_inner(&mut self, req: RunRequest) -> Result<RunReport, RunRequest> {
         let secs = req.timeout.as_secs();
         if req.cancel.is_cancelled() {
-            return RunReport::failed(
+            return Ok(RunReport::failed(
                 RunStatus::Cancelled,
                 "cancelled by the client before it started",
-            );
+            ));
         }
         let mut deadline = req.arrived + req.timeout;
         if Instant::now() >= deadline {
-            return RunReport::failed(
+            return Ok(RunReport::failed(
                 RunStatus::Timeout,
                 format!("timed out after {secs} s while waiting for earlier calls to finish; the code did not run"),
-            );
+            ));
         }
         let startup = Instant::now();
         if self.session.is_none() {
@@ -259,8 +318,10 @@ impl Actor {
                 "starting the sandbox"
             });
         }
-        if let Err(err) = self.ensure_session().await {
-            return RunReport::failed(RunStatus::SandboxError, err.to_string());
+        match self.ensure_session().await {
+            Ok(()) => {}
+            Err(BridgeError::ImageBuilding) => return Err(req),
+            Err(err) => return Ok(RunReport::failed(RunStatus::SandboxError, err.to_string())),
         }
         deadline += startup.elapsed();
         let mut notice = self.notice.take();
@@ -271,7 +332,7 @@ impl Actor {
                 // the call): the code never ran, so running it on a fresh sandbox is safe.
                 tracing::info!("sandbox died before the code started; retrying on a fresh one");
                 if let Err(err) = self.ensure_session().await {
-                    return RunReport::failed(RunStatus::SandboxError, err.to_string());
+                    return Ok(RunReport::failed(RunStatus::SandboxError, err.to_string()));
                 }
                 notice = notice.or(Some(
                     "The sandbox had stopped before this call and was started afresh".into(),
@@ -298,7 +359,7 @@ impl Actor {
             report.notice = Some(fresh_sandbox(why, restored.as_ref()));
         }
         self.forget_engine_if_lost().await;
-        report
+        Ok(report)
     }
 
     /// Makes sure a live session exists, replacing a dead one.

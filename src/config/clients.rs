@@ -1,8 +1,11 @@
 //! Where the common MCP clients keep their server lists (read only with
 //! `MCP_BRIDGE_IMPORT_CLIENT_CONFIGS=1`), which scope each file is, and which variable syntax and
-//! precedence each client applies. GUIDE.md ("Client configs") cites the clients' docs.
+//! precedence each client applies, and how its files are parsed. GUIDE.md ("Client configs")
+//! cites the clients' docs.
 
 use std::path::{Path, PathBuf};
+
+use jsonc_parser::ParseOptions;
 
 use super::expand::Syntax;
 
@@ -22,6 +25,26 @@ pub enum Client {
 }
 
 impl Client {
+    /// Every client, in precedence order.
+    pub const ALL: [Client; 5] = [
+        Client::ClaudeCode,
+        Client::Cursor,
+        Client::VsCode,
+        Client::ClaudeDesktop,
+        Client::Windsurf,
+    ];
+
+    /// A short lowercase name for command lines and file names (`claude-code`, `vscode`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::VsCode => "vscode",
+            Client::ClaudeDesktop => "claude-desktop",
+            Client::Windsurf => "windsurf",
+        }
+    }
+
     /// The client's name as users know it.
     pub fn label(self) -> &'static str {
         match self {
@@ -31,6 +54,22 @@ impl Client {
             Client::ClaudeDesktop => "Claude Desktop",
             Client::Windsurf => "Windsurf",
         }
+    }
+
+    /// The options its config files are parsed with: VS Code's `mcp.json` is JSONC (its schema
+    /// sets `allowComments` and `allowTrailingCommas`); the other clients read plain JSON
+    /// (`None`).
+    pub fn jsonc_options(self) -> Option<ParseOptions> {
+        (self == Client::VsCode).then(|| ParseOptions {
+            allow_comments: true,
+            allow_trailing_commas: true,
+            allow_loose_object_property_names: false,
+            allow_missing_commas: false,
+            allow_single_quoted_strings: false,
+            allow_hexadecimal_numbers: false,
+            allow_unary_plus_numbers: false,
+            ..ParseOptions::default()
+        })
     }
 
     /// The variable syntax the client expands in its server entries.

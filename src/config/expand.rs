@@ -80,22 +80,19 @@ impl<'a> Expander<'a> {
             return Ok(text.to_string());
         }
         let mut out = String::with_capacity(text.len());
-        let mut rest = text;
-        while let Some(start) = rest.find("${") {
-            out.push_str(&rest[..start]);
-            let body_and_more = &rest[start + 2..];
-            let Some(end) = body_and_more.find('}') else {
-                return Err(ExpandError::Unterminated(text.chars().take(60).collect()));
-            };
-            let body = &body_and_more[..end];
-            match self.resolve(body)? {
-                Some(value) => out.push_str(&value),
-                // Not a variable of this syntax: kept as written, as the client keeps it.
-                None => out.push_str(&rest[start..start + 3 + end]),
+        for piece in pieces(text) {
+            match piece {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Var { body, raw } => match self.resolve(body)? {
+                    Some(value) => out.push_str(&value),
+                    // Not a variable of this syntax: kept as written, as the client keeps it.
+                    None => out.push_str(raw),
+                },
+                Piece::Unterminated => {
+                    return Err(ExpandError::Unterminated(text.chars().take(60).collect()))
+                }
             }
-            rest = &body_and_more[end + 1..];
         }
-        out.push_str(rest);
         Ok(out)
     }
 
@@ -167,6 +164,62 @@ impl<'a> Expander<'a> {
         }
         Some(v)
     }
+}
+
+/// The `${...}` forms in `text` that `syntax` expands or refuses, as written (an unterminated
+/// `${` included); literal text and forms the client keeps as they are are left out.
+pub fn variable_forms(syntax: Syntax, text: &str) -> Vec<String> {
+    if syntax == Syntax::Literal {
+        return Vec::new();
+    }
+    let any = |_: &str| Some(String::new());
+    let root = Path::new("/");
+    let mut x = Expander::new(syntax, &any, Some(root), Some(root));
+    let mut forms = Vec::new();
+    for piece in pieces(text) {
+        match piece {
+            Piece::Text(_) => {}
+            Piece::Var { body, raw } => {
+                if !matches!(x.resolve(body), Ok(None)) {
+                    forms.push(raw.to_string());
+                }
+            }
+            Piece::Unterminated => forms.push(text.chars().take(60).collect()),
+        }
+    }
+    forms
+}
+
+/// A part of a value: plain text, one `${body}`, or a `${` left open (the rest of the value).
+enum Piece<'t> {
+    Text(&'t str),
+    Var { body: &'t str, raw: &'t str },
+    Unterminated,
+}
+
+/// `text` cut into [`Piece`]s, in order.
+fn pieces(text: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        if start > 0 {
+            out.push(Piece::Text(&rest[..start]));
+        }
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            out.push(Piece::Unterminated);
+            return out;
+        };
+        out.push(Piece::Var {
+            body: &after[..end],
+            raw: &rest[start..start + 3 + end],
+        });
+        rest = &after[end + 1..];
+    }
+    if !rest.is_empty() {
+        out.push(Piece::Text(rest));
+    }
+    out
 }
 
 fn is_var_name(s: &str) -> bool {
@@ -250,6 +303,39 @@ mod tests {
             "${userHome}"
         );
         assert_eq!(run(Syntax::Literal, "${TOKEN}").expect("test"), "${TOKEN}");
+    }
+
+    #[test]
+    fn variable_forms_are_those_the_client_would_expand_or_refuse() {
+        let text = "${A} ${B:-d} ${env:C} ${userHome} ${input:key} $D ${file:x}";
+        assert_eq!(
+            variable_forms(Syntax::ClaudeCode, text),
+            ["${A}", "${B:-d}", "${userHome}"],
+            "${{env:C}} is not Claude Code's: it keeps it as written; userHome is a variable name"
+        );
+        assert_eq!(
+            variable_forms(Syntax::Cursor, text),
+            ["${env:C}", "${userHome}"]
+        );
+        assert_eq!(
+            variable_forms(Syntax::VsCode, text),
+            [
+                "${A}",
+                "${B:-d}",
+                "${env:C}",
+                "${userHome}",
+                "${input:key}",
+                "${file:x}"
+            ],
+            "VS Code refuses the forms it does not know"
+        );
+        assert_eq!(
+            variable_forms(Syntax::Windsurf, text),
+            ["${env:C}", "${file:x}"]
+        );
+        assert!(variable_forms(Syntax::Literal, text).is_empty());
+        assert_eq!(variable_forms(Syntax::ClaudeCode, "a ${OPEN"), ["a ${OPEN"]);
+        assert!(variable_forms(Syntax::ClaudeCode, "plain").is_empty());
     }
 
     #[test]

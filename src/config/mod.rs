@@ -6,9 +6,13 @@
 
 mod clients;
 mod consent;
+mod data;
 mod entry;
 mod error;
 mod expand;
+mod image_values;
+mod mounts;
+mod portable;
 mod read;
 mod servers;
 mod settings;
@@ -16,9 +20,15 @@ mod values;
 
 pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
 pub use consent::{entry_hash, AllowList, Approval, Consent};
+pub use data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
 pub use error::ConfigError;
+pub use image_values::ImageBuildMode;
+pub use mounts::{Mount, RESERVED_INSIDE};
+pub use portable::{launches_bridge, portability, Portability};
 pub use servers::{
     discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
     Transport,
 };
-pub use settings::{ChannelMode, OutputMode, RuntimeChoice, Settings};
+pub use settings::{
+    ChannelMode, OutputMode, RuntimeChoice, Settings, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT,
+};

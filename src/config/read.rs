@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use jsonc_parser::cst::CstRootNode;
+use jsonc_parser::ParseOptions;
 use serde_json::{Map, Value};
 
 use super::clients::{Client, ClientFile, Origin, Scope};
@@ -65,7 +67,7 @@ impl Reader<'_> {
 
     /// A file of the user's own: every problem counts, values are literal.
     fn read_own(&mut self, file: &Path) {
-        let root = match read_root(file) {
+        let root = match read_root(file, None) {
             Ok(Some(root)) => root,
             Ok(None) => return self.problem(file, "cannot read: not found".into()),
             Err(problem) => return self.issues.push(problem),
@@ -89,7 +91,7 @@ impl Reader<'_> {
 
     /// A client's file: missing files and files without servers are normal.
     fn read_client(&mut self, cf: &ClientFile) {
-        let root = match read_root(&cf.path) {
+        let root = match read_root(&cf.path, cf.client.jsonc_options()) {
             Ok(Some(root)) => root,
             Ok(None) => return,
             Err(problem) => return self.issues.push(problem),
@@ -161,14 +163,24 @@ impl Reader<'_> {
     }
 }
 
-/// Reads and parses a JSON object file; `Ok(None)` when it does not exist.
-fn read_root(file: &Path) -> Result<Option<Map<String, Value>>, ConfigIssue> {
+/// Reads and parses a JSON object file (JSONC with `jsonc` options); `Ok(None)` when it does
+/// not exist.
+fn read_root(
+    file: &Path,
+    jsonc: Option<ParseOptions>,
+) -> Result<Option<Map<String, Value>>, ConfigIssue> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(issue(file, format!("cannot read: {e}"))),
     };
-    match serde_json::from_str::<Value>(&text) {
+    let parsed = match jsonc {
+        None => serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()),
+        Some(options) => CstRootNode::parse(&text, &options)
+            .map(|root| root.to_serde_value().unwrap_or(Value::Null))
+            .map_err(|e| e.to_string()),
+    };
+    match parsed {
         Ok(Value::Object(m)) => Ok(Some(m)),
         Ok(_) => Err(issue(
             file,
@@ -277,7 +289,7 @@ pub(super) fn issue(file: &Path, message: String) -> ConfigIssue {
 }
 
 /// True when the entry would start this bridge (`mcp-code-bridge run`) again.
-fn launches_self(spec: &ServerSpec) -> bool {
+pub(super) fn launches_self(spec: &ServerSpec) -> bool {
     let Transport::Stdio { command, args, .. } = &spec.transport else {
         return false;
     };

@@ -353,6 +353,31 @@ mod tests {
     }
 
     #[test]
+    fn vs_code_files_are_read_as_jsonc_and_the_others_as_json() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let text = "// user servers\n{\n\t\"servers\": {\n\t\t\"memory\": {\"type\": \"stdio\", \"command\": \"npx\",},\n\t},\n}\n";
+        let vscode = write(d.path(), "mcp.json", text);
+        let cursor = write(d.path(), "cursor.json", text);
+        let file = |client, path: &PathBuf| ClientFile {
+            client,
+            scope: Scope::User,
+            path: path.clone(),
+        };
+        let s = discover(&Sources {
+            client_files: vec![file(Client::VsCode, &vscode), file(Client::Cursor, &cursor)],
+            ..Default::default()
+        });
+        assert_eq!(s.names(), ["memory"]);
+        assert_eq!(s.get("memory").expect("memory").source, vscode);
+        assert_eq!(s.issues.len(), 1, "{:?}", s.issues);
+        assert!(
+            s.issues[0].source.ends_with("cursor.json"),
+            "{:?}",
+            s.issues
+        );
+    }
+
+    #[test]
     fn a_url_is_checked_once_expanded_and_the_message_shows_it_as_written() {
         let d = tempfile::tempdir().expect("tempdir");
         let file = write(

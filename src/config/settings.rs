@@ -4,7 +4,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::clients::client_config_files;
+use super::data::DataSettings;
 use super::error::ConfigError;
+use super::image_values::{
+    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
+    ImageBuildMode,
+};
+use super::mounts::{engine_sockets, HostRules};
 use super::servers::Sources;
 use super::values::{
     parse_count, parse_cpus, parse_interval, parse_seconds, parse_size, parse_user,
@@ -12,6 +18,15 @@ use super::values::{
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
 pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
+
+/// The registry recipe's base image unless `MCP_BRIDGE_IMAGE_BASE` names another (the `BASE`
+/// argument's default in `container/Containerfile`).
+pub const DEFAULT_IMAGE_BASE: &str = "docker.io/library/python:3.12-slim";
+
+/// How long a run waits for an image build before it is told to try again, unless
+/// `MCP_BRIDGE_IMAGE_BUILD_WAIT` says otherwise: under the 60 s a client commonly allows a
+/// request (the TypeScript SDK's default), so the run's answer arrives before the client gives up.
+pub const DEFAULT_IMAGE_BUILD_WAIT: u64 = 50;
 
 /// Which container engine to drive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +64,22 @@ pub struct Settings {
     pub runtime: RuntimeChoice,
     /// `MCP_BRIDGE_IMAGE`.
     pub image: String,
+    /// `MCP_BRIDGE_IMAGE_BUILD`: how a missing image is built.
+    pub image_build: ImageBuildMode,
+    /// `MCP_BRIDGE_IMAGE_ROOTFS`: a root filesystem tarball to make the image from instead.
+    pub image_rootfs: Option<PathBuf>,
+    /// `MCP_BRIDGE_IMAGE_BASE`: the registry recipe's base image.
+    pub image_base: String,
+    /// `MCP_BRIDGE_IMAGE_MIRROR`: the Debian mirror of the Debian recipe (default: the host's).
+    pub image_mirror: Option<String>,
+    /// `MCP_BRIDGE_IMAGE_PIP`: packages the Debian recipe adds from PyPI (wheels only).
+    pub image_pip: Option<String>,
+    /// `MCP_BRIDGE_IMAGE_BUILD_WAIT`: how long a run waits for a build before it is told to
+    /// try again.
+    pub image_build_wait: Duration,
+    /// Where image builds keep `.deb` files, tarballs and their lock
+    /// (`$XDG_CACHE_HOME/mcp-code-bridge`, shared with `container/build.sh`).
+    pub cache_dir: PathBuf,
     /// `MCP_BRIDGE_TIMEOUT`: default per-call timeout.
     pub timeout: Duration,
     /// `MCP_BRIDGE_MAX_TIMEOUT`: cap on the per-call timeout.
@@ -105,8 +136,15 @@ pub struct Settings {
     pub xdg_runtime_dir: Option<PathBuf>,
     /// The user's home directory.
     pub home: Option<PathBuf>,
+    /// `CLAUDE_CONFIG_DIR`: where Claude Code keeps `.claude.json` instead of the home folder.
+    pub claude_config_dir: Option<PathBuf>,
+    /// uv's cache (`UV_CACHE_DIR`, else `$XDG_CACHE_HOME/uv`, else `~/.cache/uv`), where `uvx`
+    /// keeps the disposable environments it runs tools from.
+    pub uv_cache_dir: Option<PathBuf>,
     /// Where MCP server definitions are read from.
     pub server_sources: Sources,
+    /// Data in and out: mounts, the server-message cap, the outbox, pictures.
+    pub data: DataSettings,
 }
 
 impl Settings {
@@ -211,6 +249,69 @@ impl Settings {
             state_dir: Some(state_dir.clone()),
         };
         let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
+        let image_build = parsed(
+            "MCP_BRIDGE_IMAGE_BUILD",
+            var("MCP_BRIDGE_IMAGE_BUILD"),
+            ImageBuildMode::Auto,
+            parse_build_mode,
+        )?;
+        let image_rootfs = parsed(
+            "MCP_BRIDGE_IMAGE_ROOTFS",
+            var("MCP_BRIDGE_IMAGE_ROOTFS"),
+            None,
+            |v| parse_absolute_path(v).map(Some),
+        )?;
+        let image_mirror = parsed(
+            "MCP_BRIDGE_IMAGE_MIRROR",
+            var("MCP_BRIDGE_IMAGE_MIRROR"),
+            None,
+            |v| parse_mirror(v).map(Some),
+        )?;
+        let image_pip = parsed(
+            "MCP_BRIDGE_IMAGE_PIP",
+            var("MCP_BRIDGE_IMAGE_PIP"),
+            None,
+            |v| parse_pip_packages(v).map(Some),
+        )?;
+        let image_base = parsed(
+            "MCP_BRIDGE_IMAGE_BASE",
+            var("MCP_BRIDGE_IMAGE_BASE"),
+            DEFAULT_IMAGE_BASE.to_string(),
+            parse_image_ref,
+        )?;
+        let image_build_wait = secs(
+            "MCP_BRIDGE_IMAGE_BUILD_WAIT",
+            DEFAULT_IMAGE_BUILD_WAIT,
+            true,
+        )?;
+        let cache_dir = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| home.as_ref().map(|h| h.join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("mcp-code-bridge");
+        let xdg_runtime_dir = var("XDG_RUNTIME_DIR").map(PathBuf::from);
+        let docker_host = var("DOCKER_HOST");
+        let container_user = parsed(
+            "MCP_BRIDGE_CONTAINER_USER",
+            var("MCP_BRIDGE_CONTAINER_USER"),
+            "65534:65534".into(),
+            parse_user,
+        )?;
+        let rules = HostRules {
+            sockets: engine_sockets(
+                xdg_runtime_dir.as_deref(),
+                home.as_deref(),
+                docker_host.as_deref(),
+                private_dir_in(xdg_runtime_dir.as_deref()),
+            ),
+            home: home.clone(),
+            sandbox_uid: container_user
+                .split(':')
+                .next()
+                .and_then(|u| u.parse().ok()),
+        };
+        let data = DataSettings::from_lookup(&var, &rules)?;
         let memory_bytes = parsed(
             "MCP_BRIDGE_MEMORY",
             var("MCP_BRIDGE_MEMORY"),
@@ -228,6 +329,13 @@ impl Settings {
         Ok(Settings {
             runtime,
             image: image.trim().to_string(),
+            image_build,
+            image_rootfs,
+            image_base,
+            image_mirror,
+            image_pip,
+            image_build_wait: Duration::from_secs(image_build_wait),
+            cache_dir,
             timeout: Duration::from_secs(timeout),
             max_timeout: Duration::from_secs(max_timeout),
             memory_bytes,
@@ -235,12 +343,7 @@ impl Settings {
             cpus: parsed("MCP_BRIDGE_CPUS", var("MCP_BRIDGE_CPUS"), None, |v| {
                 parse_cpus(v).map(Some)
             })?,
-            container_user: parsed(
-                "MCP_BRIDGE_CONTAINER_USER",
-                var("MCP_BRIDGE_CONTAINER_USER"),
-                "65534:65534".into(),
-                parse_user,
-            )?,
+            container_user,
             idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
             state_dir,
             snapshot_max: parsed(
@@ -310,11 +413,24 @@ impl Settings {
                 true,
                 parse_flag,
             )?,
-            docker_host: var("DOCKER_HOST"),
-            xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
+            docker_host,
+            xdg_runtime_dir,
+            uv_cache_dir: var("UV_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("uv")))
+                .or_else(|| home.as_ref().map(|h| h.join(".cache/uv"))),
             home,
+            claude_config_dir: claude_dir,
             server_sources,
+            data,
         })
+    }
+
+    /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user):
+    /// its own podman service's socket and the frame-channel sockets live there. Short, since
+    /// unix socket paths are limited to ~100 bytes.
+    pub fn private_dir(&self) -> PathBuf {
+        private_dir_in(self.xdg_runtime_dir.as_deref())
     }
 
     /// Clamps a requested per-call timeout to `[1 s, max_timeout]`, or returns the default.
@@ -337,8 +453,18 @@ impl Settings {
     }
 }
 
+/// See [`Settings::private_dir`].
+fn private_dir_in(xdg_runtime_dir: Option<&std::path::Path>) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    let base = xdg_runtime_dir.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
+    base.join(format!("mcp-code-bridge-{uid}"))
+}
+
 /// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
-fn parse_flag(v: &str) -> Result<bool, String> {
+pub(super) fn parse_flag(v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Ok(true),
         "0" | "false" | "no" | "off" => Ok(false),
@@ -376,11 +502,33 @@ mod tests {
         assert_eq!(s.snapshot_timeout, Duration::from_secs(30));
         assert_eq!(s.progress_interval, Duration::from_secs(1));
         assert!(s.call_lane);
+        assert_eq!(s.image_build, ImageBuildMode::Auto);
+        assert_eq!(s.image_rootfs, None);
+        assert_eq!(s.image_base, "docker.io/library/python:3.12-slim");
+        assert_eq!(s.image_mirror, None);
+        assert_eq!(s.image_build_wait, Duration::from_secs(50));
         assert!(
             !with(&[("MCP_BRIDGE_CALL_LANE", "0")])
                 .expect("valid")
                 .call_lane
         );
+    }
+
+    #[test]
+    fn uvs_cache_is_found_as_uv_finds_it() {
+        let home = [("HOME", "/home/u")];
+        let dir = |pairs: &[(&str, &str)]| with(pairs).expect("valid").uv_cache_dir;
+        assert_eq!(dir(&home), Some(PathBuf::from("/home/u/.cache/uv")));
+        assert_eq!(
+            dir(&[home[0], ("XDG_CACHE_HOME", "/c")]),
+            Some(PathBuf::from("/c/uv"))
+        );
+        assert_eq!(
+            dir(&[home[0], ("XDG_CACHE_HOME", "/c"), ("UV_CACHE_DIR", "/u")]),
+            Some(PathBuf::from("/u"))
+        );
+        let s = with(&[home[0], ("CLAUDE_CONFIG_DIR", "/cc")]).expect("valid");
+        assert_eq!(s.claude_config_dir, Some(PathBuf::from("/cc")));
     }
 
     #[test]
@@ -395,6 +543,15 @@ mod tests {
             ("MCP_BRIDGE_CONTAINER_USER", "root root"),
             ("MCP_BRIDGE_LOG_LEVEL", "[[["),
             ("MCP_BRIDGE_CALL_LANE", "fast"),
+            ("MCP_BRIDGE_IMAGE_BUILD", "sometimes"),
+            ("MCP_BRIDGE_IMAGE_ROOTFS", "relative/rootfs.tar"),
+            ("MCP_BRIDGE_IMAGE_MIRROR", "ftp://mirror"),
+            ("MCP_BRIDGE_IMAGE_BASE", "python 3"),
+            ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "a while"),
+            ("MCP_BRIDGE_IMAGE_PIP", "pyarrow; rm -rf /"),
+            ("MCP_BRIDGE_MOUNTS", "/no/such/folder:/data"),
+            ("MCP_BRIDGE_MAX_SERVER_MESSAGE", "0"),
+            ("MCP_BRIDGE_OUTBOX_MAX_FILE", "big"),
             ("MCP_BRIDGE_SNAPSHOT_MAX", "big"),
             ("MCP_BRIDGE_SNAPSHOT_MAX", "-1m"),
             ("MCP_BRIDGE_SNAPSHOT_TIMEOUT", "0"),
@@ -421,12 +578,38 @@ mod tests {
             "MCP_BRIDGE_IMPORT_CLIENT_CONFIGS",
             "MCP_BRIDGE_ALLOW_SELF_SERVER",
             "MCP_BRIDGE_STRUCTURED_CONTENT",
+            "MCP_BRIDGE_IMAGES",
         ] {
             for word in ["1", "true", "yes", "on", "ON", "0", "false", "no", "off"] {
                 assert!(with(&[(name, word)]).is_ok(), "{name}={word}");
             }
             let err = with(&[(name, "maybe")]).expect_err(name).to_string();
             assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_mount_of_an_engine_socket_dir_is_refused() {
+        let xdg = tempfile::tempdir().expect("temp dir");
+        let podman = xdg.path().join("podman");
+        std::fs::create_dir(&podman).expect("mkdir");
+        use std::os::unix::fs::PermissionsExt;
+        for dir in [xdg.path(), podman.as_path()] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let xdg_text = xdg.path().display().to_string();
+        for shared in [podman.display().to_string(), xdg_text.clone()] {
+            let mounts = format!("{shared}:/data");
+            let err = with(&[
+                ("XDG_RUNTIME_DIR", &xdg_text),
+                ("MCP_BRIDGE_MOUNTS", &mounts),
+            ])
+            .expect_err("engine socket dir")
+            .to_string();
+            assert!(
+                err.contains("MCP_BRIDGE_MOUNTS") && err.contains("socket"),
+                "{err}"
+            );
         }
     }
 

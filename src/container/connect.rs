@@ -9,6 +9,11 @@ use super::podman_service::PodmanService;
 use super::{ContainerRuntime, RuntimeError};
 use crate::config::{RuntimeChoice, Settings};
 
+/// Opens an engine connection when it is first needed (the sandbox actor, an image build).
+pub type Connector = Arc<
+    dyn Fn() -> futures::future::BoxFuture<'static, Result<Connection, RuntimeError>> + Send + Sync,
+>;
+
 /// A live engine connection, plus the podman service we started for it, if any.
 pub struct Connection {
     /// The engine.
@@ -191,11 +196,7 @@ fn candidates(settings: &Settings) -> Vec<String> {
 /// A short directory for our own podman socket (unix socket paths are limited to ~100 bytes).
 /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user).
 pub fn private_dir(settings: &Settings) -> PathBuf {
-    let base = settings
-        .xdg_runtime_dir
-        .clone()
-        .unwrap_or_else(std::env::temp_dir);
-    base.join(format!("mcp-code-bridge-{}", current_uid().unwrap_or(0)))
+    settings.private_dir()
 }
 
 fn current_uid() -> Option<u32> {

@@ -7,7 +7,10 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use bollard::errors::Error as BollardError;
-use bollard::models::{ContainerCreateBody, HostConfig, HostConfigLogConfig, ResourcesUlimits};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountBindOptions, MountType,
+    ResourcesUlimits,
+};
 use bollard::query_parameters::{
     AttachContainerOptions, CreateContainerOptions, ListContainersOptions, RemoveContainerOptions,
 };
@@ -15,7 +18,9 @@ use bollard::Docker;
 use futures::StreamExt;
 
 use super::runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
-use super::{RuntimeError, SandboxSpec, LABEL_MANAGED};
+use super::{ArchiveStream, ImageInfo, LineSink, RuntimeError, SandboxSpec, LABEL_MANAGED};
+
+mod images;
 
 /// Timeout for one engine request's response headers (long streams are not bounded by it).
 pub const REQUEST_TIMEOUT_SECS: u64 = 60;
@@ -100,6 +105,22 @@ impl DockerRuntime {
     }
 }
 
+/// A host folder bound read-only and not recursively: folders mounted inside it on the host
+/// (which a plain read-only bind would leave writable on docker before 25) are not visible.
+fn read_only_bind(m: &crate::config::Mount) -> Mount {
+    Mount {
+        target: Some(m.inside.clone()),
+        source: Some(m.host.display().to_string()),
+        typ: Some(MountType::BIND),
+        read_only: Some(true),
+        bind_options: Some(MountBindOptions {
+            non_recursive: Some(true),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 fn transport(engine: &str, action: &'static str, e: BollardError) -> RuntimeError {
     RuntimeError::Transport {
         engine: engine.to_string(),
@@ -118,6 +139,13 @@ impl ContainerRuntime for DockerRuntime {
         // Only an engine on this Linux machine can bind-mount a host socket into the container
         // (Docker Desktop and podman machines run the engine in a VM; tcp engines are remote).
         (cfg!(target_os = "linux") && self.unix_path.is_some()).then(|| CHANNEL_MOUNT.to_string())
+    }
+
+    fn sees_host_folders(&self) -> bool {
+        // A tcp engine runs on another machine: a bind mount would name *its* folders. An
+        // engine in a VM behind a local socket sees the folders shared with the VM; others
+        // are refused by the engine, with a message naming the folder.
+        self.unix_path.is_some()
     }
 
     async fn ping(&self) -> Result<(), RuntimeError> {
@@ -156,6 +184,32 @@ impl ContainerRuntime for DockerRuntime {
         }
     }
 
+    async fn image_info(&self, image: &str) -> Result<Option<ImageInfo>, RuntimeError> {
+        self.inspect(image).await
+    }
+
+    async fn build_image(
+        &self,
+        context: bytes::Bytes,
+        tag: &str,
+        args: &[(String, String)],
+        on_line: &LineSink<'_>,
+    ) -> Result<(), RuntimeError> {
+        self.build(context, tag, args, on_line).await
+    }
+
+    async fn load_image(
+        &self,
+        archive: ArchiveStream,
+        on_line: &LineSink<'_>,
+    ) -> Result<(), RuntimeError> {
+        self.load(archive, on_line).await
+    }
+
+    async fn remove_image(&self, image: &str) -> Result<bool, RuntimeError> {
+        self.remove_tag(image).await
+    }
+
     async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError> {
         let host = HostConfig {
             network_mode: Some("none".into()),
@@ -181,6 +235,8 @@ impl ContainerRuntime for DockerRuntime {
                 .channel_dir
                 .as_ref()
                 .map(|(host, inside)| vec![format!("{}:{inside}:ro", host.display())]),
+            mounts: (!spec.mounts.is_empty())
+                .then(|| spec.mounts.iter().map(read_only_bind).collect()),
             log_config: Some(HostConfigLogConfig {
                 typ: Some("none".into()),
                 config: None,

@@ -8,8 +8,9 @@ pub enum RuntimeError {
     NotFound(String),
     /// The sandbox image is not present in the engine.
     #[error(
-        "sandbox image '{image}' is not present in {engine}. Build it with `container/build.sh` \
-         (from the mcp-code-bridge source tree), or set MCP_BRIDGE_IMAGE to an image with python3"
+        "sandbox image '{image}' is not present in {engine}, and building it automatically is off \
+         (MCP_BRIDGE_IMAGE_BUILD=off). Build it with `mcp-code-bridge image build`, or set \
+         MCP_BRIDGE_IMAGE to an image with python3"
     )]
     ImageMissing {
         /// The image name.
@@ -26,6 +27,16 @@ pub enum RuntimeError {
         action: &'static str,
         /// The HTTP status code.
         status: u16,
+        /// The engine's message.
+        message: String,
+    },
+    /// The engine reported a failure in the middle of a build or load.
+    #[error("{engine} failed to {action}: {message}")]
+    Stream {
+        /// The engine's name.
+        engine: String,
+        /// What we asked for.
+        action: &'static str,
         /// The engine's message.
         message: String,
     },

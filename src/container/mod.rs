@@ -14,11 +14,13 @@ mod runtime;
 mod spec;
 mod workarounds;
 
-pub use connect::{connect, private_dir, Connection};
+pub use connect::{connect, private_dir, Connection, Connector};
 pub use error::RuntimeError;
 pub use owner::{
     list_own, remove_each, remove_leftovers, Owner, LABEL_HOST, LABEL_MANAGED, LABEL_PID,
     LABEL_STARTED,
 };
-pub use runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
+pub use runtime::{
+    ArchiveStream, Attached, Chunk, ContainerRuntime, ImageInfo, LineSink, ManagedContainer,
+};
 pub use spec::SandboxSpec;

@@ -18,6 +18,9 @@ use super::{RuntimeError, SandboxSpec};
 
 struct Proc {
     spec: SandboxSpec,
+    /// Stands in for the sandbox's outbox (`/workspace/out` does not exist here); removed
+    /// with the "container".
+    outbox: Option<tempfile::TempDir>,
     child: Option<Child>,
     pid: Option<u32>,
     exited: CancellationToken,
@@ -36,6 +39,9 @@ pub struct ProcessRuntime {
     /// When set, `create` refuses a sandbox with a frame-channel directory, as an engine that
     /// cannot bind-mount it does (its answer names the directory).
     pub refuse_mount: std::sync::atomic::AtomicBool,
+    /// When set, `create` refuses a sandbox with `MCP_BRIDGE_MOUNTS` folders, as an engine in
+    /// a VM the folder is not shared with does (its answer names the folder).
+    pub refuse_host_mounts: std::sync::atomic::AtomicBool,
     /// When set, the socket frame channel is not offered (frames stay on stdio).
     pub no_channel: std::sync::atomic::AtomicBool,
     /// When set, claims to isolate, so the (unisolated) process's posture is enforced.
@@ -124,6 +130,10 @@ impl ContainerRuntime for ProcessRuntime {
         self.claim_isolation.load(Ordering::Relaxed)
     }
 
+    fn sees_host_folders(&self) -> bool {
+        true
+    }
+
     fn channel_target(&self, host_dir: &std::path::Path) -> Option<String> {
         // No mount needed: the "sandbox" sees the host's file system.
         (!self.no_channel.load(Ordering::Relaxed)).then(|| host_dir.display().to_string())
@@ -162,9 +172,27 @@ impl ContainerRuntime for ProcessRuntime {
                 });
             }
         }
+        if let Some(m) = spec.mounts.first() {
+            if self.refuse_host_mounts.load(Ordering::Relaxed) {
+                return Err(RuntimeError::Engine {
+                    engine: "process".into(),
+                    action: "create the sandbox container",
+                    status: 500,
+                    message: format!("statfs {}: no such file or directory", m.host.display()),
+                });
+            }
+        }
         let id = format!("proc-{}", self.next.fetch_add(1, Ordering::Relaxed));
+        let outbox = tempfile::Builder::new()
+            .prefix("mcp-process-outbox-")
+            .tempdir()
+            .map_err(|err| RuntimeError::Io {
+                about: "creating the process sandbox's outbox",
+                err,
+            })?;
         let proc = Proc {
             spec: spec.clone(),
+            outbox: Some(outbox),
             child: None,
             pid: None,
             exited: CancellationToken::new(),
@@ -196,6 +224,9 @@ impl ContainerRuntime for ProcessRuntime {
                     cmd.env(k, v);
                 }
             }
+        }
+        if let Some(outbox) = &p.outbox {
+            cmd.env("MCP_BRIDGE_OUTBOX", outbox.path().join("out"));
         }
         let mut child = cmd.spawn().map_err(|err| RuntimeError::Io {
             about: "spawning the process sandbox",

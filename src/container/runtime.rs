@@ -26,6 +26,25 @@ pub struct Attached {
     pub output: BoxStream<'static, Result<Chunk, RuntimeError>>,
 }
 
+/// What the engine knows of an image (`image status`, the recipe check).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageInfo {
+    /// The engine's image id.
+    pub id: String,
+    /// Size in bytes, as the engine counts it.
+    pub size: u64,
+    /// When it was made, as the engine reports it (RFC 3339).
+    pub created: String,
+    /// The image's labels.
+    pub labels: HashMap<String, String>,
+}
+
+/// Where an engine's build or load output goes, one line at a time.
+pub type LineSink<'a> = dyn Fn(&str) + Send + Sync + 'a;
+
+/// A docker-archive (`docker save` format) as a stream of bytes, for [`ContainerRuntime::load_image`].
+pub type ArchiveStream = BoxStream<'static, Result<Bytes, std::io::Error>>;
+
 /// A container carrying the bridge's labels, as listed by the engine.
 #[derive(Debug, Clone)]
 pub struct ManagedContainer {
@@ -46,6 +65,12 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     fn channel_target(&self, _host_dir: &std::path::Path) -> Option<String> {
         None
     }
+    /// Whether a bind mount names a folder of this machine (a local engine; an engine in a VM
+    /// behind a local socket sees the folders shared with it). False for a remote engine:
+    /// `MCP_BRIDGE_MOUNTS` is refused there rather than mounting the remote machine's folders.
+    fn sees_host_folders(&self) -> bool {
+        false
+    }
     /// Whether this runtime isolates at all, so the sandbox's posture is enforced (true for
     /// real engines; the process test double is no sandbox).
     fn isolates(&self) -> bool {
@@ -57,6 +82,44 @@ pub trait ContainerRuntime: Send + Sync + 'static {
     }
     /// Whether `image` is present locally.
     async fn image_present(&self, image: &str) -> Result<bool, RuntimeError>;
+    /// What the engine knows of `image`; `None` when it is absent.
+    async fn image_info(&self, image: &str) -> Result<Option<ImageInfo>, RuntimeError> {
+        Ok(self.image_present(image).await?.then(ImageInfo::default))
+    }
+    /// Builds `tag` from a build context (a tar holding `Containerfile`), with `args` as build
+    /// arguments; each line of the engine's output goes to `on_line`.
+    async fn build_image(
+        &self,
+        _context: Bytes,
+        _tag: &str,
+        _args: &[(String, String)],
+        _on_line: &LineSink<'_>,
+    ) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NotFound(format!(
+            "{} cannot build images",
+            self.engine()
+        )))
+    }
+    /// Loads a docker-archive into the engine (the tags its manifest names); each line of the
+    /// engine's output goes to `on_line`.
+    async fn load_image(
+        &self,
+        _archive: ArchiveStream,
+        _on_line: &LineSink<'_>,
+    ) -> Result<(), RuntimeError> {
+        Err(RuntimeError::NotFound(format!(
+            "{} cannot load images",
+            self.engine()
+        )))
+    }
+    /// Removes `image` (the tag; the engine drops the layers no other image uses). `Ok(false)`
+    /// when there was no such image.
+    async fn remove_image(&self, _image: &str) -> Result<bool, RuntimeError> {
+        Err(RuntimeError::NotFound(format!(
+            "{} cannot remove images",
+            self.engine()
+        )))
+    }
     /// Creates (does not start) a container for `spec`; returns its id.
     async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError>;
     /// Attaches to stdin, stdout and stderr. Call before [`start`](Self::start).

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::config::Settings;
+use crate::config::{Mount, Settings};
 
 /// Size of the `/tmp` tmpfs.
 pub const TMP_SIZE: &str = "64m";
@@ -12,6 +12,8 @@ pub const WORKSPACE_SIZE: &str = "256m";
 pub const VAR_TMP_SIZE: &str = "16m";
 /// Open-files limit inside the sandbox (podman's default exceeds some hosts' hard limit).
 pub const NOFILE_LIMIT: i64 = 1024;
+/// The outbox: files sandbox code writes here are copied to the host after each cell.
+pub const OUTBOX_DIR: &str = "/workspace/out";
 
 /// The hardened shape of one sandbox container.
 #[derive(Debug, Clone)]
@@ -42,6 +44,8 @@ pub struct SandboxSpec {
     pub ulimits: Vec<(String, i64, i64)>,
     /// `(host dir, path inside)`: the frame-channel directory, bind-mounted read-only.
     pub channel_dir: Option<(std::path::PathBuf, String)>,
+    /// Host folders bind-mounted read-only and not recursively (`MCP_BRIDGE_MOUNTS`).
+    pub mounts: Vec<Mount>,
 }
 
 impl SandboxSpec {
@@ -66,6 +70,34 @@ impl SandboxSpec {
             )
         })
         .collect();
+        let data = &settings.data;
+        // The entrypoint's side of the outbox and pictures (entrypoint/outbox.py, pictures.py):
+        // where the outbox is and the limits it applies before the host applies them again.
+        let entrypoint_env = [
+            ("MCP_BRIDGE_OUTBOX", OUTBOX_DIR.to_string()),
+            (
+                "MCP_BRIDGE_OUTBOX_MAX_FILE",
+                data.outbox.max_file.to_string(),
+            ),
+            (
+                "MCP_BRIDGE_OUTBOX_MAX_CELL",
+                data.outbox.max_cell.to_string(),
+            ),
+            (
+                "MCP_BRIDGE_OUTBOX_MAX_FILES",
+                data.outbox.max_files.to_string(),
+            ),
+            (
+                "MCP_BRIDGE_IMAGES_MAX_SIDE",
+                data.images.max_side.to_string(),
+            ),
+            (
+                "MCP_BRIDGE_IMAGES_MAX_BYTES",
+                data.images.max_bytes.to_string(),
+            ),
+            ("MCP_BRIDGE_MAX_FRAME", settings.max_frame.to_string()),
+        ]
+        .map(|(k, v)| format!("{k}={v}"));
         SandboxSpec {
             image: settings.image.clone(),
             name,
@@ -76,7 +108,10 @@ impl SandboxSpec {
                 "MPLBACKEND=Agg".into(),
                 "PYTHONDONTWRITEBYTECODE=1".into(),
                 "PYTHONUNBUFFERED=1".into(),
-            ],
+            ]
+            .into_iter()
+            .chain(entrypoint_env)
+            .collect(),
             user: settings.container_user.clone(),
             workdir: "/workspace".into(),
             labels,
@@ -99,6 +134,7 @@ impl SandboxSpec {
                 ),
             ],
             channel_dir: None,
+            mounts: data.mounts.clone(),
         }
     }
 }

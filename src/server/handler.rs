@@ -17,12 +17,14 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::time::Instant;
 
+use super::files;
 use super::progress::Forwarder;
-use super::resources::{CAPABILITIES, CAPABILITIES_URI};
+use super::resources::{capabilities, CAPABILITIES_URI};
 use super::tool::{self, TOOL_NAME};
 use crate::bridge::{Progress, RunRequest, Sandbox};
 use crate::config::Settings;
 use crate::format;
+use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 
 /// The bridge's MCP server handler; cheap to clone.
@@ -30,12 +32,17 @@ use crate::report::{RunReport, RunStatus};
 pub struct BridgeServer {
     sandbox: Sandbox,
     settings: Arc<Settings>,
+    outbox: Arc<Outbox>,
 }
 
 impl BridgeServer {
-    /// A handler running code in `sandbox` with `settings`.
-    pub fn new(sandbox: Sandbox, settings: Arc<Settings>) -> Self {
-        BridgeServer { sandbox, settings }
+    /// A handler running code in `sandbox` with `settings`, serving the files in `outbox`.
+    pub fn new(sandbox: Sandbox, settings: Arc<Settings>, outbox: Arc<Outbox>) -> Self {
+        BridgeServer {
+            sandbox,
+            settings,
+            outbox,
+        }
     }
 
     /// Runs one `run_python` call and renders it as a tool result.
@@ -78,17 +85,22 @@ impl BridgeServer {
         Ok(self.result(&report))
     }
 
-    /// `report` as a tool result: the rendered text, `isError`, and `structuredContent` only
-    /// when `MCP_BRIDGE_STRUCTURED_CONTENT` asks for it (Claude Code shows the model only the
-    /// structured JSON when it is present: anthropics/claude-code#54450, #79944).
+    /// `report` as a tool result: the rendered text, then a picture's image content and a
+    /// `resource_link` per delivered file, `isError`, and `structuredContent` only when
+    /// `MCP_BRIDGE_STRUCTURED_CONTENT` asks for it (Claude Code shows the model only the
+    /// structured JSON when it is present: anthropics/claude-code#54450, #79944), and never
+    /// with a picture: Claude Code would drop the image (anthropics/claude-code#54737). The
+    /// structured JSON lists the files, so links survive there.
     fn result(&self, report: &RunReport) -> CallToolResult {
         let text = format::render(report, self.settings.output_mode);
+        let mut content = vec![ContentBlock::text(text)];
+        content.extend(files::blocks(report));
         let mut result = if report.is_error() {
-            CallToolResult::error(vec![ContentBlock::text(text)])
+            CallToolResult::error(content)
         } else {
-            CallToolResult::success(vec![ContentBlock::text(text)])
+            CallToolResult::success(content)
         };
-        if self.settings.structured_content {
+        if self.settings.structured_content && !files::has_pictures(report) {
             result.structured_content = Some(format::structured(report));
         }
         result
@@ -142,13 +154,20 @@ impl ServerHandler for BridgeServer {
 
     async fn list_resources(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let resource = Resource::new(CAPABILITIES_URI, "capabilities")
-            .with_description("Sandbox helpers and how to load MCP servers")
-            .with_mime_type("text/markdown");
-        Ok(ListResourcesResult::with_all_items(vec![resource]))
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (mut items, next) = files::page(&self.outbox, cursor);
+        if cursor.is_none() {
+            let resource = Resource::new(CAPABILITIES_URI, "capabilities")
+                .with_description("Sandbox helpers and how to load MCP servers")
+                .with_mime_type("text/markdown");
+            items.insert(0, resource);
+        }
+        let mut result = ListResourcesResult::with_all_items(items);
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn read_resource(
@@ -157,13 +176,17 @@ impl ServerHandler for BridgeServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if request.uri != CAPABILITIES_URI {
-            return Err(ErrorData::resource_not_found(
-                format!("no resource {}", request.uri),
-                None,
-            ));
+            return match files::read(&self.outbox, &request.uri).await {
+                Some(contents) => Ok(ReadResourceResult::new(vec![contents?]).into()),
+                None => Err(ErrorData::resource_not_found(
+                    format!("no resource {}", request.uri),
+                    None,
+                )),
+            };
         }
+        let text = capabilities(&self.settings.data.mounts);
         let contents =
-            ResourceContents::text(CAPABILITIES, CAPABILITIES_URI).with_mime_type("text/markdown");
+            ResourceContents::text(text, CAPABILITIES_URI).with_mime_type("text/markdown");
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
 }

@@ -1,4 +1,7 @@
-//! The capabilities resource: the sandbox helper summary and how to load servers.
+//! The capabilities resource: the sandbox helper summary and how to load servers, plus the
+//! folders shared with the sandbox.
+
+use crate::config::Mount;
 
 /// URI of the capabilities resource.
 pub const CAPABILITIES_URI: &str = "resource://mcp-code-bridge/capabilities";
@@ -17,6 +20,14 @@ says so when it does). Top-level `await` works. pandas, numpy and matplotlib are
 - Tool results come back as structured data or parsed JSON when available, else text; tool
   errors raise exceptions carrying the server's message.
 
+## Data in and out
+- Folders the user shared are mounted read-only (listed below when there are any).
+- Files written under `/workspace/out` (or saved with `runtime.save(obj, \"name.csv\")`: a path,
+  bytes, text, DataFrame as CSV, figure or PIL image as PNG, numpy array, else pickle) are
+  copied to the user's machine after the call and linked in the result.
+- `plt.show()`, a figure left open, or `display(fig_or_image)` returns the picture; `display(df)`
+  prints a table.
+
 ## Discovery (`from mcp import runtime`; each has a `_sync` twin)
 - `discovered_servers()`, `list_servers()`, `list_tools(server)`
 - `query_tool_docs(server, tool=None, detail=\"summary\"|\"full\")`
@@ -24,3 +35,15 @@ says so when it does). Top-level `await` works. pandas, numpy and matplotlib are
 - `describe_server(name)`, `list_loaded_server_metadata()`, `capability_summary()`
 - `call_tool(server, tool, args)`
 ";
+
+/// The capabilities document with the shared folders (`MCP_BRIDGE_MOUNTS`) listed.
+pub fn capabilities(mounts: &[Mount]) -> String {
+    let mut text = CAPABILITIES.to_string();
+    if !mounts.is_empty() {
+        text.push_str("\n## Shared folders (read-only)\n");
+        for m in mounts {
+            text.push_str(&format!("- `{}`\n", m.inside));
+        }
+    }
+    text
+}

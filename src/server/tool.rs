@@ -11,6 +11,7 @@ pub const TOOL_NAME: &str = "run_python";
 /// The tool description: the sandbox helpers in brief, never any server's documentation.
 pub const DESCRIPTION: &str = "Run Python in a persistent sandbox (no network; pandas, numpy, \
 matplotlib). State persists between calls; top-level await works; a final expression is shown. \
+Files in /workspace/out and plots come back. \
 MCP servers: pass servers=[\"name\"], then await mcp_<name>.<tool>(arg=...). Find tools: \
 from mcp import runtime; runtime.search_tool_docs(\"query\"), \
 runtime.query_tool_docs(server, tool, detail=\"full\").";

@@ -63,7 +63,7 @@ impl Live {
 }
 
 /// Where an upstream's tasks run and what stops them.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct UpstreamTasks {
     /// The bridge's tracker: every task of the upstream layer is spawned on it.
     pub tracker: TaskTracker,
@@ -71,6 +71,20 @@ pub struct UpstreamTasks {
     pub ct: CancellationToken,
     /// Whether proxied calls to stdio servers take the lane (`MCP_BRIDGE_CALL_LANE`).
     pub call_lane: bool,
+    /// The largest message accepted from a stdio server (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
+    pub max_message: usize,
+}
+
+impl Default for UpstreamTasks {
+    /// A tracker and token of their own, the lane off, the default message cap.
+    fn default() -> Self {
+        UpstreamTasks {
+            tracker: TaskTracker::default(),
+            ct: CancellationToken::default(),
+            call_lane: false,
+            max_message: crate::config::DEFAULT_MAX_SERVER_MESSAGE,
+        }
+    }
 }
 
 impl UpstreamTasks {
@@ -209,6 +223,7 @@ impl Upstream {
                 tracker: self.tasks.tracker.clone(),
                 ct: self.tasks.ct.clone(),
                 call_lane: self.tasks.call_lane,
+                max_message: self.tasks.max_message,
                 failures: (0, None),
             };
             let exited = self.exited.clone().drop_guard();

@@ -79,6 +79,8 @@ pub(super) struct Owner {
     pub tracker: TaskTracker,
     pub ct: CancellationToken,
     pub call_lane: bool,
+    /// The largest message accepted from a stdio server.
+    pub max_message: usize,
     /// Failed starts in a row, and when the last one failed.
     pub failures: (u32, Option<(Instant, String)>),
 }

@@ -50,9 +50,14 @@ impl Owner {
                 }
                 *self.ended.lock().expect("end reason lock") = None;
                 let lane_tasks = self.call_lane.then(|| self.tracker.clone());
-                let (transport, stderr) =
-                    ChildTransport::spawn(cmd, &self.spec.name, self.ended.clone(), lane_tasks)
-                        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+                let (transport, stderr) = ChildTransport::spawn(
+                    cmd,
+                    &self.spec.name,
+                    self.ended.clone(),
+                    lane_tasks,
+                    self.max_message,
+                )
+                .map_err(|e| format!("cannot run {command:?}: {e}"))?;
                 let _ = group.set(transport.group());
                 lane = transport.lane();
                 if let Some(stderr) = stderr {

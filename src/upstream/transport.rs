@@ -19,8 +19,6 @@ use tokio_util::task::TaskTracker;
 use super::lane::{Lane, SharedStdin};
 use crate::lines::{FrameEvent, LineAssembler};
 
-/// Largest JSON-RPC message accepted from a server, in bytes.
-pub const MAX_MESSAGE_BYTES: usize = 64 << 20;
 /// How long a server may take to exit after its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
 
@@ -39,11 +37,13 @@ pub struct ChildTransport {
     chunk: Vec<u8>,
     server: String,
     ended: EndReason,
+    max_message: usize,
 }
 
 impl ChildTransport {
     /// Spawns `cmd` (stdin/stdout piped, stderr piped and returned) in its own process group,
-    /// with a [`Lane`] for `tools/call` when `lane` names the tracker for its writes.
+    /// with a [`Lane`] for `tools/call` when `lane` names the tracker for its writes, accepting
+    /// messages up to `max_message` bytes (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
     ///
     /// # Errors
     /// The spawn error.
@@ -52,6 +52,7 @@ impl ChildTransport {
         server: &str,
         ended: EndReason,
         lane: Option<TaskTracker>,
+        max_message: usize,
     ) -> std::io::Result<(ChildTransport, Option<tokio::process::ChildStderr>)> {
         cmd.stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -74,11 +75,12 @@ impl ChildTransport {
                 lane: lane.map(|tasks| Arc::new(Lane::new(stdin.clone(), tasks))),
                 stdin,
                 stdout,
-                lines: LineAssembler::new(MAX_MESSAGE_BYTES),
+                lines: LineAssembler::new(max_message),
                 ready: VecDeque::new(),
                 chunk: vec![0; 64 << 10],
                 server: server.to_string(),
                 ended,
+                max_message,
             },
             stderr,
         ))
@@ -187,10 +189,7 @@ impl Transport<RoleClient> for ChildTransport {
                         }
                     }
                     FrameEvent::TooLong { .. } => {
-                        self.end(format!(
-                            "it sent a message larger than {} MiB; the connection was closed",
-                            MAX_MESSAGE_BYTES >> 20
-                        ));
+                        self.end(too_long(self.max_message));
                         self.kill_group();
                         self.close_lane();
                         return None;
@@ -215,6 +214,15 @@ impl Transport<RoleClient> for ChildTransport {
         self.kill_group(); // whatever the launcher left in its group
         Ok(())
     }
+}
+
+/// Why the connection ended when a message was over `max` bytes: names the setting to raise.
+fn too_long(max: usize) -> String {
+    format!(
+        "it sent a message larger than MCP_BRIDGE_MAX_SERVER_MESSAGE ({} MiB), so the connection \
+         was closed; raise MCP_BRIDGE_MAX_SERVER_MESSAGE (e.g. 256m) to accept larger results",
+        max >> 20
+    )
 }
 
 /// A line without a leading byte-order mark or a trailing carriage return.

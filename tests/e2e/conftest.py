@@ -562,7 +562,7 @@ def stub_ready() -> Path:
     """The stub server binary; a missing one is a build problem (always a failure)."""
     b = servers_helpers.stub_bin()
     if not (b.is_file() and os.access(b, os.X_OK)):
-        pytest.fail(f"stub-mcp not found at {b}: run `cargo build --bins` (or set MCP_STUB_BIN)", pytrace=False)
+        pytest.fail(f"stub-mcp not found at {b}: run `cargo build --bins --features test-stub` (or set MCP_STUB_BIN)", pytrace=False)
     return b
 
 

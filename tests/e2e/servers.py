@@ -7,7 +7,7 @@ MCP_BRIDGE_CONFIG_DIR).
 
 Servers
 -------
-stub        tests/support/stub_mcp.rs (cargo build --bin stub-mcp): echo, add, slow, crash, big,
+stub        tests/support/stub_mcp.rs (cargo build --bins --features test-stub): echo, add, slow, crash, big,
             fail, whoami, plus tool_0..tool_{N-1} with --extra-tools N. Binary from MCP_STUB_BIN,
             else <repo>/target/debug/stub-mcp.
 everything  @modelcontextprotocol/server-everything (node), tools like echo(message), get-sum(a, b)

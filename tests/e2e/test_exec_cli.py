@@ -10,7 +10,8 @@ import tempfile
 import pytest
 
 OK, RAISED, USAGE, TIMEOUT, SANDBOX = 0, 1, 2, 124, 125
-JSON_KEYS = {"status", "exit_code", "stdout", "stderr", "error", "notice", "duration"}
+JSON_KEYS = {"status", "exit_code", "stdout", "stderr", "error", "notice", "duration", "files",
+             "files_refused"}
 
 
 def _exec(helpers, env, cwd, *args: str, stdin: str | None = None, timeout: int = 120, **extra: str):
@@ -87,7 +88,8 @@ def test_a_config_error_exits_2_and_runs_nothing(helpers, cli_env, cli_cwd):
 
 
 @pytest.mark.parametrize("broken", [
-    {"MCP_BRIDGE_IMAGE": "does-not-exist:latest"},
+    # A missing image is built unless builds are off (test_image_build.py covers the build).
+    {"MCP_BRIDGE_IMAGE": "does-not-exist:latest", "MCP_BRIDGE_IMAGE_BUILD": "off"},
     {"DOCKER_HOST": "unix:///nonexistent/engine.sock"},
 ])
 def test_a_sandbox_or_engine_failure_exits_125(helpers, cli_env, cli_cwd, broken):

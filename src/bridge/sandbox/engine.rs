@@ -18,6 +18,8 @@ use super::{orphans, Connector};
 use crate::bridge::error::BridgeError;
 use crate::config::{ChannelMode, Settings};
 use crate::container::{remove_leftovers, Connection, ContainerRuntime, Owner, RuntimeError};
+use crate::image::{Provisioner, Requested};
+use crate::outbox::Outbox;
 
 /// How long the bridge, when exiting, may spend reconnecting to remove sandboxes it could not
 /// remove while the engine was gone.
@@ -36,6 +38,8 @@ pub(super) enum FrameChannel {
 pub(super) struct Engine {
     pub(super) settings: Arc<Settings>,
     connector: Connector,
+    /// Builds the image when it is missing.
+    provisioner: Provisioner,
     pub(super) owner: Owner,
     tracker: TaskTracker,
     conn: Option<Connection>,
@@ -48,11 +52,19 @@ pub(super) struct Engine {
     lost: Option<String>,
     /// Sandboxes started so far (part of their names).
     pub(super) generation: u64,
+    /// Where sandboxes' files go.
+    pub(super) outbox: Arc<Outbox>,
 }
 
 impl Engine {
     /// Not yet connected: the first sandbox connects.
-    pub(super) fn new(settings: Arc<Settings>, connector: Connector, tracker: TaskTracker) -> Self {
+    pub(super) fn new(
+        settings: Arc<Settings>,
+        connector: Connector,
+        provisioner: Provisioner,
+        tracker: TaskTracker,
+        outbox: Arc<Outbox>,
+    ) -> Self {
         let channel = match settings.channel {
             ChannelMode::Stdio => FrameChannel::Stdio,
             ChannelMode::Auto => FrameChannel::Socket,
@@ -60,6 +72,7 @@ impl Engine {
         Engine {
             settings,
             connector,
+            provisioner,
             owner: Owner::current(),
             tracker,
             conn: None,
@@ -67,6 +80,7 @@ impl Engine {
             orphans_due: false,
             lost: None,
             generation: 0,
+            outbox,
         }
     }
 
@@ -75,7 +89,9 @@ impl Engine {
     /// and of dead bridges' leftovers.
     ///
     /// # Errors
-    /// [`BridgeError::Runtime`] when no engine answers or it lacks the image.
+    /// [`BridgeError::Runtime`] when no engine answers, or it lacks the image and builds are
+    /// off; [`BridgeError::ImageBuilding`] when it lacks the image and a build runs (started
+    /// here when none did); [`BridgeError::ImageBuildFailed`] when the last build failed recently.
     pub(super) async fn connected(&mut self) -> Result<Arc<dyn ContainerRuntime>, BridgeError> {
         if let Some(c) = &self.conn {
             // A new sandbox is due: make sure the engine still answers (a podman service of
@@ -94,11 +110,12 @@ impl Engine {
         if !conn.runtime.image_present(&self.settings.image).await? {
             let engine = conn.runtime.engine().to_string();
             conn.close().await;
-            return Err(RuntimeError::ImageMissing {
-                image: self.settings.image.clone(),
-                engine,
-            }
-            .into());
+            let image = self.settings.image.clone();
+            return Err(match self.provisioner.request() {
+                Requested::Building => BridgeError::ImageBuilding,
+                Requested::Failed(error) => BridgeError::ImageBuildFailed { image, error },
+                Requested::Off => RuntimeError::ImageMissing { image, engine }.into(),
+            });
         }
         if self.orphans_due && orphans::sweep(&conn.runtime, &self.owner, &self.tracker).await {
             self.orphans_due = false;

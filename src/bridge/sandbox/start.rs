@@ -24,6 +24,14 @@ impl Engine {
         dispatcher: &Dispatcher,
     ) -> Result<Session, BridgeError> {
         let runtime = self.connected().await?;
+        if !self.settings.data.mounts.is_empty() && !runtime.sees_host_folders() {
+            return Err(BridgeError::Mounts(format!(
+                "{} is a remote engine (DOCKER_HOST={}): it cannot see this machine's folders. \
+                 Use a local engine, or unset MCP_BRIDGE_MOUNTS",
+                runtime.engine(),
+                self.settings.docker_host.as_deref().unwrap_or("?")
+            )));
+        }
         self.generation += 1;
         let name = format!(
             "mcp-code-bridge-{}-{}-{}",
@@ -55,6 +63,7 @@ impl Engine {
             limits,
             channel.map(|(l, _)| l),
             expected.as_ref(),
+            self.outbox.clone(),
         )
         .await;
         let refused = match (&started, &spec.channel_dir) {
@@ -68,14 +77,26 @@ impl Engine {
             self.channel = FrameChannel::Stdio;
             spec.channel_dir = None;
             started = Session::start(
-                runtime,
+                runtime.clone(),
                 &spec,
                 dispatcher.clone(),
                 limits,
                 None,
                 expected.as_ref(),
+                self.outbox.clone(),
             )
             .await;
+        }
+        if let Err(BridgeError::Runtime(err)) = &started {
+            if let Some(m) = spec.mounts.iter().find(|m| err.refuses_mount_of(&m.host)) {
+                return Err(BridgeError::Mounts(format!(
+                    "{} could not mount {} at {}: {err}. An engine in a VM (podman machine, \
+                     Docker Desktop) sees only the folders shared with the VM",
+                    runtime.engine(),
+                    m.host.display(),
+                    m.inside
+                )));
+            }
         }
         match started {
             Ok(s) => {

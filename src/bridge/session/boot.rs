@@ -27,6 +27,7 @@ use crate::bridge::error::BridgeError;
 use crate::bridge::posture::{self, Expected};
 use crate::bridge::protocol::ChannelOffer;
 use crate::container::ContainerRuntime;
+use crate::outbox::Outbox;
 
 /// A booted sandbox: what the session handle keeps.
 pub(super) struct Booted {
@@ -41,6 +42,7 @@ pub(super) struct Booted {
 /// Attaches to and starts container `id`, boots the entrypoint (offering `channel`, the
 /// listener and the directory it is mounted at inside) and waits for `ready`. The tasks are
 /// spawned in the current span; they end when the returned value (or the error) is dropped.
+/// Files the execs deliver go to `outbox`.
 ///
 /// # Errors
 /// [`BridgeError::Runtime`] when the engine refuses, [`BridgeError::Boot`] when the entrypoint
@@ -52,6 +54,7 @@ pub(super) async fn boot(
     limits: SessionLimits,
     channel: Option<(ChannelListener, String)>,
     expected: Option<&Expected>,
+    outbox: Arc<Outbox>,
 ) -> Result<Booted, BridgeError> {
     let began = tokio::time::Instant::now();
     let attached = runtime.attach(id).await?;
@@ -62,7 +65,7 @@ pub(super) async fn boot(
     );
     let (death_tx, death) = watch::channel(None);
     let (ready_tx, mut ready_rx) = oneshot::channel();
-    let shared = Shared::new(limits.memory_bytes, ready_tx, death_tx);
+    let shared = Shared::new(limits.memory_bytes, ready_tx, death_tx, outbox);
     let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
     let (exit_tx, exit_rx) = watch::channel(None);
     let calls = Calls::new(writer.clone(), dispatcher, limits);

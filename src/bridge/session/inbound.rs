@@ -56,10 +56,14 @@ impl FrameSink {
                     r.started = true;
                 }
             }
-            Ok(Inbound::Result(frame)) => {
+            Ok(Inbound::Result(mut frame)) => {
                 let mut running = shared.running.lock().expect("running lock");
                 match running.take() {
                     Some(r) if r.id == frame.id => {
+                        let files = shared.files.lock().expect("files lock").take();
+                        if let Some(files) = files.filter(|f| f.exec() == frame.id) {
+                            frame.files = files.finish();
+                        }
                         let _ = r.done.send(Ok(frame));
                     }
                     other => {
@@ -72,6 +76,16 @@ impl FrameSink {
                 }
             }
             Ok(Inbound::Call(frame)) => self.calls.handle(frame, shared),
+            Ok(Inbound::File(chunk)) => {
+                let mut files = shared.files.lock().expect("files lock");
+                match files.as_mut().filter(|f| f.exec() == chunk.exec) {
+                    Some(cell) => cell.chunk(chunk),
+                    None => tracing::debug!(
+                        exec = chunk.exec,
+                        "ignored a file chunk for an exec that is not running"
+                    ),
+                }
+            }
             Ok(Inbound::Output(frame)) => {
                 let mut running = shared.running.lock().expect("running lock");
                 if let Some(p) = running

@@ -40,6 +40,7 @@ use super::posture::Expected;
 use super::progress::Progress;
 use super::protocol::{ExecTools, Outbound, RestoredFrame, ResultFrame};
 use crate::container::{ContainerRuntime, SandboxSpec};
+use crate::outbox::{CellFiles, Outbox};
 use cell_progress::CellProgress;
 use state::{Running, Shared};
 use writer::Outgoing;
@@ -75,6 +76,7 @@ impl Session {
     /// Creates, attaches and starts a container for `spec`, boots the entrypoint and waits
     /// until it is ready. With `channel` (and `spec.channel_dir` naming where it is mounted),
     /// frames move to that socket once the entrypoint connects; otherwise they stay on stdio.
+    /// Files the execs deliver go to `outbox`.
     ///
     /// # Errors
     /// [`BridgeError::Runtime`] when the engine refuses; [`BridgeError::Boot`] when the
@@ -86,6 +88,7 @@ impl Session {
         limits: SessionLimits,
         channel: Option<ChannelListener>,
         expected: Option<&Expected>,
+        outbox: Arc<Outbox>,
     ) -> Result<Session, BridgeError> {
         let began = tokio::time::Instant::now();
         let id = runtime.create(spec).await?;
@@ -98,7 +101,7 @@ impl Session {
             "session",
             container = id.get(..SPAN_ID_CHARS).unwrap_or(&id)
         );
-        let booted = boot::boot(&runtime, &id, dispatcher, limits, channel, expected)
+        let booted = boot::boot(&runtime, &id, dispatcher, limits, channel, expected, outbox)
             .instrument(span)
             .await;
         match booted {
@@ -165,6 +168,8 @@ impl Session {
             }
             .to_line()
         };
+        *self.shared.files.lock().expect("files lock") =
+            Some(CellFiles::new(self.shared.outbox.clone(), id));
         *self.shared.running.lock().expect("running lock") = Some(Running {
             id,
             started: false,

@@ -15,6 +15,7 @@ use crate::bridge::engine_loss::EngineLink;
 use crate::bridge::error::{explain_exit, BridgeError};
 use crate::bridge::protocol::ResultFrame;
 use crate::lines::LineTail;
+use crate::outbox::{CellFiles, Outbox};
 
 /// Why and how a sandbox ended.
 #[derive(Debug, Clone)]
@@ -52,6 +53,10 @@ pub(super) struct Shared {
     pub(super) memory_bytes: u64,
     /// Whether the engine is still there, and whether frames can do without it.
     pub(super) engine: Arc<EngineLink>,
+    /// Where the files execs deliver go.
+    pub(super) outbox: Arc<Outbox>,
+    /// The running exec's files as they arrive (only the read loop writes to disk here).
+    pub(super) files: Mutex<Option<CellFiles>>,
     /// A snapshot save or restore in progress.
     pub(super) keeping: Keeping,
 }
@@ -63,6 +68,7 @@ impl Shared {
         memory_bytes: u64,
         ready: ReadyReply,
         death: watch::Sender<Option<Death>>,
+        outbox: Arc<Outbox>,
     ) -> Arc<Self> {
         Arc::new(Shared {
             ended: AtomicBool::new(false),
@@ -72,6 +78,8 @@ impl Shared {
             death,
             memory_bytes,
             engine: EngineLink::new(),
+            outbox,
+            files: Mutex::new(None),
             keeping: Keeping::default(),
         })
     }

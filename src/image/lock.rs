@@ -1,0 +1,107 @@
+//! [`BuildLock`]: one image build at a time per user, across bridges and `image build`: an
+//! exclusive `flock` on `<cache>/image-build.lock`. The holder writes its pid and current phase
+//! into the file so a waiting bridge can say whom it waits for. The kernel drops the lock when
+//! the holder's file closes, however the process ends, so a killed build never blocks the next.
+
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// The lock file's name in the cache directory.
+pub const LOCK_FILE: &str = "image-build.lock";
+/// The most of the lock file a waiter reads (pid and phase).
+const MAX_NOTE: u64 = 512;
+
+/// A held build lock; released when dropped.
+#[derive(Debug)]
+pub struct BuildLock {
+    file: File,
+}
+
+/// The outcome of one attempt to take the lock.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Taken.
+    Held(BuildLock),
+    /// Another process holds it; what it wrote (pid and phase), sanitized.
+    Busy(String),
+}
+
+/// The lock file for builds of this user.
+pub fn path(cache_dir: &Path) -> PathBuf {
+    cache_dir.join(LOCK_FILE)
+}
+
+/// Tries once, without waiting, to take the lock at `path` (creating it and its directory).
+///
+/// # Errors
+/// The I/O error when the file cannot be created or locked for another reason than contention.
+pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    // SAFETY: flock on a file descriptor this function owns; no memory is involved.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(Attempt::Held(BuildLock { file }));
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+        return Err(err);
+    }
+    let mut note = String::new();
+    let _ = (&mut file).take(MAX_NOTE).read_to_string(&mut note);
+    let note: String = note
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    Ok(Attempt::Busy(note.trim().to_string()))
+}
+
+impl BuildLock {
+    /// Records what the holder is doing, for waiters (best effort).
+    pub fn note(&mut self, phase: &str) {
+        let text = format!("pid {}: {phase}", std::process::id());
+        let cut: String = text.chars().take(MAX_NOTE as usize / 4).collect();
+        let _ = self.file.set_len(0);
+        let _ = self.file.rewind();
+        let _ = self.file.write_all(cut.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_and_waiters_see_its_note() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = path(&dir.path().join("cache"));
+        let Attempt::Held(mut held) = try_lock(&p).expect("lock") else {
+            panic!("the first attempt takes the lock");
+        };
+        held.note("installing pandas\n\u{1b}[31m");
+        match try_lock(&p).expect("attempt") {
+            Attempt::Busy(note) => {
+                assert!(
+                    note.contains(&format!("pid {}", std::process::id())),
+                    "{note}"
+                );
+                assert!(
+                    note.contains("installing pandas") && !note.contains('\u{1b}'),
+                    "{note}"
+                );
+            }
+            Attempt::Held(_) => panic!("a second holder while the first holds it"),
+        }
+        drop(held);
+        assert!(matches!(try_lock(&p).expect("attempt"), Attempt::Held(_)));
+    }
+}

@@ -1,0 +1,21 @@
+//! The sandbox image: its recipes, compiled in (`recipe.rs`), building it on the engine in use
+//! (`build.rs`: the registry recipe through the engine's build, the Debian recipe `debian.rs`
+//! on the host, or a user's root filesystem tarball, loaded as a docker-archive `archive.rs`),
+//! and the background build a bridge starts when the image is missing (`provision.rs`, one at a
+//! time per user through `lock.rs`). `status.rs` describes an image for `image status` and
+//! `doctor`.
+
+mod archive;
+pub mod build;
+pub mod debian;
+mod engine;
+pub mod lock;
+pub mod provision;
+pub mod recipe;
+pub mod status;
+
+pub use archive::ArchiveError;
+pub use build::{build_on, BuildError, BuildSpec, Report, Reporter, Route};
+pub use engine::EngineBuild;
+pub use provision::{BuildState, ImageBuild, Provisioner, Requested, Waited};
+pub use recipe::{Source, RECIPE_VERSION};

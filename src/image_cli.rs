@@ -1,0 +1,233 @@
+//! `mcp-code-bridge image build|status|remove`: the sandbox image by hand. `build` shows its
+//! progress on stderr and takes the same per-user lock as a bridge's background build; `status`
+//! and `remove` print to stdout. Each returns its exit code: 0 done (status: present and not
+//! stale), 1 failed (status: missing or stale).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Settings;
+use crate::container::{connect, Connection};
+use crate::image::build::{build_on, BuildSpec, Report, Route};
+use crate::image::debian::{self, DebianSpec};
+use crate::image::lock::{self, Attempt, BuildLock};
+use crate::image::status::{self, Recipe};
+use crate::shutdown;
+
+/// Exit code: done.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: failed, or (status) the image is missing or stale.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: stopped by a signal.
+pub const EXIT_INTERRUPTED: u8 = 130;
+
+/// What `image build` was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct BuildArgs {
+    /// `--registry`, `--debian` or `--rootfs FILE`; `None`: as the settings say (auto when off).
+    pub route: Option<Route>,
+    /// `--save-rootfs FILE`: only make the Debian root filesystem and copy it there.
+    pub save_rootfs: Option<PathBuf>,
+    /// `--refresh`: re-run debootstrap even when a cached root filesystem exists.
+    pub refresh: bool,
+}
+
+/// `image build`.
+pub async fn build(settings: &Settings, args: BuildArgs) -> u8 {
+    let ct = CancellationToken::new();
+    let stop = ct.clone();
+    tokio::spawn(async move {
+        shutdown::signalled().await;
+        stop.cancel();
+    });
+    let mut spec = BuildSpec::from_settings(settings).unwrap_or_else(|| BuildSpec {
+        image: settings.image.clone(),
+        route: Route::Auto,
+        base: settings.image_base.clone(),
+        debian: DebianSpec {
+            cache_dir: settings.cache_dir.clone(),
+            mirror: settings.image_mirror.clone(),
+            pip: settings.image_pip.clone(),
+            refresh: false,
+        },
+    });
+    spec.debian.refresh = args.refresh;
+    if let Some(route) = args.route {
+        spec.route = route;
+    }
+    let Some(_lock) = take_lock(settings, &ct).await else {
+        return EXIT_INTERRUPTED;
+    };
+    if let Some(out) = args.save_rootfs {
+        return save_rootfs(&spec.debian, &out, &ct).await;
+    }
+    let conn = match connect(settings).await {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let code = build_with(&conn, &spec, settings, &ct).await;
+    conn.close().await;
+    code
+}
+
+async fn build_with(
+    conn: &Connection,
+    spec: &BuildSpec,
+    settings: &Settings,
+    ct: &CancellationToken,
+) -> u8 {
+    let runtime = conn.runtime.as_ref();
+    let engine = format!("{} at {}", runtime.engine(), conn.endpoint);
+    let before = runtime.image_info(&spec.image).await.ok().flatten();
+    eprintln!("==> building {} on {engine}", spec.image);
+    let began = std::time::Instant::now();
+    let built = build_on(runtime, spec, &progress_to_stderr, ct).await;
+    if let Err(e) = built {
+        return if ct.is_cancelled() {
+            EXIT_INTERRUPTED
+        } else {
+            fail(&e.to_string())
+        };
+    }
+    let after = runtime.image_info(&spec.image).await.ok().flatten();
+    // The image this build replaced, if nothing else uses it (the engine refuses otherwise).
+    if let (Some(old), Some(new)) = (&before, &after) {
+        if old.id != new.id && runtime.remove_image(&old.id).await.unwrap_or(false) {
+            eprintln!("==> removed the image it replaced ({})", short(&old.id));
+        }
+    }
+    eprintln!("==> built in {} s", began.elapsed().as_secs());
+    print(&status::report(
+        &spec.image,
+        &engine,
+        after.as_ref(),
+        settings,
+    ));
+    EXIT_OK
+}
+
+fn progress_to_stderr(report: Report<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = match report {
+        Report::Phase(p) => writeln!(err, "==> {p}"),
+        Report::Detail(d) => writeln!(err, "    {d}"),
+    };
+}
+
+/// Takes the build lock, saying once whom it waits for; `None` when interrupted first.
+async fn take_lock(settings: &Settings, ct: &CancellationToken) -> Option<Option<BuildLock>> {
+    let path = lock::path(&settings.cache_dir);
+    let mut said = false;
+    loop {
+        match lock::try_lock(&path) {
+            Ok(Attempt::Held(held)) => return Some(Some(held)),
+            Ok(Attempt::Busy(note)) if !said => {
+                eprintln!("==> waiting for another image build to finish ({note})");
+                said = true;
+            }
+            Ok(Attempt::Busy(_)) => {}
+            Err(e) => {
+                eprintln!(
+                    "warning: cannot take the build lock {}: {e}",
+                    path.display()
+                );
+                return Some(None);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+            _ = ct.cancelled() => return None,
+        }
+    }
+}
+
+async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &CancellationToken) -> u8 {
+    if let Err(why) = debian::available() {
+        return fail(&format!("the Debian recipe cannot run here: {why}"));
+    }
+    let phase = |p: &str| progress_to_stderr(Report::Phase(p));
+    let detail = |d: &str| progress_to_stderr(Report::Detail(d));
+    let tarball = match debian::make_rootfs(spec, &phase, &detail, ct).await {
+        Ok(t) => t,
+        Err(_) if ct.is_cancelled() => return EXIT_INTERRUPTED,
+        Err(e) => return fail(&format!("the Debian recipe failed: {e}")),
+    };
+    match std::fs::copy(&tarball, out) {
+        Ok(bytes) => {
+            print(&format!(
+                "{} ({} MB): load it with `mcp-code-bridge image build --rootfs {0}` or MCP_BRIDGE_IMAGE_ROOTFS={0}\n",
+                out.display(),
+                bytes / 1_000_000
+            ));
+            EXIT_OK
+        }
+        Err(e) => fail(&format!("cannot write {}: {e}", out.display())),
+    }
+}
+
+/// `image status`: 0 when present and not stale.
+pub async fn status(settings: &Settings) -> u8 {
+    let conn = match connect(settings).await {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let engine = format!("{} at {}", conn.runtime.engine(), conn.endpoint);
+    let info = conn.runtime.image_info(&settings.image).await;
+    conn.close().await;
+    let info = match info {
+        Ok(i) => i,
+        Err(e) => return fail(&e.to_string()),
+    };
+    print(&status::report(
+        &settings.image,
+        &engine,
+        info.as_ref(),
+        settings,
+    ));
+    match info.as_ref().map(status::recipe_of) {
+        Some(Recipe::Current | Recipe::Unknown) => EXIT_OK,
+        _ => EXIT_FAILED,
+    }
+}
+
+/// `image remove`: removes the configured image from the engine.
+pub async fn remove(settings: &Settings) -> u8 {
+    let conn = match connect(settings).await {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let engine = conn.runtime.engine().to_string();
+    let removed = conn.runtime.remove_image(&settings.image).await;
+    conn.close().await;
+    match removed {
+        Ok(true) => {
+            print(&format!("removed {} from {engine}\n", settings.image));
+            EXIT_OK
+        }
+        Ok(false) => {
+            print(&format!("{} is not present in {engine}\n", settings.image));
+            EXIT_OK
+        }
+        Err(e) => fail(&format!(
+            "{e} (a sandbox of a running bridge may use it: stop that bridge first)"
+        )),
+    }
+}
+
+fn short(id: &str) -> &str {
+    let id = id.trim_start_matches("sha256:");
+    &id[..id.len().min(12)]
+}
+
+/// Writes to stdout; a closed stdout (`| head`) ends quietly.
+fn print(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+fn fail(message: &str) -> u8 {
+    eprintln!("mcp-code-bridge: {message}");
+    EXIT_FAILED
+}
