@@ -94,10 +94,10 @@ class HostReader:
         elif kind == "progress":
             if _is_id(frame.get("id")) and self.on_progress is not None:
                 self.on_progress(frame)
-        elif kind == "save":
+        elif kind == "save_namespace":
             if _is_id(frame.get("id")):
                 self.execq.put(frame)  # runs between execs, on the main thread
-        elif kind == "restore":
+        elif kind == "restore_namespace":
             job = self.restoring.add(frame)
             if job is not None:
                 self.execq.put(job)
@@ -129,10 +129,10 @@ def serve(runner, execq, writer, ack):
             frame = execq.get()
             if frame is None:
                 return
-            if frame["t"] == "save":
+            if frame["t"] == "save_namespace":
                 keeper.serve_save(frame, runner.namespace, writer)
                 continue
-            if frame["t"] == "restore":
+            if frame["t"] == "restore_namespace":
                 keeper.serve_restore(frame, runner.namespace, writer.send)
                 continue
             # sandbox code may have replaced the handler; this one is the interrupt contract

@@ -1,5 +1,5 @@
 """The namespace snapshot over the frame channel (ARCHITECTURE.md, "State that outlives the
-sandbox"): a `save` frame is answered with `snapshot` chunks and `saved`; `restore` chunks are
+sandbox"): a `save_namespace` frame is answered with `snapshot` chunks and `saved`; `restore_namespace` chunks are
 collected by whoever reads host frames and, once complete, restored on the main thread between
 execs, answered with `restored`. The bytes are snapshot.py's; this file only moves them."""
 import binascii
@@ -8,16 +8,16 @@ from . import protocol, snapshot
 
 CHUNK = 1 << 20  # bytes of snapshot per frame unless the host asks for less
 MIN_CHUNK = 1024
-# How the host writes a `restore` frame (serde keeps the field order): read without the JSON
+# How the host writes a `restore_namespace` frame (serde keeps the field order): read without the JSON
 # decoder, which would spend more time on a snapshot's base64 than the unpickling does.
-RESTORE_PREFIX = b'{"t":"restore","id":'
+RESTORE_PREFIX = b'{"t":"restore_namespace","id":'
 _DATA = b',"data":"'
 _DONE = b'","done":'
 _ENDS = {b'","done":false}': False, b'","done":true}': True}
 
 
 def restore_frame(line):
-    """The `restore` frame in `line` as written by the host, with `data` as bytes; None for any
+    """The `restore_namespace` frame in `line` as written by the host, with `data` as bytes; None for any
     other spelling (the caller then decodes it as JSON)."""
     head, end = line.find(_DATA, len(RESTORE_PREFIX)), line.rfind(_DONE)
     if head < 0 or end < head + len(_DATA):
@@ -25,18 +25,19 @@ def restore_frame(line):
     rid, done = line[len(RESTORE_PREFIX):head], _ENDS.get(line[end:].rstrip())
     if not rid.isdigit() or done is None:
         return None
-    return {"t": "restore", "id": int(rid), "data": line[head + len(_DATA):end], "done": done}
+    return {"t": "restore_namespace", "id": int(rid), "data": line[head + len(_DATA):end],
+            "done": done}
 
 
 class Restoring:
-    """`restore` chunks of one snapshot, collected as they arrive (reader thread)."""
+    """`restore_namespace` chunks of one snapshot, collected as they arrive (reader thread)."""
 
     def __init__(self):
         self.id = None
         self.buf = bytearray()
 
     def add(self, frame):
-        """Take one `restore` frame; returns the complete job for the exec queue after the last
+        """Take one `restore_namespace` frame; returns the complete job for the exec queue after the last
         chunk (`"done": true`), else None."""
         rid = frame.get("id")
         if rid != self.id:  # a new snapshot: whatever came before is dropped
@@ -47,7 +48,7 @@ class Restoring:
         if frame.get("done") is not True:
             return None
         blob, self.id, self.buf = self.buf, None, bytearray()
-        return {"t": "restore", "id": rid, "blob": blob}
+        return {"t": "restore_namespace", "id": rid, "blob": blob}
 
 
 def _pieces(parts, size):
@@ -72,7 +73,7 @@ def _int(value, default):
 
 
 def serve_save(frame, namespace, writer):
-    """Answer a `save` frame: the namespace's snapshot in `snapshot` frames, then `saved`
+    """Answer a `save_namespace` frame: the namespace's snapshot in `snapshot` frames, then `saved`
     (`writer` is the protocol.FrameWriter)."""
     sid = frame["id"]
     limit = max(0, _int(frame.get("limit"), 0))

@@ -85,7 +85,7 @@ def output_frame(exec_id, stdout, stdout_total, stderr, stderr_total):
 
 def snapshot_line(save_id, data):
     """`snapshot`, encoded: the next chunk (`data`, base64 bytes) of the namespace snapshot
-    `save` `save_id` (an int) asked for. Built by hand: base64 needs no escaping, and the JSON
+    `save_namespace` `save_id` (an int) asked for. Built by hand: base64 needs no escaping, and the JSON
     encoder would spend ~10 ns on every byte of a snapshot."""
     return b'{"t":"snapshot","id":%d,"data":"%s"}\n' % (save_id, data)
 

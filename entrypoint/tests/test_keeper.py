@@ -1,5 +1,5 @@
-"""The snapshot and progress frames through the real entrypoint (keeper.py, __main__.py): `save` ->
-`snapshot` chunks + `saved`, `restore` chunks -> `restored`, `runtime.reset()`, and `progress`
+"""The snapshot and progress frames through the real entrypoint (keeper.py, __main__.py): `save_namespace` ->
+`snapshot` chunks + `saved`, `restore_namespace` chunks -> `restored`, `runtime.reset()`, and `progress`
 polls answered with the running cell's output."""
 import base64
 import time
@@ -14,7 +14,7 @@ SETUP = ("import json as j\nimport threading\nscale = 3\ndef times(x):\n    retu
 
 def save(sb, save_id, limit=1 << 20, chunk=65536):
     """Ask `sb` for a snapshot: (bytes, the `saved` frame, how many chunk frames came)."""
-    sb.send({"t": "save", "id": save_id, "limit": limit, "chunk": chunk})
+    sb.send({"t": "save_namespace", "id": save_id, "limit": limit, "chunk": chunk})
     data, chunks = b"", 0
     while True:
         frame = sb.recv()
@@ -33,10 +33,10 @@ def restore(sb, restore_id, blob, chunk=100_000, as_host=True):
     for start in range(0, len(blob), chunk):
         data = base64.b64encode(blob[start:start + chunk]).decode()
         if as_host:
-            sb.send({"t": "restore", "id": restore_id, "data": data, "done": False})
+            sb.send({"t": "restore_namespace", "id": restore_id, "data": data, "done": False})
         else:
-            sb.send({"data": data, "id": restore_id, "t": "restore"})
-    sb.send({"t": "restore", "id": restore_id, "data": "", "done": True})
+            sb.send({"data": data, "id": restore_id, "t": "restore_namespace"})
+    sb.send({"t": "restore_namespace", "id": restore_id, "data": "", "done": True})
     frame = sb.recv()
     assert frame["t"] == "restored" and frame["id"] == restore_id, frame
     return frame
@@ -76,11 +76,12 @@ class SnapshotFramesTest(unittest.TestCase):
         for as_host in (True, False):
             report = restore(self.sandbox(), 2, blob, chunk=30_000, as_host=as_host)
             self.assertEqual((report["names"], report["failed"]), (["v"], []), as_host)
-        self.assertEqual(keeper.restore_frame(b'{"t":"restore","id":7,"data":"QQ==","done":true}'),
-                         {"t": "restore", "id": 7, "data": b"QQ==", "done": True})
-        for other in (b'{"t":"restore","id":"7","data":"","done":true}',
-                      b'{"t":"restore","id":7,"done":true,"data":""}',
-                      b'{"t":"restore","id":7,"data":"QQ==","done":null}'):
+        line = b'{"t":"restore_namespace","id":7,"data":"QQ==","done":true}'
+        self.assertEqual(keeper.restore_frame(line),
+                         {"t": "restore_namespace", "id": 7, "data": b"QQ==", "done": True})
+        for other in (b'{"t":"restore_namespace","id":"7","data":"","done":true}',
+                      b'{"t":"restore_namespace","id":7,"done":true,"data":""}',
+                      b'{"t":"restore_namespace","id":7,"data":"QQ==","done":null}'):
             self.assertIsNone(keeper.restore_frame(other), other)
 
     def test_the_limit_leaves_the_largest_names_out_and_an_empty_namespace_sends_nothing(self):

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::dispatch::LoadedTools;
 use super::error_kind::ErrorKind;
-pub use super::state_frames::{OutputFrame, RestoredFrame, SavedFrame};
+pub use super::state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};
 use crate::outbox::{Delivery, FileChunk};
 
 /// Protocol version sent in `boot` and expected in `ready`.
@@ -35,14 +35,14 @@ pub enum Inbound {
     File(FileChunk),
     /// The running exec's output so far (the answer to a `progress` frame).
     Output(OutputFrame),
-    /// A chunk of the namespace snapshot a `save` frame asked for (opaque bytes, base64).
+    /// A chunk of the namespace snapshot a `save_namespace` frame asked for (opaque bytes, base64).
     Snapshot {
         /// The save's id.
         id: u64,
         /// Base64 of the chunk's bytes.
         data: String,
     },
-    /// The snapshot a `save` frame asked for is complete.
+    /// The snapshot a `save_namespace` frame asked for is complete.
     Saved(SavedFrame),
     /// What a restore brought back.
     Restored(RestoredFrame),
@@ -162,7 +162,7 @@ pub enum Outbound<'a> {
         tail: usize,
     },
     /// Asks for a snapshot of the namespace (answered with `snapshot` chunks, then `saved`).
-    Save {
+    SaveNamespace {
         /// The save's id.
         id: u64,
         /// Bytes the snapshot may have.
@@ -171,7 +171,7 @@ pub enum Outbound<'a> {
         chunk: usize,
     },
     /// A chunk of a snapshot to restore; the last frame has `done` (answered with `restored`).
-    Restore {
+    RestoreNamespace {
         /// The restore's id.
         id: u64,
         /// Base64 of the chunk's bytes.

@@ -3,7 +3,69 @@
 //! `protocol.rs` reads the tag and hands the line here. Every field comes from the sandbox and
 //! is bounded only by the frame limit: users of these types cut what they keep.
 
-use serde::Deserialize;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::de::{IgnoredAny, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+
+/// Items of a list from the sandbox that are kept; the rest are only counted.
+pub const LIST_KEPT: usize = 1000;
+
+/// A list from the sandbox: its first [`LIST_KEPT`] items, and how many it had. A hostile list
+/// of millions of short items then costs what its frame's bytes do, not many times that.
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub struct Bounded<T> {
+    /// The first items.
+    pub items: Vec<T>,
+    /// How many items the list had.
+    pub total: usize,
+}
+
+impl<T> Default for Bounded<T> {
+    fn default() -> Self {
+        Bounded {
+            items: Vec::new(),
+            total: 0,
+        }
+    }
+}
+
+impl<T> From<Vec<T>> for Bounded<T> {
+    fn from(items: Vec<T>) -> Self {
+        Bounded {
+            total: items.len(),
+            items,
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Bounded<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Items<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Items<T> {
+            type Value = Bounded<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Bounded<T>, A::Error> {
+                let mut list = Bounded::default();
+                while list.items.len() < LIST_KEPT {
+                    match seq.next_element()? {
+                        Some(item) => list.items.push(item),
+                        None => break,
+                    }
+                }
+                list.total = list.items.len();
+                while seq.next_element::<IgnoredAny>()?.is_some() {
+                    list.total += 1;
+                }
+                Ok(list)
+            }
+        }
+        d.deserialize_seq(Items(PhantomData))
+    }
+}
 
 /// The entrypoint's `output` frame.
 #[derive(Debug, Deserialize, PartialEq, Default)]
@@ -45,10 +107,10 @@ pub struct RestoredFrame {
     pub id: u64,
     /// The names that came back.
     #[serde(default)]
-    pub names: Vec<String>,
+    pub names: Bounded<String>,
     /// `[name, why]` for the names that did not.
     #[serde(default)]
-    pub failed: Vec<(String, String)>,
+    pub failed: Bounded<(String, String)>,
 }
 
 #[cfg(test)]
@@ -86,8 +148,8 @@ mod tests {
             parse_inbound(br#"{"t":"restored","id":10,"names":["df"],"failed":[["g","no"]]}"#),
             Ok(Inbound::Restored(RestoredFrame {
                 id: 10,
-                names: vec!["df".into()],
-                failed: vec![("g".into(), "no".into())]
+                names: vec!["df".to_string()].into(),
+                failed: vec![("g".to_string(), "no".to_string())].into()
             }))
         );
         for bad in [
@@ -105,11 +167,27 @@ mod tests {
         }
     }
 
-    /// The entrypoint reads `restore` lines without its JSON decoder when they are spelled
+    #[test]
+    fn a_long_list_keeps_its_first_items_and_counts_the_rest() {
+        let names: Vec<String> = (0..LIST_KEPT + 500).map(|i| format!("n{i}")).collect();
+        let line = serde_json::json!({"t": "restored", "id": 1, "names": names}).to_string();
+        let Ok(Inbound::Restored(frame)) = parse_inbound(line.as_bytes()) else {
+            panic!("parses");
+        };
+        assert_eq!(frame.names.items.len(), LIST_KEPT);
+        assert_eq!(frame.names.total, LIST_KEPT + 500);
+        assert_eq!(
+            frame.names.items[LIST_KEPT - 1],
+            format!("n{}", LIST_KEPT - 1)
+        );
+        assert_eq!(frame.failed, Bounded::default());
+    }
+
+    /// The entrypoint reads `restore_namespace` lines without its JSON decoder when they are spelled
     /// exactly so (`keeper.restore_frame`): this is that spelling.
     #[test]
     fn restore_lines_keep_the_spelling_the_entrypoint_reads_fast() {
-        let line = Outbound::Restore {
+        let line = Outbound::RestoreNamespace {
             id: 3,
             data: "QQ==",
             done: false,
@@ -117,7 +195,7 @@ mod tests {
         .to_line();
         assert_eq!(
             String::from_utf8(line).expect("utf-8"),
-            "{\"t\":\"restore\",\"id\":3,\"data\":\"QQ==\",\"done\":false}\n"
+            "{\"t\":\"restore_namespace\",\"id\":3,\"data\":\"QQ==\",\"done\":false}\n"
         );
     }
 }

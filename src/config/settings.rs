@@ -97,7 +97,8 @@ pub struct Settings {
     /// `MCP_BRIDGE_STATE_DIR`.
     pub state_dir: PathBuf,
     /// `MCP_BRIDGE_SNAPSHOT_MAX`: the largest snapshot of the user's namespace saved when an
-    /// idle sandbox is stopped, in bytes; `None` when set to `0` or `off` (nothing is saved).
+    /// idle sandbox is stopped, in bytes (default a quarter of `MCP_BRIDGE_MEMORY`); `None`
+    /// when set to `0` or `off` (nothing is saved).
     pub snapshot_max: Option<usize>,
     /// `MCP_BRIDGE_SNAPSHOT_TIMEOUT`: how long saving or restoring a snapshot may take.
     pub snapshot_timeout: Duration,
@@ -311,6 +312,20 @@ impl Settings {
                 .and_then(|u| u.parse().ok()),
         };
         let data = DataSettings::from_lookup(&var, &rules)?;
+        let memory_bytes = parsed(
+            "MCP_BRIDGE_MEMORY",
+            var("MCP_BRIDGE_MEMORY"),
+            512 << 20,
+            |v| {
+                parse_size(v).and_then(|b| {
+                    if b < 16 << 20 {
+                        Err("at least 16m is needed to run Python".into())
+                    } else {
+                        Ok(b)
+                    }
+                })
+            },
+        )?;
         Ok(Settings {
             runtime,
             image: image.trim().to_string(),
@@ -323,20 +338,7 @@ impl Settings {
             cache_dir,
             timeout: Duration::from_secs(timeout),
             max_timeout: Duration::from_secs(max_timeout),
-            memory_bytes: parsed(
-                "MCP_BRIDGE_MEMORY",
-                var("MCP_BRIDGE_MEMORY"),
-                512 << 20,
-                |v| {
-                    parse_size(v).and_then(|b| {
-                        if b < 16 << 20 {
-                            Err("at least 16m is needed to run Python".into())
-                        } else {
-                            Ok(b)
-                        }
-                    })
-                },
-            )?,
+            memory_bytes,
             pids: parsed("MCP_BRIDGE_PIDS", var("MCP_BRIDGE_PIDS"), 128, parse_count)?,
             cpus: parsed("MCP_BRIDGE_CPUS", var("MCP_BRIDGE_CPUS"), None, |v| {
                 parse_cpus(v).map(Some)
@@ -347,7 +349,9 @@ impl Settings {
             snapshot_max: parsed(
                 "MCP_BRIDGE_SNAPSHOT_MAX",
                 var("MCP_BRIDGE_SNAPSHOT_MAX"),
-                Some(128 << 20),
+                // A quarter of the sandbox's memory: saving holds the pickles next to the
+                // objects, restoring the bytes next to what they become.
+                Some((memory_bytes / 4).max(1 << 20) as usize),
                 |v| match v.trim().to_ascii_lowercase().as_str() {
                     "0" | "off" => Ok(None),
                     _ => parse_size(v).map(|n| Some(n.clamp(1 << 20, 16 << 30) as usize)),
@@ -617,6 +621,12 @@ mod tests {
         }
         let s = with(&[("MCP_BRIDGE_SNAPSHOT_MAX", "10k")]).expect("valid");
         assert_eq!(s.snapshot_max, Some(1 << 20));
+        let s = with(&[("MCP_BRIDGE_MEMORY", "2g")]).expect("valid");
+        assert_eq!(
+            s.snapshot_max,
+            Some(512 << 20),
+            "a quarter of the memory by default"
+        );
         let s = with(&[
             ("MCP_BRIDGE_SNAPSHOT_MAX", "32m"),
             ("MCP_BRIDGE_PROGRESS_INTERVAL", "500ms"),

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::Actor;
 use crate::bridge::error::{explain_exit, BridgeError};
+use crate::bridge::protocol::Bounded;
 use crate::bridge::session::{SaveEvent, Session};
 use crate::bridge::snapshot::RestoreOutcome;
 
@@ -122,8 +123,8 @@ impl Actor {
         let failure = match outcome {
             Ok(Ok((names, failed))) => {
                 tracing::info!(
-                    restored = names.len(),
-                    failed = failed.len(),
+                    restored = names.total,
+                    failed = failed.total,
                     bytes = size,
                     ms = began.elapsed().as_millis() as u64,
                     "restored the saved namespace"
@@ -166,7 +167,7 @@ async fn send_snapshot(
     id: u64,
     mut file: tokio::fs::File,
     memory_bytes: u64,
-) -> Result<(Vec<String>, Vec<(String, String)>), BridgeError> {
+) -> Result<(Bounded<String>, Bounded<(String, String)>), BridgeError> {
     let report = session.expect_restored(id);
     let mut buf = vec![0u8; RESTORE_CHUNK];
     loop {

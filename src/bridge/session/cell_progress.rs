@@ -55,7 +55,12 @@ impl CellProgress {
 /// The last non-blank line of `text` (lines end at `\n` or `\r`, as progress bars redraw),
 /// without control characters, cut to [`LINE_CHARS`].
 fn last_line(text: &str) -> Option<String> {
-    let line = text
+    // Only the end can hold the last line worth showing: a long frame is not scanned whole.
+    let mut from = text.len().saturating_sub(LINE_CHARS * 16);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let line = text[from..]
         .split(['\n', '\r'])
         .rev()
         .map(str::trim)

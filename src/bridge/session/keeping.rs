@@ -215,10 +215,13 @@ mod tests {
         assert!(rx.try_recv().is_err());
         k.restored(RestoredFrame {
             id: 7,
-            names: vec!["df".into()],
-            failed: vec![],
+            names: vec!["df".to_string()].into(),
+            failed: Default::default(),
         });
-        assert_eq!(rx.try_recv().expect("report").names, vec!["df".to_string()]);
+        assert_eq!(
+            rx.try_recv().expect("report").names.items,
+            vec!["df".to_string()]
+        );
         let mut save = k.begin_save(8, 10);
         let mut restore = k.begin_restore(9);
         k.end();

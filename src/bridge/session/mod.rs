@@ -224,7 +224,7 @@ impl Session {
         chunk: usize,
     ) -> Result<mpsc::UnboundedReceiver<SaveEvent>, BridgeError> {
         let rx = self.shared.keeping.begin_save(id, limit);
-        self.send(Outbound::Save { id, limit, chunk }.to_line())
+        self.send(Outbound::SaveNamespace { id, limit, chunk }.to_line())
             .await?;
         Ok(rx)
     }
@@ -247,7 +247,7 @@ impl Session {
         done: bool,
     ) -> Result<(), BridgeError> {
         let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-        let line = Outbound::Restore {
+        let line = Outbound::RestoreNamespace {
             id,
             data: &data,
             done,

@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use crate::bridge::protocol::Bounded;
+
 /// Names listed as restored; the rest are counted.
 const MAX_RESTORED: usize = 40;
 /// Names listed as not restored; the rest are counted.
@@ -19,9 +21,9 @@ pub enum RestoreOutcome {
     /// The entrypoint's report.
     Restored {
         /// Names that came back.
-        names: Vec<String>,
+        names: Bounded<String>,
         /// `(name, why)` of those that did not.
-        failed: Vec<(String, String)>,
+        failed: Bounded<(String, String)>,
         /// How long ago the snapshot was saved.
         age: Duration,
         /// The snapshot was restored before, into a sandbox whose later changes are lost.
@@ -56,28 +58,29 @@ pub fn fresh_sandbox(why: &str, restored: Option<&RestoreOutcome>) -> String {
             } else {
                 format!("saved when the sandbox stopped, {} ago", ago(*age))
             };
-            let mut text = if names.is_empty() {
+            let mut text = if names.total == 0 {
                 format!("{why}. Nothing came back from the snapshot {when}.")
             } else {
+                let each = names.items.iter().map(|n| line(n, NAME_CHARS));
                 format!(
                     "{why}. Restored from the snapshot {when}: {}.",
-                    listed(names.iter().map(|n| line(n, NAME_CHARS)), MAX_RESTORED)
+                    listed(each, names.total, MAX_RESTORED)
                 )
             };
-            if !failed.is_empty() {
-                let each = failed.iter().map(|(name, why)| {
+            if failed.total > 0 {
+                let each = failed.items.iter().map(|(name, why)| {
                     format!("{} ({})", line(name, NAME_CHARS), line(why, WHY_CHARS))
                 });
-                text.push_str(&format!(" Not restored: {}.", listed(each, MAX_FAILED)));
+                let each = listed(each, failed.total, MAX_FAILED);
+                text.push_str(&format!(" Not restored: {each}."));
             }
             text
         }
     }
 }
 
-/// `items` joined with ", " (at most `max` of them, then how many more there were).
-fn listed(items: impl ExactSizeIterator<Item = String>, max: usize) -> String {
-    let total = items.len();
+/// `items` joined with ", " (at most `max` of them, then how many more of `total` there were).
+fn listed(items: impl Iterator<Item = String>, total: usize, max: usize) -> String {
     let mut shown: Vec<String> = items.take(max).collect();
     if total > max {
         shown.push(format!("and {} more", total - max));
@@ -119,8 +122,8 @@ mod tests {
             format!("{why}: variables and imports from earlier calls are gone.")
         );
         let r = RestoreOutcome::Restored {
-            names: vec!["df".into(), "f".into()],
-            failed: vec![("g".into(), "cannot be pickled: TypeError".into())],
+            names: vec!["df".to_string(), "f".to_string()].into(),
+            failed: vec![("g".to_string(), "cannot be pickled: TypeError".to_string())].into(),
             age: Duration::from_secs(301),
             stale: false,
         };
@@ -132,8 +135,8 @@ mod tests {
             )
         );
         let stale = RestoreOutcome::Restored {
-            names: vec![],
-            failed: vec![],
+            names: Bounded::default(),
+            failed: Bounded::default(),
             age: Duration::from_secs(30),
             stale: true,
         };
@@ -149,18 +152,22 @@ mod tests {
         let names: Vec<String> = (0..100)
             .map(|i| format!("n{i}\n{}", "x".repeat(500)))
             .collect();
+        let failed = names
+            .iter()
+            .map(|n| (n.clone(), "y".repeat(10_000)))
+            .collect();
         let r = RestoreOutcome::Restored {
-            failed: names
-                .iter()
-                .map(|n| (n.clone(), "y".repeat(10_000)))
-                .collect(),
-            names,
+            failed: Bounded {
+                items: failed,
+                total: 5000,
+            },
+            names: names.into(),
             age: Duration::from_secs(9000),
             stale: true,
         };
         let text = fresh_sandbox("X", Some(&r));
         assert!(!text.contains('\n'));
-        assert!(text.contains("and 60 more") && text.contains("and 80 more"));
+        assert!(text.contains("and 60 more") && text.contains("and 4980 more"));
         assert!(text.len() < 20_000, "{}", text.len());
         assert!(text.contains("2 h ago"));
     }
