@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use mcp_code_bridge::report::RunStatus;
-use mcp_code_bridge::server::BridgeServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock,
     ReadResourceRequestParams, ResourceContents,
@@ -14,7 +13,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use serde_json::json;
 
-use crate::support::{process_app, req};
+use crate::support::{process_app, req, serve_in_memory};
 
 /// Python that makes a PNG of `w`×`h` without any library (the process runtime's python has
 /// none): `png(w, h)` → bytes.
@@ -230,15 +229,7 @@ async fn client_with(
     env: &[(&str, &str)],
 ) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
     let (app, _rt) = process_app(env);
-    let handler = BridgeServer::new(
-        app.sandbox.clone(),
-        app.settings.clone(),
-        app.outbox.clone(),
-    );
-    let (a, b) = tokio::io::duplex(1 << 20);
-    let ct = app.ct.clone();
-    let (read, write) = tokio::io::split(b);
-    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
+    let a = serve_in_memory(&app);
     let client = ().serve(a).await.expect("handshake");
     (client, app)
 }

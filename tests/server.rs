@@ -1,6 +1,6 @@
 //! The MCP face over in-memory pipes, with rmcp's client.
 
-use mcp_code_bridge::server::{BridgeServer, CAPABILITIES_URI};
+use mcp_code_bridge::server::CAPABILITIES_URI;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, NumberOrString,
     ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, RequestMetaObject,
@@ -9,7 +9,7 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use serde_json::json;
 
-use crate::support::process_app;
+use crate::support::{process_app, serve_in_memory};
 
 async fn client() -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
     client_with(&[]).await
@@ -19,15 +19,7 @@ async fn client_with(
     env: &[(&str, &str)],
 ) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
     let (app, _rt) = process_app(env);
-    let handler = BridgeServer::new(
-        app.sandbox.clone(),
-        app.settings.clone(),
-        app.outbox.clone(),
-    );
-    let (a, b) = tokio::io::duplex(1 << 20);
-    let ct = app.ct.clone();
-    let (read, write) = tokio::io::split(b);
-    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
+    let a = serve_in_memory(&app);
     let client = ().serve(a).await.expect("handshake");
     (client, app)
 }
@@ -219,15 +211,7 @@ impl rmcp::ClientHandler for ProgressRecorder {
 #[tokio::test]
 async fn a_call_with_a_progress_token_hears_that_the_sandbox_starts_and_nothing_after_the_result() {
     let (app, _rt) = process_app(&[]);
-    let handler = BridgeServer::new(
-        app.sandbox.clone(),
-        app.settings.clone(),
-        app.outbox.clone(),
-    );
-    let (a, b) = tokio::io::duplex(1 << 20);
-    let ct = app.ct.clone();
-    let (read, write) = tokio::io::split(b);
-    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
+    let a = serve_in_memory(&app);
     let recorder = ProgressRecorder::default();
     let client = recorder.clone().serve(a).await.expect("handshake");
 

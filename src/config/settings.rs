@@ -148,6 +148,16 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Settings read from `pairs` alone, as if they were the whole environment (tests).
+    #[cfg(test)]
+    pub(crate) fn from_pairs(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let map: std::collections::HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|k| map.get(k).cloned())
+    }
+
     /// Reads settings from the process environment.
     ///
     /// # Errors
@@ -475,14 +485,9 @@ pub(super) fn parse_flag(v: &str) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn with(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Settings::from_lookup(|k| map.get(k).cloned())
+        Settings::from_pairs(pairs)
     }
 
     #[test]

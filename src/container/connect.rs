@@ -217,11 +217,7 @@ mod tests {
     use super::*;
 
     fn settings(pairs: &[(&str, &str)]) -> Settings {
-        let map: std::collections::HashMap<_, _> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Settings::from_lookup(|k| map.get(k).cloned()).expect("valid settings")
+        Settings::from_pairs(pairs).expect("valid settings")
     }
 
     #[test]

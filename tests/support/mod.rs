@@ -46,3 +46,17 @@ pub fn req(code: &str, timeout_secs: u64) -> RunRequest {
         progress: Progress::none(),
     }
 }
+
+/// Serves the bridge's MCP face for `app` over an in-memory pipe; returns the client's end.
+pub fn serve_in_memory(app: &App) -> tokio::io::DuplexStream {
+    let handler = mcp_code_bridge::server::BridgeServer::new(
+        app.sandbox.clone(),
+        app.settings.clone(),
+        app.outbox.clone(),
+    );
+    let (a, b) = tokio::io::duplex(1 << 20);
+    let ct = app.ct.clone();
+    let (read, write) = tokio::io::split(b);
+    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
+    a
+}
