@@ -43,17 +43,8 @@ pub async fn build(settings: &Settings, args: BuildArgs) -> u8 {
         shutdown::signalled().await;
         stop.cancel();
     });
-    let mut spec = BuildSpec::from_settings(settings).unwrap_or_else(|| BuildSpec {
-        image: settings.image.clone(),
-        route: Route::Auto,
-        base: settings.image_base.clone(),
-        debian: DebianSpec {
-            cache_dir: settings.cache_dir.clone(),
-            mirror: settings.image_mirror.clone(),
-            pip: settings.image_pip.clone(),
-            refresh: false,
-        },
-    });
+    let mut spec = BuildSpec::from_settings(settings)
+        .unwrap_or_else(|| BuildSpec::with_route(settings, Route::Auto));
     spec.debian.refresh = args.refresh;
     if let Some(route) = args.route {
         spec.route = route;

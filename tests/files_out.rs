@@ -10,10 +10,9 @@ use rmcp::model::{
     ReadResourceRequestParams, ResourceContents,
 };
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::ServiceExt;
 use serde_json::json;
 
-use crate::support::{process_app, req, serve_in_memory};
+use crate::support::{mcp_client, process_app, req};
 
 /// Python that makes a PNG of `w`×`h` without any library (the process runtime's python has
 /// none): `png(w, h)` → bytes.
@@ -225,15 +224,6 @@ async fn a_hostile_sandbox_cannot_make_the_host_write_outside_the_session_folder
     app.shutdown().await;
 }
 
-async fn client_with(
-    env: &[(&str, &str)],
-) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
-    let (app, _rt) = process_app(env);
-    let a = serve_in_memory(&app);
-    let client = ().serve(a).await.expect("handshake");
-    (client, app)
-}
-
 async fn call(client: &RunningService<RoleClient, ()>, code: &str) -> CallToolResult {
     let serde_json::Value::Object(args) = json!({ "code": code }) else {
         panic!("object")
@@ -252,7 +242,7 @@ async fn call(client: &RunningService<RoleClient, ()>, code: &str) -> CallToolRe
 async fn a_picture_comes_back_as_image_content_and_files_as_links_resources_serve() {
     let tmp = tempfile::tempdir().expect("temp");
     let state = state_env(tmp.path());
-    let (client, app) = client_with(&[("MCP_BRIDGE_STATE_DIR", &state)]).await;
+    let (client, app) = mcp_client(&[("MCP_BRIDGE_STATE_DIR", &state)]).await;
     let code = format!(
         "{PNG_MAKER}\ndisplay(Drawing(40, 30))\n\
          from mcp import runtime\nruntime.save('col\\n1\\n', 'data.csv')"
@@ -334,7 +324,7 @@ async fn a_picture_comes_back_as_image_content_and_files_as_links_resources_serv
 async fn with_images_off_or_structured_content_the_files_still_show() {
     let tmp = tempfile::tempdir().expect("temp");
     let state = state_env(tmp.path());
-    let (client, app) = client_with(&[
+    let (client, app) = mcp_client(&[
         ("MCP_BRIDGE_STATE_DIR", &state),
         ("MCP_BRIDGE_IMAGES", "0"),
         ("MCP_BRIDGE_STRUCTURED_CONTENT", "1"),
@@ -354,7 +344,7 @@ async fn with_images_off_or_structured_content_the_files_still_show() {
     app.shutdown().await;
 
     // With a picture to show, no structuredContent: Claude Code would hide the image.
-    let (client, app) = client_with(&[
+    let (client, app) = mcp_client(&[
         ("MCP_BRIDGE_STATE_DIR", &state),
         ("MCP_BRIDGE_STRUCTURED_CONTENT", "1"),
     ])

@@ -9,19 +9,10 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use serde_json::json;
 
-use crate::support::{process_app, serve_in_memory};
+use crate::support::{mcp_client, process_app, serve_in_memory};
 
 async fn client() -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
-    client_with(&[]).await
-}
-
-async fn client_with(
-    env: &[(&str, &str)],
-) -> (RunningService<RoleClient, ()>, mcp_code_bridge::app::App) {
-    let (app, _rt) = process_app(env);
-    let a = serve_in_memory(&app);
-    let client = ().serve(a).await.expect("handshake");
-    (client, app)
+    mcp_client(&[]).await
 }
 
 async fn call(
@@ -82,7 +73,7 @@ async fn lists_exactly_one_small_tool_and_runs_code() {
 
 #[tokio::test]
 async fn structured_content_is_added_when_asked_for() {
-    let (client, app) = client_with(&[("MCP_BRIDGE_STRUCTURED_CONTENT", "1")]).await;
+    let (client, app) = mcp_client(&[("MCP_BRIDGE_STRUCTURED_CONTENT", "1")]).await;
     let r = call(&client, json!({"code": "print(6*7)"}))
         .await
         .expect("call");

@@ -52,7 +52,12 @@ impl BuildSpec {
             (None, ImageBuildMode::Registry) => Route::Registry,
             (None, ImageBuildMode::Debian) => Route::Debian,
         };
-        Some(BuildSpec {
+        Some(BuildSpec::with_route(settings, route))
+    }
+
+    /// A build of `settings`' image along `route`, whatever `MCP_BRIDGE_IMAGE_BUILD` says.
+    pub fn with_route(settings: &Settings, route: Route) -> BuildSpec {
+        BuildSpec {
             image: settings.image.clone(),
             route,
             base: settings.image_base.clone(),
@@ -62,7 +67,7 @@ impl BuildSpec {
                 pip: settings.image_pip.clone(),
                 refresh: false,
             },
-        })
+        }
     }
 }
 

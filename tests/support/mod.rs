@@ -60,3 +60,16 @@ pub fn serve_in_memory(app: &App) -> tokio::io::DuplexStream {
     tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
     a
 }
+
+/// rmcp's client, connected in memory to a bridge on the process runtime with `pairs` as settings.
+pub async fn mcp_client(
+    pairs: &[(&str, &str)],
+) -> (
+    rmcp::service::RunningService<rmcp::service::RoleClient, ()>,
+    App,
+) {
+    use rmcp::ServiceExt;
+    let (app, _rt) = process_app(pairs);
+    let client = ().serve(serve_in_memory(&app)).await.expect("handshake");
+    (client, app)
+}
