@@ -13,6 +13,7 @@
 //!   argument checks, and the host methods sandbox code calls (implements `bridge::HostCalls`).
 //! - [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`report`]: the outcome of one call as data. Leaf.
+//! - [`shown`]: untrusted text escaped for terminals and logs (control and bidi characters). Leaf.
 //! - [`outbox`]: files copied out of the sandbox into this session's folder on the host, and
 //!   the index `resources/read` serves (`outbox::Outbox`, `outbox::CellFiles`).
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
@@ -43,5 +44,6 @@ pub mod report;
 pub mod server;
 pub mod servers_cli;
 pub mod setup;
+pub mod shown;
 pub mod shutdown;
 pub mod upstream;

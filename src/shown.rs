@@ -1,0 +1,98 @@
+//! Untrusted text made safe to print on a terminal or in a log line.
+//!
+//! Names, commands, arguments, environment keys and URLs come from files a repository controls;
+//! file names, server names and messages come from a sandbox that may be hostile. Printed raw, a
+//! carriage return, an ANSI escape or a bidirectional override (U+202E) can erase or forge the
+//! lines a user reads before approving something. [`Shown`] prints such text with every control
+//! character (C0, DEL, C1), every bidirectional or invisible formatting character and every line
+//! or paragraph separator escaped as `\u{..}` (a backslash is doubled, so an escape can't be
+//! forged either). Leaf: no dependency on the rest of the crate.
+
+use std::borrow::Cow;
+use std::fmt;
+
+/// Whether `c` must not reach a terminal as it is.
+pub fn is_unsafe(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{00AD}'                  // soft hyphen: invisible
+            | '\u{061C}'                // Arabic letter mark
+            | '\u{180E}'                // Mongolian vowel separator
+            | '\u{200B}'..='\u{200F}'   // zero-width chars, LRM, RLM
+            | '\u{2028}'..='\u{202E}'   // line/paragraph separators, bidi embeddings and overrides
+            | '\u{2060}'..='\u{206F}'   // word joiner, invisible operators, bidi isolates, deprecated formats
+            | '\u{FEFF}'                // zero-width no-break space (BOM)
+            | '\u{FFF9}'..='\u{FFFB}'   // interlinear annotation
+        )
+}
+
+/// `text` with every unsafe character escaped; borrowed when nothing needed escaping.
+pub fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| is_unsafe(c) || c == '\\') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Displays untrusted text with unsafe characters escaped (see the module doc).
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a>(pub &'a str);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&escaped(self.0))
+    }
+}
+
+/// Displays an untrusted path: its lossy UTF-8 text, escaped.
+#[derive(Debug, Clone, Copy)]
+pub struct ShownPath<'a>(pub &'a std::path::Path);
+
+impl fmt::Display for ShownPath<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&escaped(&self.0.to_string_lossy()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed_and_unchanged() {
+        assert!(matches!(escaped("npx -y @scope/server --port=3"), Cow::Borrowed(_)));
+        assert_eq!(escaped("héllo wörld ✓"), "héllo wörld ✓");
+    }
+
+    #[test]
+    fn controls_bidi_and_invisibles_are_escaped() {
+        assert_eq!(escaped("a\rb\x1b[2Kc"), "a\\rb\\u{1b}[2Kc");
+        assert_eq!(escaped("evil\u{202E}txt.exe"), "evil\\u{202e}txt.exe");
+        assert_eq!(escaped("x\u{2066}y\u{2069}\u{200B}"), "x\\u{2066}y\\u{2069}\\u{200b}");
+        assert_eq!(escaped("\u{85}\u{7f}\u{feff}"), "\\u{85}\\u{7f}\\u{feff}");
+        assert_eq!(escaped("line\nnext\u{2028}"), "line\\nnext\\u{2028}");
+    }
+
+    #[test]
+    fn a_backslash_cannot_forge_an_escape() {
+        assert_eq!(escaped("\\u{202e}"), "\\\\u{202e}");
+        assert_eq!(Shown("a\\b").to_string(), "a\\\\b");
+    }
+
+    #[test]
+    fn shown_path_escapes_lossy_text() {
+        let p = std::path::Path::new("/tmp/re\u{202E}port.png");
+        assert_eq!(ShownPath(p).to_string(), "/tmp/re\\u{202e}port.png");
+    }
+}
