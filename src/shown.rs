@@ -71,7 +71,10 @@ mod tests {
 
     #[test]
     fn plain_text_is_borrowed_and_unchanged() {
-        assert!(matches!(escaped("npx -y @scope/server --port=3"), Cow::Borrowed(_)));
+        assert!(matches!(
+            escaped("npx -y @scope/server --port=3"),
+            Cow::Borrowed(_)
+        ));
         assert_eq!(escaped("héllo wörld ✓"), "héllo wörld ✓");
     }
 
@@ -79,7 +82,10 @@ mod tests {
     fn controls_bidi_and_invisibles_are_escaped() {
         assert_eq!(escaped("a\rb\x1b[2Kc"), "a\\rb\\u{1b}[2Kc");
         assert_eq!(escaped("evil\u{202E}txt.exe"), "evil\\u{202e}txt.exe");
-        assert_eq!(escaped("x\u{2066}y\u{2069}\u{200B}"), "x\\u{2066}y\\u{2069}\\u{200b}");
+        assert_eq!(
+            escaped("x\u{2066}y\u{2069}\u{200B}"),
+            "x\\u{2066}y\\u{2069}\\u{200b}"
+        );
         assert_eq!(escaped("\u{85}\u{7f}\u{feff}"), "\\u{85}\\u{7f}\\u{feff}");
         assert_eq!(escaped("line\nnext\u{2028}"), "line\\nnext\\u{2028}");
     }
