@@ -14,6 +14,8 @@
 //! - [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`report`]: the outcome of one call as data. Leaf.
 //! - [`shown`]: untrusted text escaped for terminals and logs (control and bidi characters). Leaf.
+//! - [`private_dir`]: folders the bridge keeps things in, opened or made so that no other local
+//!   user can read or swap them (`private_dir::CheckedDir::open`). Leaf.
 //! - [`outbox`]: files copied out of the sandbox into this session's folder on the host, and
 //!   the index `resources/read` serves (`outbox::Outbox`, `outbox::CellFiles`).
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
@@ -40,6 +42,7 @@ pub mod image;
 pub mod image_cli;
 pub mod lines;
 pub mod outbox;
+pub mod private_dir;
 pub mod report;
 pub mod server;
 pub mod servers_cli;

@@ -1,0 +1,220 @@
+//! [`CheckedDir`]: a folder the bridge keeps things in (its private runtime folder, the state
+//! folder and what lives in it, the image cache), opened or made so that no other local user
+//! can read or swap what the bridge puts there.
+//!
+//! Without `XDG_RUNTIME_DIR` the private folder is `$TMPDIR/mcp-code-bridge-<uid>`, a name
+//! anyone can make first in a shared `/tmp`. So a folder is never trusted by its path: it is
+//! reached by a walk of `*at` calls from `/` (`walk.rs`: missing folders made 0700, symbolic
+//! links on the way followed only where no other user could have made them, the last name never
+//! a link), opened with `O_DIRECTORY | O_NOFOLLOW`, and its owner and mode are read from the open
+//! descriptor (`fstat`), not the path: it must belong to the bridge's effective uid and must not
+//! be writable by anyone else; a [`Access::Private`] folder is not open to others at all (read
+//! and search bits of others are taken away, and a failing `fchmod` is an error). A folder that
+//! fails is refused with a [`DirError`] naming it, its owner and mode, and the fix. Files and
+//! folders inside are then made relative to the checked descriptor, exclusively and without
+//! following links. Leaf: depends only on `shown`.
+
+mod error;
+mod sys;
+mod walk;
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+pub use error::DirError;
+
+/// The fix for a refused private runtime folder.
+pub const FIX_RUNTIME: &str =
+    "set XDG_RUNTIME_DIR (or TMPDIR) to a folder that only you can write to";
+/// The fix for a refused state folder (or a folder in it).
+pub const FIX_STATE: &str = "set MCP_BRIDGE_STATE_DIR to a folder that only you can write to";
+/// The fix for a refused image cache folder.
+pub const FIX_CACHE: &str = "set XDG_CACHE_HOME to a folder that only you can write to";
+
+/// What others may do in a folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Nothing: mode 0700 (read and search bits of others are removed when found).
+    Private,
+    /// Read and search, never write (an existing 0755 folder is kept as it is).
+    Shared,
+}
+
+/// An open folder that passed the checks; its path may be used for what must be named by
+/// path (a socket to bind, a folder to mount), since no other user can change it.
+#[derive(Debug)]
+pub struct CheckedDir {
+    dir: File,
+    path: PathBuf,
+}
+
+impl CheckedDir {
+    /// Opens `path`, making it and the missing folders above it (0700), and checks it for
+    /// `access`. `fix` says what the user can do instead (one of the `FIX_*`).
+    ///
+    /// # Errors
+    /// [`DirError`] naming the folder (or the folder on the way) that failed.
+    pub fn open(path: &Path, access: Access, fix: &'static str) -> Result<CheckedDir, DirError> {
+        let me = sys::euid();
+        let fd = walk::walk(path, me, fix)?;
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let dir = File::from(fd);
+        check(&dir, &path, access, me, fix)?;
+        Ok(CheckedDir { dir, path })
+    }
+
+    /// The folder `name` inside this one, made (0700) when missing and checked for `access`.
+    ///
+    /// # Errors
+    /// [`DirError`] when it cannot be made or opened, is a link or fails the check.
+    pub fn sub(&self, name: &str, access: Access, fix: &'static str) -> Result<CheckedDir, DirError> {
+        let path = self.join_checked(name)?;
+        match sys::mkdir_at(self.dir.as_fd(), OsStr::new(name), 0o700) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(io_error("creating", &path, err)),
+        }
+        let dir = self.open_sub(name, &path, fix)?;
+        check(&dir, &path, access, sys::euid(), fix)?;
+        Ok(CheckedDir { dir, path })
+    }
+
+    /// A new folder `name` inside this one (it must not exist yet) with exactly `mode`
+    /// (no group or other write bit allowed).
+    ///
+    /// # Errors
+    /// [`DirError`] when it exists, cannot be made, or its mode cannot be set.
+    pub fn fresh_sub(&self, name: &str, mode: u32, fix: &'static str) -> Result<CheckedDir, DirError> {
+        assert_eq!(mode & 0o022, 0, "a fresh folder is never writable by others");
+        let path = self.join_checked(name)?;
+        sys::mkdir_at(self.dir.as_fd(), OsStr::new(name), 0o700)
+            .map_err(|err| io_error("creating", &path, err))?;
+        let dir = self.open_sub(name, &path, fix)?;
+        check(&dir, &path, Access::Shared, sys::euid(), fix)?;
+        dir.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|err| io_error("setting the mode of", &path, err))?;
+        Ok(CheckedDir { dir, path })
+    }
+
+    /// A new file `name` in this folder, created exclusively (`O_CREAT | O_EXCL`, never through
+    /// a link) for writing, with `mode` (less the umask).
+    ///
+    /// # Errors
+    /// The name exists, or the file cannot be created.
+    pub fn create_file(&self, name: &str, mode: u32) -> io::Result<File> {
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL;
+        sys::open_at(self.dir.as_fd(), OsStr::new(name), flags, mode).map(File::from)
+    }
+
+    /// Opens the file `name` in this folder with `flags` (`O_RDONLY`, `O_RDWR | O_CREAT`, ...),
+    /// never through a link, and only when it is a regular file owned by this user.
+    ///
+    /// # Errors
+    /// The file cannot be opened, or it is not a regular file of this user (`PermissionDenied`).
+    pub fn open_file(&self, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
+        let fd = sys::open_at(self.dir.as_fd(), OsStr::new(name), flags, mode)?;
+        let st = sys::fstat(fd.as_fd())?;
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != sys::euid() {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is a {} of uid {} (mode {:04o}), not a file of this user",
+                    crate::shown::ShownPath(&self.path.join(name)),
+                    sys::kind(st.st_mode),
+                    st.st_uid,
+                    st.st_mode & 0o7777
+                ),
+            ));
+        }
+        Ok(File::from(fd))
+    }
+
+    /// Removes the file `name` from this folder (a link is removed, not followed).
+    ///
+    /// # Errors
+    /// As `unlinkat(2)`.
+    pub fn remove_file(&self, name: &str) -> io::Result<()> {
+        sys::unlink_at(self.dir.as_fd(), OsStr::new(name), 0)
+    }
+
+    /// The folder's path (absolute).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of `name` in this folder.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    fn join_checked(&self, name: &str) -> Result<PathBuf, DirError> {
+        let path = self.path.join(name);
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            let err = io::Error::from(io::ErrorKind::InvalidInput);
+            return Err(io_error("a single folder name is needed for", &path, err));
+        }
+        Ok(path)
+    }
+
+    fn open_sub(&self, name: &str, path: &Path, fix: &'static str) -> Result<File, DirError> {
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        match sys::open_at(self.dir.as_fd(), OsStr::new(name), flags, 0) {
+            Ok(fd) => Ok(File::from(fd)),
+            Err(err) => match sys::lstat_at(self.dir.as_fd(), OsStr::new(name)) {
+                Ok(st) if st.st_mode & libc::S_IFMT != libc::S_IFDIR => Err(DirError::NotAFolder {
+                    path: path.to_path_buf(),
+                    kind: sys::kind(st.st_mode),
+                    fix,
+                }),
+                _ => Err(io_error("opening", path, err)),
+            },
+        }
+    }
+}
+
+/// The checks on the folder itself, made on its open descriptor.
+fn check(dir: &File, path: &Path, access: Access, me: u32, fix: &'static str) -> Result<(), DirError> {
+    let st = sys::fstat(dir.as_fd()).map_err(|err| io_error("checking", path, err))?;
+    let (owner, mode) = (st.st_uid, st.st_mode & 0o7777);
+    if owner != me {
+        return Err(DirError::NotOwned {
+            path: path.to_path_buf(),
+            owner,
+            mode,
+            me,
+            fix,
+        });
+    }
+    if mode & 0o022 != 0 {
+        return Err(DirError::OpenToOthers {
+            path: path.to_path_buf(),
+            owner,
+            mode,
+            what: "group or others may write in it",
+            want: 0o700,
+            fix,
+        });
+    }
+    if access == Access::Private && mode & 0o077 != 0 {
+        // Nobody else could write in it, so nothing in it is theirs: close it to them.
+        dir.set_permissions(std::fs::Permissions::from_mode(mode & !0o077))
+            .map_err(|err| io_error("removing others' access to", path, err))?;
+        tracing::info!(folder = %crate::shown::ShownPath(path), "made a private folder 0700");
+    }
+    Ok(())
+}
+
+fn io_error(about: &'static str, path: &Path, err: io::Error) -> DirError {
+    DirError::Io {
+        about,
+        path: path.to_path_buf(),
+        err,
+    }
+}
+
+#[cfg(test)]
+mod tests;
