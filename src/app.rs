@@ -12,8 +12,32 @@ use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
 use crate::config::{self, Settings};
 use crate::container;
 use crate::outbox::Outbox;
+use crate::private_dir::{Access, CheckedDir, DirError, FIX_RUNTIME, FIX_STATE};
 use crate::upstream::client::UpstreamTasks;
 use crate::upstream::{UpstreamHostCalls, UpstreamPool};
+
+/// Checks the folders a bridge keeps things in before it starts, making the missing ones: its
+/// private runtime folder (frame-channel and podman sockets), the state folder, and those of
+/// the state folder's own folders that exist (outbox, snapshots, tool cache). Each is checked
+/// again where it is used; this only refuses early, with the folder's name, owner and mode.
+///
+/// # Errors
+/// The first folder refused (`private_dir`).
+pub fn check_folders(settings: &Settings) -> Result<(), DirError> {
+    CheckedDir::open(&settings.private_dir(), Access::Private, FIX_RUNTIME)?;
+    let state = CheckedDir::open(&settings.state_dir, Access::Shared, FIX_STATE)?;
+    let inside = [
+        ("outbox", Access::Private),
+        ("snapshots", Access::Private),
+        ("tool-cache", Access::Shared),
+    ];
+    for (name, access) in inside {
+        if state.join(name).symlink_metadata().is_ok() {
+            state.sub(name, access, FIX_STATE)?;
+        }
+    }
+    Ok(())
+}
 
 /// How long shutdown may take before the process exits anyway.
 pub const SHUTDOWN_TIMEOUT_SECS: u64 = 10;

@@ -185,6 +185,13 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
+    if matches!(command, Command::Run | Command::Exec { .. }) {
+        // A folder another user could reach is refused before anything is put in it.
+        if let Err(e) = mcp_code_bridge::app::check_folders(&settings) {
+            eprintln!("mcp-code-bridge: {e}");
+            return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
+        }
+    }
     match command {
         Command::Run => run(settings).await,
         Command::Exec {

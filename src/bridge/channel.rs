@@ -16,6 +16,8 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::{UnixListener, UnixStream};
 
+use crate::private_dir::{CheckedDir, DirError, FIX_RUNTIME};
+
 /// The socket's file name inside the channel directory.
 pub const SOCKET_NAME: &str = "frames.sock";
 /// Longest hello line accepted, in bytes.
@@ -32,25 +34,34 @@ pub struct ChannelListener {
 
 impl ChannelListener {
     /// Creates `<base>/<name>/` (mode 0711) with a listening socket (mode 0666: the sandbox
-    /// user must be able to connect; the random token keeps other local users out).
+    /// user must be able to connect; the random token keeps other local users out). `base` is
+    /// the checked private folder, so no other user can have put or swapped anything there.
     ///
     /// # Errors
     /// Creating the directory or binding the socket failed.
-    pub fn bind(base: &Path, name: &str) -> std::io::Result<ChannelListener> {
-        std::fs::create_dir_all(base)?;
-        let dir = base.join(name);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir)?;
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))?;
+    pub fn bind(base: &CheckedDir, name: &str) -> std::io::Result<ChannelListener> {
+        // A folder of this name can only be a leftover of this process (the name has our pid).
+        match std::fs::remove_dir_all(base.join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let dir = base
+            .fresh_sub(name, 0o711, FIX_RUNTIME)
+            .map_err(DirError::into_io)?
+            .path()
+            .to_path_buf();
         let path = dir.join(SOCKET_NAME);
-        let listener = match UnixListener::bind(&path) {
+        let listener = UnixListener::bind(&path).and_then(|l| {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))?;
+            Ok(l)
+        });
+        let listener = match listener {
             Ok(l) => l,
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
                 return Err(e);
             }
         };
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666))?;
         Ok(ChannelListener {
             dir,
             listener,
@@ -60,8 +71,8 @@ impl ChannelListener {
 
     /// Removes `ch-<pid>-*` directories under `base` left by bridges that are gone
     /// (killed before they could clean up).
-    pub fn remove_stale(base: &Path) {
-        let Ok(entries) = std::fs::read_dir(base) else {
+    pub fn remove_stale(base: &CheckedDir) {
+        let Ok(entries) = std::fs::read_dir(base.path()) else {
             return;
         };
         for entry in entries.flatten() {
@@ -144,12 +155,15 @@ fn random_token() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::private_dir::Access;
     use tokio::io::AsyncWriteExt;
 
     #[tokio::test]
     async fn only_the_token_holder_gets_in_and_the_socket_file_goes() {
-        let base = tempfile::tempdir().expect("tempdir");
-        let ch = ChannelListener::bind(base.path(), "ch-test").expect("bind");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let base = CheckedDir::open(&tmp.path().join("private"), Access::Private, FIX_RUNTIME)
+            .expect("private dir");
+        let ch = ChannelListener::bind(&base, "ch-test").expect("bind");
         let sock = ch.host_dir().join(SOCKET_NAME);
         let mode = std::fs::metadata(ch.host_dir())
             .expect("dir")

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
+
 /// Whether a server may be started, and on whose word.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Consent {
@@ -208,8 +210,7 @@ impl AllowList {
     /// Loads the list (empty when the file is missing or unreadable).
     pub fn load(state_dir: &Path) -> Self {
         let path = Self::file(state_dir);
-        let approvals = std::fs::read(&path)
-            .ok()
+        let approvals = read_checked(state_dir)
             .and_then(|b| serde_json::from_slice::<AllowFile>(&b).ok())
             .map(|f| f.allowed)
             .unwrap_or_default();
@@ -250,7 +251,9 @@ impl AllowList {
             .retain(|a| !(a.name == approval.name && a.source == approval.source));
         self.approvals.push(approval);
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
+        // A folder only this user can write to; the file gets a random name, then its own.
+        let dir = CheckedDir::open(dir, Access::Shared, FIX_STATE).map_err(DirError::into_io)?;
+        let dir = dir.path();
         let text = serde_json::to_vec_pretty(&AllowFile {
             allowed: self.approvals.clone(),
         })
@@ -260,6 +263,26 @@ impl AllowList {
         tmp.persist(&self.path).map_err(|e| e.error)?;
         Ok(())
     }
+}
+
+/// `consent.json`'s bytes, read only from a state folder that passes the checks
+/// (`private_dir`) and only when it is a regular file of this user: approvals another user
+/// could have written are not read.
+fn read_checked(state_dir: &Path) -> Option<Vec<u8>> {
+    if !state_dir.is_dir() {
+        return None;
+    }
+    let dir = match CheckedDir::open(state_dir, Access::Shared, FIX_STATE) {
+        Ok(dir) => dir,
+        Err(err) => {
+            tracing::warn!(cause = %err, "approvals in consent.json are not read");
+            return None;
+        }
+    };
+    let mut file = dir.open_file("consent.json", libc::O_RDONLY, 0).ok()?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]

@@ -233,7 +233,7 @@ impl Settings {
             .map(PathBuf::from)
             .or_else(|| dirs::state_dir().map(|d| d.join("mcp-code-bridge")))
             .or_else(|| dirs::cache_dir().map(|d| d.join("mcp-code-bridge")))
-            .unwrap_or_else(|| std::env::temp_dir().join("mcp-code-bridge"));
+            .unwrap_or_else(|| std::env::temp_dir().join(per_user("mcp-code-bridge-state")));
         let flag = |name: &'static str| parsed(name, var(name), false, parse_flag);
         let cwd = std::env::current_dir().ok();
         let import = flag("MCP_BRIDGE_IMPORT_CLIENT_CONFIGS")?;
@@ -298,8 +298,8 @@ impl Settings {
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
             .or_else(|| home.as_ref().map(|h| h.join(".cache")))
-            .unwrap_or_else(std::env::temp_dir)
-            .join("mcp-code-bridge");
+            .map(|d| d.join("mcp-code-bridge"))
+            .unwrap_or_else(|| std::env::temp_dir().join(per_user("mcp-code-bridge-cache")));
         let xdg_runtime_dir = var("XDG_RUNTIME_DIR").map(PathBuf::from);
         let docker_host = var("DOCKER_HOST");
         let container_user = parsed(
@@ -464,13 +464,16 @@ impl Settings {
 }
 
 /// See [`Settings::private_dir`].
+/// The folder is only a name here: `private_dir::CheckedDir` opens it and refuses one that
+/// another user made first or could change.
 fn private_dir_in(xdg_runtime_dir: Option<&std::path::Path>) -> PathBuf {
-    use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(0);
     let base = xdg_runtime_dir.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
-    base.join(format!("mcp-code-bridge-{uid}"))
+    base.join(per_user("mcp-code-bridge"))
+}
+
+/// `<name>-<effective uid>`: a name in a shared folder (the temp dir) that differs per user.
+fn per_user(name: &str) -> String {
+    format!("{name}-{}", crate::private_dir::euid())
 }
 
 /// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.

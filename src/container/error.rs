@@ -58,6 +58,9 @@ pub enum RuntimeError {
         /// What went wrong, and what to do.
         message: String,
     },
+    /// A folder the bridge keeps its sockets in was refused (another user could reach it).
+    #[error(transparent)]
+    Folder(#[from] crate::private_dir::DirError),
     /// A local I/O failure (spawning the podman service, a child process, ...).
     #[error("{about}: {err}")]
     Io {

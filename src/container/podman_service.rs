@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
 use super::RuntimeError;
+use crate::private_dir::{Access, CheckedDir, FIX_RUNTIME};
 
 /// How long to wait for a freshly started podman service to accept connections.
 pub const SERVICE_START_TIMEOUT_SECS: u64 = 15;
@@ -20,18 +21,28 @@ pub struct PodmanService {
 }
 
 impl PodmanService {
-    /// Starts `podman system service` on a private socket under `dir`.
+    /// Starts `podman system service` on a socket in the private folder `dir` (made 0700 and
+    /// checked: owned by this user, open to no one else, reached without links another user
+    /// could have made; see `private_dir`).
     ///
     /// # Errors
-    /// [`RuntimeError::Io`] if podman cannot be spawned.
+    /// [`RuntimeError::Folder`] when `dir` is refused; [`RuntimeError::Io`] if podman cannot
+    /// be spawned.
     pub fn spawn(dir: &Path) -> Result<Self, RuntimeError> {
-        std::fs::create_dir_all(dir).map_err(|err| RuntimeError::Io {
-            about: "creating the socket directory",
-            err,
-        })?;
-        set_private(dir);
-        let socket = dir.join(format!("podman-{}.sock", std::process::id()));
-        let _ = std::fs::remove_file(&socket);
+        let dir = CheckedDir::open(dir, Access::Private, FIX_RUNTIME)?;
+        let name = format!("podman-{}.sock", std::process::id());
+        // Only this user can write in `dir`: a socket of this name is a leftover of ours.
+        match dir.remove_file(&name) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(RuntimeError::Io {
+                    about: "removing an old socket of this process",
+                    err,
+                })
+            }
+            _ => {}
+        }
+        let socket = dir.join(&name);
+        let dir = dir.path();
         let mut cmd = Command::new("podman");
         cmd.args(["system", "service", "--time=0"])
             .arg(format!("unix://{}", socket.display()))
@@ -93,11 +104,6 @@ impl PodmanService {
         }
         let _ = std::fs::remove_file(&self.socket);
     }
-}
-
-fn set_private(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
 }
 
 #[cfg(target_os = "linux")]

@@ -35,6 +35,9 @@ pub enum DebianError {
     /// The build was stopped (the bridge is exiting).
     #[error("the build was stopped")]
     Stopped,
+    /// The cache folder is refused: another user could change what the build reads from it.
+    #[error(transparent)]
+    Folder(#[from] crate::private_dir::DirError),
 }
 
 /// What the Debian recipe needs from the caller.
@@ -82,6 +85,13 @@ pub async fn make_rootfs(
     detail: &(dyn Fn(&str) + Send + Sync + '_),
     ct: &CancellationToken,
 ) -> Result<PathBuf, DebianError> {
+    // The script makes and reuses files in the cache as root: only in a folder of this user
+    // that no one else can write to (`private_dir`).
+    crate::private_dir::CheckedDir::open(
+        &spec.cache_dir,
+        crate::private_dir::Access::Shared,
+        crate::private_dir::FIX_CACHE,
+    )?;
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c").arg(ROOTFS_SCRIPT).arg("rootfs.sh");
     if spec.refresh {

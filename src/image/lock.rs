@@ -8,6 +8,8 @@ use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use crate::private_dir::{Access, CheckedDir, DirError, FIX_CACHE};
+
 /// The lock file's name in the cache directory.
 pub const LOCK_FILE: &str = "image-build.lock";
 /// The most of the lock file a waiter reads (pid and phase).
@@ -38,15 +40,12 @@ pub fn path(cache_dir: &Path) -> PathBuf {
 /// # Errors
 /// The I/O error when the file cannot be created or locked for another reason than contention.
 pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
+    // The cache folder is checked (`private_dir`: this user's, writable by no one else) and
+    // the file opened in it without following a link, and only when it is this user's.
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let dir = CheckedDir::open(dir, Access::Shared, FIX_CACHE).map_err(DirError::into_io)?;
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(LOCK_FILE);
+    let mut file = dir.open_file(name, libc::O_RDWR | libc::O_CREAT, 0o600)?;
     // SAFETY: flock on a file descriptor this function owns; no memory is involved.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {

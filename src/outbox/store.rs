@@ -12,7 +12,6 @@
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +19,7 @@ use std::time::SystemTime;
 
 use super::names::{mime_for, numbered, sanitize};
 use crate::config::{ImageBudget, OutboxLimits, Settings};
+use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::report::SavedFile;
 
 /// The process name of a running bridge, as `/proc/PID/comm` shows it.
@@ -31,6 +31,8 @@ pub struct Outbox {
     root: PathBuf,
     /// `<root>/<session id>`.
     dir: PathBuf,
+    /// `MCP_BRIDGE_STATE_DIR`, checked (`private_dir`) before anything is made in it.
+    state_dir: PathBuf,
     limits: OutboxLimits,
     images: ImageBudget,
     next_part: AtomicU64,
@@ -39,8 +41,8 @@ pub struct Outbox {
 
 #[derive(Default)]
 struct State {
-    /// The session folder exists (and earlier sessions were swept).
-    created: bool,
+    /// The session folder, once made (and earlier sessions swept).
+    folder: Option<Arc<CheckedDir>>,
     /// Delivered files by URI, and their order.
     by_uri: HashMap<String, SavedFile>,
     order: Vec<String>,
@@ -69,6 +71,7 @@ impl Outbox {
         Arc::new(Outbox {
             dir: root.join(session),
             root,
+            state_dir: settings.state_dir.clone(),
             limits: settings.data.outbox,
             images: settings.data.images,
             next_part: AtomicU64::new(1),
@@ -97,30 +100,30 @@ impl Outbox {
     /// # Errors
     /// The folder or the file could not be created.
     pub fn new_part(&self) -> io::Result<(PathBuf, File)> {
-        self.ensure_folder()?;
+        let folder = self.ensure_folder().map_err(DirError::into_io)?;
         let n = self.next_part.fetch_add(1, Ordering::Relaxed);
-        let path = self.dir.join(format!(".part-{n}"));
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)?;
-        Ok((path, file))
+        let name = format!(".part-{n}");
+        let file = folder.create_file(&name, 0o600)?;
+        Ok((folder.join(&name), file))
     }
 
-    fn ensure_folder(&self) -> io::Result<()> {
+    /// Makes the session folder (0700, fresh) in `<state>/outbox` (0700), both checked
+    /// (`private_dir`: owned by this user, no one else may write there), on first use.
+    fn ensure_folder(&self) -> Result<Arc<CheckedDir>, DirError> {
         let mut state = self.state.lock().expect("outbox lock");
-        if state.created {
-            return Ok(());
+        if let Some(folder) = &state.folder {
+            return Ok(folder.clone());
         }
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.root)?;
-        std::fs::DirBuilder::new().mode(0o700).create(&self.dir)?;
+        let root = CheckedDir::open(&self.state_dir, Access::Shared, FIX_STATE)?.sub(
+            "outbox",
+            Access::Private,
+            FIX_STATE,
+        )?;
+        let session = self.dir.file_name().and_then(|n| n.to_str()).unwrap_or("session");
+        let folder = Arc::new(root.fresh_sub(session, 0o700, FIX_STATE)?);
         state.others = sweep(&self.root, &self.dir, self.limits.keep);
-        state.created = true;
-        Ok(())
+        state.folder = Some(folder.clone());
+        Ok(folder)
     }
 
     /// Counts `bytes` more against `MCP_BRIDGE_OUTBOX_MAX_TOTAL`, removing the oldest earlier

@@ -27,6 +27,11 @@ use std::path::{Path, PathBuf};
 
 pub use error::DirError;
 
+/// The bridge's effective uid: the owner its folders must have.
+pub fn euid() -> u32 {
+    sys::euid()
+}
+
 /// The fix for a refused private runtime folder.
 pub const FIX_RUNTIME: &str =
     "set XDG_RUNTIME_DIR (or TMPDIR) to a folder that only you can write to";

@@ -12,6 +12,10 @@ use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 
 use crate::config::ServerSpec;
+use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
+
+/// The cache's folder in the state folder.
+const DIR: &str = "tool-cache";
 
 #[derive(Serialize, Deserialize)]
 struct Entry {
@@ -21,6 +25,8 @@ struct Entry {
 
 /// Cached tool lists.
 pub struct ToolCache {
+    /// `MCP_BRIDGE_STATE_DIR`, checked (`private_dir`) before the cache in it is used.
+    state_dir: PathBuf,
     dir: PathBuf,
     memory: Mutex<HashMap<String, Option<Arc<Vec<Tool>>>>>,
 }
@@ -29,19 +35,47 @@ impl ToolCache {
     /// A cache stored under `state_dir`.
     pub fn new(state_dir: &Path) -> Self {
         ToolCache {
-            dir: state_dir.join("tool-cache"),
+            dir: state_dir.join(DIR),
+            state_dir: state_dir.to_path_buf(),
             memory: Mutex::new(HashMap::new()),
         }
     }
 
-    fn path(&self, spec: &ServerSpec) -> PathBuf {
+    fn file_name(spec: &ServerSpec) -> String {
         let transport = serde_json::to_string(&spec.transport).unwrap_or_default();
         // `disabledTools` is part of the key: the cached list is the filtered one.
         let hidden = spec.disabled_tools.join("\0");
-        self.dir.join(format!(
+        format!(
             "{:016x}.json",
             fnv1a(&format!("{}\0{transport}\0{hidden}", spec.name))
-        ))
+        )
+    }
+
+    /// `<state>/tool-cache`, made when missing and checked: owned by this user, writable by
+    /// no one else (a list another user wrote there would reach the model as tool docs).
+    fn checked_dir(&self) -> Result<CheckedDir, DirError> {
+        CheckedDir::open(&self.state_dir, Access::Shared, FIX_STATE)?.sub(
+            DIR,
+            Access::Shared,
+            FIX_STATE,
+        )
+    }
+
+    fn read(&self, spec: &ServerSpec) -> Option<Entry> {
+        if !self.dir.is_dir() {
+            return None;
+        }
+        let dir = match self.checked_dir() {
+            Ok(dir) => dir,
+            Err(err) => {
+                tracing::warn!(cause = %err, "the tool cache is not used");
+                return None;
+            }
+        };
+        let mut file = dir.open_file(&Self::file_name(spec), libc::O_RDONLY, 0).ok()?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+        serde_json::from_slice::<Entry>(&bytes).ok()
     }
 
     /// The cached tools of `spec`, if any.
@@ -50,9 +84,8 @@ impl ToolCache {
         if let Some(hit) = mem.get(&spec.name) {
             return hit.clone();
         }
-        let loaded = std::fs::read(self.path(spec))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Entry>(&b).ok())
+        let loaded = self
+            .read(spec)
             .filter(|e| e.server == spec.name)
             .map(|e| Arc::new(e.tools));
         mem.insert(spec.name.clone(), loaded.clone());
@@ -70,10 +103,12 @@ impl ToolCache {
             tools: tools.as_ref().clone(),
         };
         let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(&self.dir)?;
-            let tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+            let dir = self.checked_dir().map_err(DirError::into_io)?;
+            // A random name, created exclusively, in a folder only this user can write to.
+            let tmp = tempfile::NamedTempFile::new_in(dir.path())?;
             serde_json::to_writer(std::io::BufWriter::new(tmp.as_file()), &entry)?;
-            tmp.persist(self.path(spec)).map_err(|e| e.error)?;
+            tmp.persist(dir.join(&Self::file_name(spec)))
+                .map_err(|e| e.error)?;
             Ok(())
         };
         if let Err(err) = write() {

@@ -12,6 +12,8 @@ use crate::bridge::error::BridgeError;
 use crate::bridge::posture::Expected;
 use crate::bridge::session::{Session, SessionLimits};
 use crate::container::{private_dir, ContainerRuntime, SandboxSpec};
+use crate::private_dir::{Access, CheckedDir, FIX_RUNTIME};
+use crate::shown::ShownPath;
 
 impl Engine {
     /// Starts a sandbox session, connecting first when needed.
@@ -121,7 +123,14 @@ impl Engine {
         if self.channel == FrameChannel::Stdio {
             return None;
         }
-        let base = private_dir(&self.settings);
+        let path = private_dir(&self.settings);
+        let base = match CheckedDir::open(&path, Access::Private, FIX_RUNTIME) {
+            Ok(base) => base,
+            Err(err) => {
+                tracing::warn!(cause = %err, "no frame channel socket; frames use stdio");
+                return None;
+            }
+        };
         ChannelListener::remove_stale(&base);
         // Unique per process, even with several bridges in one process (tests).
         static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -133,7 +142,7 @@ impl Engine {
                 Some((listener, inside))
             }
             Err(err) => {
-                tracing::warn!(cause = %err, dir = %base.display(), "no frame channel socket; frames use stdio");
+                tracing::warn!(cause = %err, dir = %ShownPath(base.path()), "no frame channel socket; frames use stdio");
                 None
             }
         }

@@ -5,8 +5,8 @@
 //! removed by the next bridge on the host.
 
 use std::collections::HashMap;
-use std::fs::{DirBuilder, OpenOptions};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -14,6 +14,7 @@ use std::time::Instant;
 use tokio::io::AsyncWriteExt;
 
 use crate::container::{Owner, LABEL_HOST, LABEL_PID, LABEL_STARTED};
+use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// Folder of the state dir the snapshots live in.
 const DIR: &str = "snapshots";
@@ -23,6 +24,8 @@ const PREFIX: &str = "snap-";
 /// The snapshot file of this bridge process; a cheap handle is an `Arc` of it.
 #[derive(Debug)]
 pub struct SnapshotStore {
+    /// `MCP_BRIDGE_STATE_DIR`, checked (`private_dir`) before anything is made in it.
+    state_dir: PathBuf,
     dir: PathBuf,
     path: PathBuf,
     tmp: PathBuf,
@@ -48,6 +51,7 @@ impl SnapshotStore {
             path: dir.join(&name),
             tmp: dir.join(format!("{name}.tmp")),
             dir,
+            state_dir: state_dir.to_path_buf(),
             saved: Mutex::new(None),
         }
     }
@@ -65,19 +69,17 @@ impl SnapshotStore {
     /// Starts writing a new snapshot (the old one stays until [`SnapshotStore::commit`]).
     ///
     /// # Errors
-    /// When the folder or the temporary file cannot be created.
+    /// When the folder is refused (`private_dir`: another user could reach it) or the
+    /// temporary file cannot be created.
     pub fn writer(&self) -> std::io::Result<SnapshotWriter> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        let _ = std::fs::remove_file(&self.tmp); // left by a failed write of this process
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.tmp)?;
+        let dir = self.checked_dir().map_err(DirError::into_io)?;
+        let tmp = self.tmp.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        // Left by a failed write of this process.
+        match dir.remove_file(tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let file = dir.create_file(tmp, 0o600)?;
         Ok(SnapshotWriter {
             file: tokio::fs::File::from_std(file),
             tmp: self.tmp.clone(),
@@ -132,10 +134,23 @@ impl SnapshotStore {
         Some((tokio::fs::File::from_std(file), size))
     }
 
-    /// Removes the snapshot files of bridges on this host that are no longer running.
-    /// Returns how many were removed.
+    /// `<state>/snapshots` (0700) in the state folder, both checked: owned by this user and
+    /// writable by no one else.
+    fn checked_dir(&self) -> Result<CheckedDir, DirError> {
+        CheckedDir::open(&self.state_dir, Access::Shared, FIX_STATE)?.sub(
+            DIR,
+            Access::Private,
+            FIX_STATE,
+        )
+    }
+
+    /// Removes the snapshot files of bridges on this host that are no longer running (only
+    /// in a folder that passes the checks). Returns how many were removed.
     pub fn remove_dead(&self) -> usize {
         let me = Owner::current();
+        if !self.dir.exists() || self.checked_dir().is_err() {
+            return 0;
+        }
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return 0;
         };
