@@ -44,7 +44,10 @@ pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
     // the file opened in it without following a link, and only when it is this user's.
     let dir = path.parent().unwrap_or(Path::new("."));
     let dir = CheckedDir::open(dir, Access::Shared, FIX_CACHE).map_err(DirError::into_io)?;
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or(LOCK_FILE);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(LOCK_FILE);
     let mut file = dir.open_file(name, libc::O_RDWR | libc::O_CREAT, 0o600)?;
     // SAFETY: flock on a file descriptor this function owns; no memory is involved.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };

@@ -119,7 +119,11 @@ impl Outbox {
             Access::Private,
             FIX_STATE,
         )?;
-        let session = self.dir.file_name().and_then(|n| n.to_str()).unwrap_or("session");
+        let session = self
+            .dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("session");
         let folder = Arc::new(root.fresh_sub(session, 0o700, FIX_STATE)?);
         state.others = sweep(&self.root, &self.dir, self.limits.keep);
         state.folder = Some(folder.clone());

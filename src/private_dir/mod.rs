@@ -76,7 +76,12 @@ impl CheckedDir {
     ///
     /// # Errors
     /// [`DirError`] when it cannot be made or opened, is a link or fails the check.
-    pub fn sub(&self, name: &str, access: Access, fix: &'static str) -> Result<CheckedDir, DirError> {
+    pub fn sub(
+        &self,
+        name: &str,
+        access: Access,
+        fix: &'static str,
+    ) -> Result<CheckedDir, DirError> {
         let path = self.join_checked(name)?;
         match sys::mkdir_at(self.dir.as_fd(), OsStr::new(name), 0o700) {
             Ok(()) => {}
@@ -93,8 +98,17 @@ impl CheckedDir {
     ///
     /// # Errors
     /// [`DirError`] when it exists, cannot be made, or its mode cannot be set.
-    pub fn fresh_sub(&self, name: &str, mode: u32, fix: &'static str) -> Result<CheckedDir, DirError> {
-        assert_eq!(mode & 0o022, 0, "a fresh folder is never writable by others");
+    pub fn fresh_sub(
+        &self,
+        name: &str,
+        mode: u32,
+        fix: &'static str,
+    ) -> Result<CheckedDir, DirError> {
+        assert_eq!(
+            mode & 0o022,
+            0,
+            "a fresh folder is never writable by others"
+        );
         let path = self.join_checked(name)?;
         sys::mkdir_at(self.dir.as_fd(), OsStr::new(name), 0o700)
             .map_err(|err| io_error("creating", &path, err))?;
@@ -182,7 +196,13 @@ impl CheckedDir {
 }
 
 /// The checks on the folder itself, made on its open descriptor.
-fn check(dir: &File, path: &Path, access: Access, me: u32, fix: &'static str) -> Result<(), DirError> {
+fn check(
+    dir: &File,
+    path: &Path,
+    access: Access,
+    me: u32,
+    fix: &'static str,
+) -> Result<(), DirError> {
     let st = sys::fstat(dir.as_fd()).map_err(|err| io_error("checking", path, err))?;
     let (owner, mode) = (st.st_uid, st.st_mode & 0o7777);
     if owner != me {

@@ -52,9 +52,8 @@ pub fn open_at(
     let c = c_name(name)?;
     let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     // SAFETY: a valid fd and NUL-terminated name; the mode is passed as the variadic argument.
-    let fd = check(unsafe {
-        libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, mode as libc::c_uint)
-    })?;
+    let fd =
+        check(unsafe { libc::openat(dir.as_raw_fd(), c.as_ptr(), flags, mode as libc::c_uint) })?;
     // SAFETY: `fd` was just returned by openat(2) and is owned by no one else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
@@ -120,13 +119,13 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr, flags: libc::c_int) -> io::R
 }
 
 /// What a `stat` mode says the file is, for messages.
-pub fn kind(mode: u32) -> &'static str {
-    match mode & libc::S_IFMT as u32 {
-        m if m == libc::S_IFLNK as u32 => "symbolic link",
-        m if m == libc::S_IFREG as u32 => "file",
-        m if m == libc::S_IFDIR as u32 => "folder",
-        m if m == libc::S_IFSOCK as u32 => "socket",
-        m if m == libc::S_IFIFO as u32 => "FIFO",
+pub fn kind(mode: libc::mode_t) -> &'static str {
+    match mode & libc::S_IFMT {
+        libc::S_IFLNK => "symbolic link",
+        libc::S_IFREG => "file",
+        libc::S_IFDIR => "folder",
+        libc::S_IFSOCK => "socket",
+        libc::S_IFIFO => "FIFO",
         _ => "device or special file",
     }
 }

@@ -52,7 +52,14 @@ fn a_folder_another_user_made_first_is_refused_with_owner_mode_and_fix() {
     chmod(&planted, 0o777);
     let err = CheckedDir::open(&planted, Access::Private, FIX_RUNTIME).expect_err("refused");
     assert!(
-        matches!(err, DirError::NotOwned { owner: OTHER, mode: 0o777, .. }),
+        matches!(
+            err,
+            DirError::NotOwned {
+                owner: OTHER,
+                mode: 0o777,
+                ..
+            }
+        ),
         "{err:?}"
     );
     let text = err.to_string();
@@ -81,7 +88,13 @@ fn a_link_in_place_of_the_folder_is_refused_not_followed() {
     symlink(&real, &link).expect("symlink");
     let err = CheckedDir::open(&link, Access::Private, FIX_RUNTIME).expect_err("refused");
     assert!(
-        matches!(err, DirError::NotAFolder { kind: "symbolic link", .. }),
+        matches!(
+            err,
+            DirError::NotAFolder {
+                kind: "symbolic link",
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert!(err.to_string().contains("symbolic link"), "{err}");
@@ -150,7 +163,10 @@ fn a_link_on_the_way_owned_by_another_user_is_refused() {
     symlink(&real, &link).expect("symlink");
     std::os::unix::fs::lchown(&link, Some(OTHER), Some(OTHER)).expect("lchown");
     let err = CheckedDir::open(&link.join("x"), Access::Shared, FIX_STATE).expect_err("refused");
-    assert!(matches!(err, DirError::UnsafeAncestor { owner: OTHER, .. }), "{err:?}");
+    assert!(
+        matches!(err, DirError::UnsafeAncestor { owner: OTHER, .. }),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -166,7 +182,9 @@ fn inside_a_checked_folder_nothing_is_followed_or_taken_over() {
     assert_eq!(std::fs::read_to_string(&outside).expect("read"), "keep");
     // A link where a subfolder goes.
     symlink(b.path(), dir.join("outbox")).expect("symlink");
-    let err = dir.sub("outbox", Access::Private, FIX_STATE).expect_err("refused");
+    let err = dir
+        .sub("outbox", Access::Private, FIX_STATE)
+        .expect_err("refused");
     assert!(matches!(err, DirError::NotAFolder { .. }), "{err:?}");
     // A fresh folder gets exactly the mode asked for; a second one of the name is refused.
     let ch = dir.fresh_sub("ch-1", 0o711, FIX_RUNTIME).expect("fresh");
@@ -188,12 +206,19 @@ fn a_subfolder_another_user_owns_is_refused() {
     let outbox = dir.join("outbox");
     std::fs::create_dir(&outbox).expect("mkdir");
     std::os::unix::fs::chown(&outbox, Some(OTHER), Some(OTHER)).expect("chown");
-    let err = dir.sub("outbox", Access::Private, FIX_STATE).expect_err("refused");
-    assert!(matches!(err, DirError::NotOwned { owner: OTHER, .. }), "{err:?}");
+    let err = dir
+        .sub("outbox", Access::Private, FIX_STATE)
+        .expect_err("refused");
+    assert!(
+        matches!(err, DirError::NotOwned { owner: OTHER, .. }),
+        "{err:?}"
+    );
     // A file of another user is not opened either.
     let file = dir.join("consent.json");
     std::fs::write(&file, "{}").expect("write");
     std::os::unix::fs::chown(&file, Some(OTHER), Some(OTHER)).expect("chown");
-    let err = dir.open_file("consent.json", libc::O_RDONLY, 0).expect_err("refused");
+    let err = dir
+        .open_file("consent.json", libc::O_RDONLY, 0)
+        .expect_err("refused");
     assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
 }

@@ -40,7 +40,8 @@ pub fn walk(target: &Path, me: u32, fix: &'static str) -> Result<OwnedFd, DirErr
         path: path.to_path_buf(),
         err,
     };
-    let root = sys::open_dir(OsStr::new("/"), sys::WALK).map_err(|e| io_err("opening", &target, e))?;
+    let root =
+        sys::open_dir(OsStr::new("/"), sys::WALK).map_err(|e| io_err("opening", &target, e))?;
     let root_stat = sys::fstat(root.as_fd()).map_err(|e| io_err("checking", Path::new("/"), e))?;
     ancestor_ok(&root_stat, Path::new("/"), &target, me, fix)?;
     let mut stack: Vec<(OwnedFd, PathBuf)> = vec![(root, PathBuf::from("/"))];

@@ -72,7 +72,9 @@ impl ToolCache {
                 return None;
             }
         };
-        let mut file = dir.open_file(&Self::file_name(spec), libc::O_RDONLY, 0).ok()?;
+        let mut file = dir
+            .open_file(&Self::file_name(spec), libc::O_RDONLY, 0)
+            .ok()?;
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
         serde_json::from_slice::<Entry>(&bytes).ok()

@@ -73,7 +73,11 @@ impl SnapshotStore {
     /// temporary file cannot be created.
     pub fn writer(&self) -> std::io::Result<SnapshotWriter> {
         let dir = self.checked_dir().map_err(DirError::into_io)?;
-        let tmp = self.tmp.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let tmp = self
+            .tmp
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
         // Left by a failed write of this process.
         match dir.remove_file(tmp) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
