@@ -29,6 +29,8 @@ mod server;
 mod data_in;
 // Files out and pictures back: the host folder, limits, hostile frames, MCP content.
 mod files_out;
+// Folders of the bridge another local user made first or can write to: refused, never used.
+mod private_dirs;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;

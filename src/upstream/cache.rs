@@ -157,4 +157,29 @@ mod tests {
         );
         assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
     }
+
+    #[test]
+    fn a_list_another_user_could_have_written_is_not_read() {
+        if crate::private_dir::euid() != 0 {
+            return; // chown needs root; CI runs the tests as root
+        }
+        let d = tempfile::tempdir().expect("tempdir");
+        let tool = Tool::new("echo", "Echo text", Arc::new(serde_json::Map::new()));
+        let a = spec("a", "one");
+        ToolCache::new(d.path()).put(&a, Arc::new(vec![tool]));
+        let file = d.path().join(DIR).join(ToolCache::file_name(&a));
+        std::os::unix::fs::chown(&file, Some(65534), Some(65534)).expect("chown");
+        assert!(
+            ToolCache::new(d.path()).get(&a).is_none(),
+            "another user's file"
+        );
+        std::os::unix::fs::chown(&file, Some(0), Some(0)).expect("chown");
+        assert!(ToolCache::new(d.path()).get(&a).is_some());
+        let folder = d.path().join(DIR);
+        std::os::unix::fs::chown(&folder, Some(65534), Some(65534)).expect("chown");
+        assert!(
+            ToolCache::new(d.path()).get(&a).is_none(),
+            "another user's folder"
+        );
+    }
 }

@@ -297,4 +297,20 @@ mod tests {
         assert!(!dead.exists() && !dead_tmp.exists());
         assert!(elsewhere.exists() && unrelated.exists() && store.path().exists());
     }
+
+    #[test]
+    fn no_snapshot_goes_into_a_folder_another_user_owns() {
+        if crate::private_dir::euid() != 0 {
+            return; // chown needs root; CI runs the tests as root
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = SnapshotStore::new(dir.path());
+        let theirs = dir.path().join(DIR);
+        std::fs::create_dir(&theirs).expect("dir");
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).expect("chown");
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = store.writer().err().expect("refused");
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(std::fs::read_dir(&theirs).expect("list").count(), 0);
+    }
 }
