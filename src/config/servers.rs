@@ -203,17 +203,6 @@ pub fn discover_with_env(sources: &Sources, env: &dyn Fn(&str) -> Option<String>
     }
 }
 
-/// Every definition from a project's files, with its consent, before precedence is applied
-/// (so a definition shadowed while unapproved is here too): what `servers --allow` approves.
-pub fn project_definitions(
-    sources: &Sources,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Vec<ServerSpec> {
-    let mut found = read_all(sources, env).found;
-    found.retain(|s| s.origin.needs_consent());
-    found
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
