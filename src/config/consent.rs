@@ -2,7 +2,7 @@
 //!
 //! The user's own definitions (`~/MCPs`, `MCP_SERVERS_CONFIG`, a client's user or local scope)
 //! need none. A project's servers need a record of the user's approval: Claude Code's own
-//! records for `.mcp.json` ([`ClaudeRecords`]), else the bridge's allow list ([`AllowList`],
+//! records for `.mcp.json` ([`ClaudeRecords`]), else the bridge's allow list ([`AllowList`](super::allow_list::AllowList),
 //! written by `mcp-code-bridge servers --allow NAME`), which pins the entry by a SHA-256 of its
 //! text so that a changed entry needs consent again.
 
@@ -12,7 +12,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::own_file;
-use crate::shown::ShownPath;
+use crate::shown::{Shown, ShownPath};
 
 /// Whether a server may be started, and on whose word.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,17 +45,19 @@ impl Consent {
 
     /// Why a server may not start, and how to allow it; `None` when it may.
     pub fn refusal(&self, name: &str, source: &Path) -> Option<String> {
+        let name = Shown(name);
         match self {
             Consent::Own | Consent::Allowed(_) => None,
             Consent::Needed => Some(format!(
                 "MCP server '{name}' is defined by a project file ({}) and has not been approved; \
                  nothing from it is started until you allow it: run `mcp-code-bridge servers --allow {name}` \
                  in that project (or approve it in the client that owns the file)",
-                source.display()
+                ShownPath(source)
             )),
             Consent::Denied(why) => Some(format!(
-                "MCP server '{name}' from {} was turned down ({why}); enable it there to use it",
-                source.display()
+                "MCP server '{name}' from {} was turned down ({}); enable it there to use it",
+                ShownPath(source),
+                Shown(why)
             )),
         }
     }

@@ -15,6 +15,7 @@ use super::entry::parse_entry;
 use super::expand::{Expander, Syntax};
 use super::pending::ProjectEntry;
 use super::servers::{ConfigIssue, ServerSpec, Sources, Transport};
+use crate::shown::{Shown, ShownPath};
 
 /// Reads every source and decides the consent of each definition.
 pub(super) fn read_all<'a>(
@@ -284,7 +285,7 @@ pub(super) fn merge(
                     ),
                 ));
             } else if kept.same_definition(&dropped) {
-                tracing::debug!(server = %name, dropped = %dropped.source.display(), "same definition twice");
+                tracing::debug!(server = %Shown(&name), dropped = %ShownPath(&dropped.source), "same definition twice");
             } else {
                 let why = if !dropped.consent.permits() && kept.consent.permits() {
                     " (it is not approved)"
@@ -303,7 +304,7 @@ pub(super) fn merge(
                 ));
             }
         }
-        tracing::debug!(server = %name, source = %kept.source.display(), "server defined");
+        tracing::debug!(server = %Shown(&name), source = %ShownPath(&kept.source), "server defined");
         specs.push(kept);
     }
     specs
