@@ -108,7 +108,10 @@ pub fn write_plain(
         ));
     }
     for why in &report.files_refused {
-        text.push_str(&format!("mcp-code-bridge: {}\n", crate::safe_line::safe_line(why)));
+        text.push_str(&format!(
+            "mcp-code-bridge: {}\n",
+            crate::safe_line::safe_line(why)
+        ));
     }
     if let Some(error) = error_text(report) {
         if !(text.is_empty() || text.ends_with('\n')) {

@@ -135,10 +135,12 @@ fn allow_one(
                 Shown(why)
             ))
         }
-        Consent::Denied(why) => return Err(format!(
+        Consent::Denied(why) => {
+            return Err(format!(
             "'{name}' from {file} was turned down in its client ({}); change that record to use it",
             Shown(why)
-        )),
+        ))
+        }
         Consent::Needed => {}
     }
     if !args.yes {

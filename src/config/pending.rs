@@ -49,8 +49,9 @@ pub enum PickError {
     NotInFile(Vec<PathBuf>),
 }
 
-/// The definition of `name` that `servers` shows (one that may start first, then the clients'
-/// precedence, then file order), or the one in `from`; and the other definitions of that name.
+/// The definition of `name` that `servers` shows (one that may start first, then one usable as
+/// it is now, then the clients' precedence, then file order), or the one in `from`; and the
+/// other definitions of that name.
 ///
 /// # Errors
 /// [`PickError`] when no project file (or not `from`) defines `name`.
@@ -63,7 +64,7 @@ pub fn pick<'a>(
     if defs.is_empty() {
         return Err(PickError::NotDefined);
     }
-    defs.sort_by_key(|e| (!e.consent.permits(), e.origin.rank()));
+    defs.sort_by_key(|e| (!e.consent.permits(), e.problem.is_some(), e.origin.rank()));
     let at = match from {
         None => 0,
         Some(file) => defs

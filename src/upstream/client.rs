@@ -227,7 +227,8 @@ impl Upstream {
                 failures: (0, None),
             };
             let exited = self.exited.clone().drop_guard();
-            let span = tracing::info_span!("upstream", server = %crate::shown::Shown(&self.spec.name));
+            let span =
+                tracing::info_span!("upstream", server = %crate::shown::Shown(&self.spec.name));
             self.tasks.tracker.spawn(
                 async move {
                     let _exited = exited;
