@@ -19,8 +19,17 @@ pub fn safe_text(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 
+/// [`safe_text`] that also keeps tabs: a file's text shown as a diff (VS Code indents with tabs).
+pub fn safe_diff(text: &str) -> Cow<'_, str> {
+    escape_but(text, &['\n', '\t'])
+}
+
 fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
-    let bad = |c: char| is_unsafe(c) && !(keep_newlines && c == '\n');
+    escape_but(text, if keep_newlines { &['\n'] } else { &[] })
+}
+
+fn escape_but<'a>(text: &'a str, keep: &[char]) -> Cow<'a, str> {
+    let bad = |c: char| is_unsafe(c) && !keep.contains(&c);
     if !text.chars().any(bad) {
         return Cow::Borrowed(text);
     }
@@ -98,6 +107,7 @@ mod tests {
         );
         assert_eq!(safe_text("one\ntwo\u{2028}"), "one\ntwo\\u{2028}");
         assert_eq!(safe_line("one\ntwo"), "one\\ntwo");
+        assert_eq!(safe_diff("+\t\"a\u{202E}\"\n"), "+\t\"a\\u{202e}\"\n");
     }
 
     #[test]

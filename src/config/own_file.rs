@@ -99,9 +99,15 @@ pub fn check(project: &Path, rel: &Path) -> Result<(), NotOwn> {
     if meta.mode() & 0o002 != 0 {
         return Err(NotOwn::WritableByOthers { mode: meta.mode() });
     }
-    match repository_of(project) {
+    // From the file's own folder up: a folder on the way may be a repository of its own (a
+    // submodule checked out at `.claude`).
+    let (dir, name) = match (at.parent(), at.file_name()) {
+        (Some(dir), Some(name)) => (dir.to_path_buf(), PathBuf::from(name)),
+        _ => return Err(NotOwn::Unreadable("not a file path".into())),
+    };
+    match repository_of(&dir) {
         None => Ok(()),
-        Some(repo) => match tracked(&repo, project, rel) {
+        Some(repo) => match tracked(&repo, &dir, &name) {
             Ok(false) => Ok(()),
             Ok(true) => Err(NotOwn::Tracked { repo }),
             Err(said) => Err(NotOwn::GitUnsure { repo, said }),
@@ -109,16 +115,15 @@ pub fn check(project: &Path, rel: &Path) -> Result<(), NotOwn> {
     }
 }
 
-/// The nearest folder at or above `project` that holds a `.git` (folder or file).
-fn repository_of(project: &Path) -> Option<PathBuf> {
-    project
-        .ancestors()
+/// The nearest folder at or above `dir` that holds a `.git` (folder or file).
+fn repository_of(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
         .find(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
         .map(Path::to_path_buf)
 }
 
-/// Whether git's index for the repository at `repo` lists `project/rel`.
-fn tracked(repo: &Path, project: &Path, rel: &Path) -> Result<bool, String> {
+/// Whether git's index for the repository at `repo` lists `dir/rel`.
+fn tracked(repo: &Path, dir: &Path, rel: &Path) -> Result<bool, String> {
     let mut git = Command::new("git");
     git.env_clear();
     if let Some(path) = std::env::var_os("PATH") {
@@ -142,7 +147,7 @@ fn tracked(repo: &Path, project: &Path, rel: &Path) -> Result<bool, String> {
         ])
         .args(["-c", "core.untrackedCache=false"])
         .arg("-C")
-        .arg(project)
+        .arg(dir)
         .args(["ls-files", "-z", "--cached", "--"])
         .arg(rel)
         .stdin(Stdio::null())
@@ -191,6 +196,14 @@ mod tests {
             check(&repo.join("sub"), rel),
             Err(NotOwn::Tracked { .. })
         ));
+        // `.claude` a repository of its own (a submodule's checkout) that tracks it.
+        let nested = d.path().join("outer");
+        std::fs::create_dir_all(nested.join(".claude")).expect("test");
+        std::fs::write(nested.join(rel), "{}").expect("test");
+        git(&nested, &["init", "-q"]);
+        git(&nested.join(".claude"), &["init", "-q"]);
+        git(&nested.join(".claude"), &["add", "settings.local.json"]);
+        assert!(matches!(check(&nested, rel), Err(NotOwn::Tracked { .. })));
         // A link on the way.
         std::fs::remove_file(repo.join(rel)).expect("test");
         std::os::unix::fs::symlink("/dev/null", repo.join(rel)).expect("test");

@@ -257,7 +257,7 @@ fn parse_line(
     match id {
         Some(id) => {
             let message = format!("the server sent a malformed response: {err}");
-            tracing::warn!(server = %crate::shown::Shown(&server), "{}", crate::shown::Shown(&message));
+            tracing::warn!(server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&message));
             if lane.is_some_and(|lane| lane.route_malformed(&id, &err)) {
                 return None;
             }
@@ -269,7 +269,7 @@ fn parse_line(
         }
         None => {
             tracing::warn!(
-                server = %crate::shown::Shown(&server),
+                server = %crate::shown::Shown(server),
                 "ignored a stdout line that is not a JSON-RPC message ({err}): {}",
                 crate::shown::Shown(&String::from_utf8_lossy(&line[..line.len().min(200)]))
             );

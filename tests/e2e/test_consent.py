@@ -232,3 +232,38 @@ def test_a_repository_under_a_trusted_folder_cannot_approve_itself(tmp_path, hel
     assert ex.returncode != 0 and "servers --allow payload" in ex.stdout + ex.stderr, ex
     assert not marker.exists(), "a hostile server was started"
     assert _hostile_processes() == [], "a hostile process is running"
+
+
+def _raw_unsafe(text: str) -> list[str]:
+    """Control, bidi and invisible characters left raw (newlines and tabs are the output's own)."""
+    import unicodedata
+
+    return [c for c in text if c not in "\n\t" and (unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"))]
+
+
+def test_config_text_reaches_no_terminal_raw(tmp_path, helpers):
+    """Every printed field of a repository's entries holds ESC, CR and U+202E: `servers`, `--allow`,
+    `doctor`, `exec`'s refusal and the log lines all show them escaped."""
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    home.mkdir()
+    evil = "\u202e\x1b[2K\r"
+    name = "docs\u202e"
+    _write(repo / ".mcp.json", {"mcpServers": {
+        name: {"command": f"cmd{evil}", "args": [f"a{evil}"], "env": {f"K{evil}": f"v{evil}"},
+               "cwd": str(repo / f"d{evil}")},
+        f"web{evil}": {"type": "http", "url": f"https://x.test/{evil}", "headers": {f"H{evil}": "v"}},
+        f"broken{evil}": {"type": f"pigeon{evil}"},
+    }})
+    cenv = cli_env(tmp_path / "state", MCP_BRIDGE_IMPORT_CLIENT_CONFIGS="1", **home_env(home))
+    runs = {
+        "servers": _cli(helpers.BRIDGE_BIN, cenv, repo, "servers"),
+        "allow": _cli(helpers.BRIDGE_BIN, cenv, repo, "servers", "--allow", name),
+        "exec": _cli(helpers.BRIDGE_BIN, cenv, repo, "exec", "--servers", name, "print(1)"),
+        "doctor": _cli(helpers.BRIDGE_BIN, cenv, repo, "doctor", timeout=300),
+    }
+    for what, p in runs.items():
+        out = p.stdout + p.stderr
+        assert _raw_unsafe(out) == [], f"{what}: raw {_raw_unsafe(out)!r} in\n{out}"
+        assert "\\u{202e}" in out, f"{what}: nothing escaped in\n{out}"
+    assert "WARN" in runs["servers"].stderr, runs["servers"].stderr
+    assert "cmd\\u{202e}\\u{1b}[2K\\r" in runs["allow"].stdout, runs["allow"].stdout
