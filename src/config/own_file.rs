@@ -208,6 +208,13 @@ mod tests {
         std::fs::remove_file(repo.join(rel)).expect("test");
         std::os::unix::fs::symlink("/dev/null", repo.join(rel)).expect("test");
         assert!(matches!(check(&repo, rel), Err(NotOwn::Link(_))));
+        // Another user's file (as root in CI: chown to nobody): their client wrote it, not ours.
+        let theirs = d.path().join("theirs");
+        std::fs::create_dir_all(theirs.join(".claude")).expect("test");
+        std::fs::write(theirs.join(rel), "{}").expect("test");
+        if std::os::unix::fs::chown(theirs.join(rel), Some(65534), Some(65534)).is_ok() {
+            assert_eq!(check(&theirs, rel), Err(NotOwn::OtherOwner { uid: 65534 }));
+        }
         // Writable by others.
         let other = d.path().join("plain");
         std::fs::create_dir_all(other.join(".claude")).expect("test");
