@@ -72,11 +72,11 @@ impl App {
             problems = servers.issues.len(),
             "MCP servers discovered"
         );
-        let waiting: Vec<&str> = servers
+        let waiting: Vec<String> = servers
             .specs
             .iter()
             .filter(|s| s.consent == crate::config::Consent::Needed)
-            .map(|s| s.name.as_str())
+            .map(|s| crate::shown::Shown(&s.name).to_string())
             .collect();
         if !waiting.is_empty() {
             tracing::info!(

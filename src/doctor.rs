@@ -14,6 +14,7 @@ use crate::config::Settings;
 use crate::container::{connect, ImageInfo};
 use crate::image::status::{recipe_line, recipe_of, when_missing, Recipe};
 use crate::report::RunStatus;
+use crate::safe_line::safe_line;
 
 /// Sandbox code that reports the posture plus active probes as one JSON line.
 const PROBE: &str = r#"
@@ -42,7 +43,9 @@ fn line(out: &mut String, ok: bool, name: &str, detail: &str) {
     mark(out, if ok { "PASS" } else { "FAIL" }, name, detail);
 }
 
+/// Every detail (engine answers, settings, the sandbox's words) is one line, escaped.
 fn mark(out: &mut String, mark: &str, name: &str, detail: &str) {
+    let (name, detail) = (safe_line(name), safe_line(detail));
     out.push_str(&format!("{mark}  {name:<20} {detail}\n"));
 }
 

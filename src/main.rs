@@ -45,9 +45,17 @@ enum Command {
     /// when there are problems. Starts nothing.
     Servers {
         /// Approve a project's server (its `.mcp.json`, `.cursor/mcp.json` or `.vscode/mcp.json`
-        /// entry as it is now) so the bridge may start it; repeat for several.
+        /// entry as written now) so the bridge may start it: shows the one definition `servers`
+        /// shows and asks on a terminal (or takes --yes); repeat for several.
         #[arg(long, value_name = "NAME")]
         allow: Vec<String>,
+        /// With --allow: approve the definition in this file instead (another file defining
+        /// the same name).
+        #[arg(long, value_name = "FILE", requires = "allow")]
+        from: Option<std::path::PathBuf>,
+        /// With --allow: approve without asking (after reading the definition it prints).
+        #[arg(long, requires = "allow")]
+        yes: bool,
     },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
@@ -159,7 +167,10 @@ fn main() -> ExitCode {
     let settings = match Settings::from_env() {
         Ok(s) => Arc::new(s),
         Err(e) => {
-            eprintln!("mcp-code-bridge: configuration error: {e}");
+            eprintln!(
+                "mcp-code-bridge: configuration error: {}",
+                mcp_code_bridge::safe_line::safe_line(&e.to_string())
+            );
             return ExitCode::from(exec_cli::EXIT_USAGE);
         }
     };
@@ -178,7 +189,10 @@ fn main() -> ExitCode {
     match runtime.block_on(dispatch(cli.command, settings)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("mcp-code-bridge: {e:#}");
+            eprintln!(
+                "mcp-code-bridge: {}",
+                mcp_code_bridge::safe_line::safe_line(&format!("{e:#}"))
+            );
             failure
         }
     }
@@ -200,10 +214,17 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             timeout,
             json,
         } => exec(settings, code, servers, timeout, json).await,
-        Command::Servers { allow } if allow.is_empty() => {
+        Command::Servers { allow, .. } if allow.is_empty() => {
             Ok(mcp_code_bridge::servers_cli::list(&settings))
         }
-        Command::Servers { allow } => Ok(mcp_code_bridge::servers_cli::allow(&settings, &allow)),
+        Command::Servers { allow, from, yes } => {
+            let args = mcp_code_bridge::servers_allow::AllowArgs {
+                names: allow,
+                from,
+                yes,
+            };
+            Ok(mcp_code_bridge::servers_allow::allow(&settings, &args))
+        }
         Command::Setup {
             clients,
             name,
@@ -351,7 +372,7 @@ fn init_logging(level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(mcp_code_bridge::safe_line::SafeStderr)
         .with_ansi(false)
         .with_target(false)
         .init();

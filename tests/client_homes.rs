@@ -239,7 +239,7 @@ async fn cursor_forms_remote_entries_and_the_bridge_allow_list() {
         list.allow(Approval {
             name: spec.name.clone(),
             source: spec.source.clone(),
-            sha256: spec.entry_sha256.clone(),
+            sha256: spec.sha256.clone(),
         })
         .expect("allow");
     }

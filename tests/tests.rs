@@ -19,6 +19,8 @@ mod upstream;
 
 // Client config files as each client writes them: provenance, consent, what starts.
 mod client_homes;
+// A repository approving its own servers; `servers --allow` approving one shown definition.
+mod consent_repo;
 
 // `setup` against client config files as each client writes them: edits, backups, dry run.
 mod setup;

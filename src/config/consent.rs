@@ -2,17 +2,17 @@
 //!
 //! The user's own definitions (`~/MCPs`, `MCP_SERVERS_CONFIG`, a client's user or local scope)
 //! need none. A project's servers need a record of the user's approval: Claude Code's own
-//! records for `.mcp.json` ([`ClaudeRecords`]), else the bridge's allow list ([`AllowList`],
+//! records for `.mcp.json` ([`ClaudeRecords`]), else the bridge's allow list ([`AllowList`](super::allow_list::AllowList),
 //! written by `mcp-code-bridge servers --allow NAME`), which pins the entry by a SHA-256 of its
 //! text so that a changed entry needs consent again.
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
+use super::own_file;
+use crate::shown::{Shown, ShownPath};
 
 /// Whether a server may be started, and on whose word.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,17 +45,19 @@ impl Consent {
 
     /// Why a server may not start, and how to allow it; `None` when it may.
     pub fn refusal(&self, name: &str, source: &Path) -> Option<String> {
+        let name = Shown(name);
         match self {
             Consent::Own | Consent::Allowed(_) => None,
             Consent::Needed => Some(format!(
                 "MCP server '{name}' is defined by a project file ({}) and has not been approved; \
                  nothing from it is started until you allow it: run `mcp-code-bridge servers --allow {name}` \
                  in that project (or approve it in the client that owns the file)",
-                source.display()
+                ShownPath(source)
             )),
             Consent::Denied(why) => Some(format!(
-                "MCP server '{name}' from {} was turned down ({why}); enable it there to use it",
-                source.display()
+                "MCP server '{name}' from {} was turned down ({}); enable it there to use it",
+                ShownPath(source),
+                Shown(why)
             )),
         }
     }
@@ -70,12 +72,19 @@ pub fn entry_hash(entry: &Value) -> String {
 
 /// Claude Code's consent records for the current project.
 ///
-/// Approvals count from files outside the repository (`~/.claude.json`'s entry for the project,
-/// `~/.claude/settings.json`, managed settings), and from the repository's
-/// `.claude/settings.local.json` (where Claude Code writes the user's answers) only once the user
-/// accepted Claude Code's trust dialog for the folder. Approvals in the repository's committed
-/// `.claude/settings.json` never count: a hostile repository can write them (the "TrustFall"
-/// report). Refusals count from everywhere.
+/// Only approvals the user's own client wrote for this exact folder count:
+/// - `~/.claude.json`'s entry for the project folder itself; an entry for a folder above it (a
+///   trusted `~/src`) approves nothing below it;
+/// - approvals that cover every folder (`~/.claude/settings.json`, managed settings) only in a
+///   folder whose own entry records Claude Code's trust dialog as accepted, since Claude Code
+///   asks that before any project server;
+/// - the project's `.claude/settings.local.json` (where Claude Code writes the user's answers)
+///   only in such a trusted folder, and only when it is the user's own file: not tracked by the
+///   repository's git, not a link, owned by the user ([`own_file::check`]); one that came with a
+///   clone is the repository approving itself.
+///
+/// Approvals in the committed `.claude/settings.json` never count (the "TrustFall" report).
+/// Refusals count from every file, and from the entries of folders above the project.
 #[derive(Debug, Default)]
 pub struct ClaudeRecords {
     enabled: Vec<(String, PathBuf)>,
@@ -83,6 +92,17 @@ pub struct ClaudeRecords {
     enable_all: Option<PathBuf>,
     /// Servers switched off with `/mcp` in this project (`disabledMcpServers`).
     pub switched_off: Vec<String>,
+    /// Approvals found that do not count, each with its file and the reason.
+    pub ignored: Vec<(PathBuf, String)>,
+}
+
+/// How a file's approvals are taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approvals {
+    /// They count.
+    Count,
+    /// Only refusals are read (the committed `.claude/settings.json`).
+    Never,
 }
 
 impl ClaudeRecords {
@@ -93,35 +113,100 @@ impl ClaudeRecords {
         user_settings: Option<&Path>,
         project: Option<&Path>,
     ) -> Self {
+        Self::read_with(
+            claude_json,
+            user_settings,
+            Path::new("/etc/claude-code/managed-settings.json"),
+            project,
+        )
+    }
+
+    fn read_with(
+        claude_json: Option<&Path>,
+        user_settings: Option<&Path>,
+        managed: &Path,
+        project: Option<&Path>,
+    ) -> Self {
         let mut rec = ClaudeRecords::default();
         let mut trusted = false;
         if let (Some(global), Some(project)) = (claude_json, project) {
-            if let Some(entry) = read_json(global).and_then(|v| project_entry(&v, project)) {
-                trusted = entry.get("hasTrustDialogAccepted") == Some(&Value::Bool(true));
-                rec.take(&entry, global, true);
-                rec.switched_off = strings(entry.get("disabledMcpServers"));
+            if let Some(root) = read_json(global) {
+                let (exact, above) = project_entries(&root, project);
+                if let Some(entry) = &exact {
+                    trusted = entry.get("hasTrustDialogAccepted") == Some(&Value::Bool(true));
+                    rec.take(entry, global, Approvals::Count);
+                }
+                for (dir, entry) in &above {
+                    rec.take(entry, global, Approvals::Never);
+                    if exact.is_none() && (grants(entry) || trusts(entry)) {
+                        rec.ignored.push((
+                            global.to_path_buf(),
+                            format!(
+                                "the trust or approvals recorded for {} do not cover {}: only an entry for this exact folder counts",
+                                ShownPath(Path::new(dir)),
+                                ShownPath(project)
+                            ),
+                        ));
+                    }
+                }
+                let nearest = exact.as_ref().or(above.first().map(|(_, e)| e));
+                rec.switched_off = strings(nearest.and_then(|e| e.get("disabledMcpServers")));
             }
         }
-        let mut files: Vec<(PathBuf, bool)> = Vec::new();
-        files.extend(user_settings.map(|f| (f.to_path_buf(), true)));
-        files.push(("/etc/claude-code/managed-settings.json".into(), true));
-        if let Some(project) = project {
-            files.push((project.join(".claude/settings.local.json"), trusted));
-            files.push((project.join(".claude/settings.json"), false));
+        // Approvals for every folder: only where this folder is trusted.
+        let wide = if trusted {
+            Approvals::Count
+        } else {
+            Approvals::Never
+        };
+        for file in user_settings.into_iter().chain([managed]) {
+            if let Some(v) = read_json(file) {
+                if wide == Approvals::Never && grants(&v) {
+                    rec.ignored.push((
+                        file.to_path_buf(),
+                        "its approvals cover a project only once you accepted Claude Code's trust dialog for that exact folder".into(),
+                    ));
+                }
+                rec.take(&v, file, wide);
+            }
         }
-        for (file, approvals_count) in files {
+        if let Some(project) = project {
+            let local = Path::new(".claude/settings.local.json");
+            let file = project.join(local);
             if let Some(v) = read_json(&file) {
-                rec.take(&v, &file, approvals_count);
+                let counts = match (grants(&v), trusted) {
+                    (false, _) => Approvals::Never,
+                    (true, false) => {
+                        rec.ignored.push((
+                            file.clone(),
+                            "its approvals count only once you accepted Claude Code's trust dialog for this folder".into(),
+                        ));
+                        Approvals::Never
+                    }
+                    (true, true) => match own_file::check(project, local) {
+                        Ok(()) => Approvals::Count,
+                        Err(why) => {
+                            rec.ignored
+                                .push((file.clone(), format!("its approvals do not count: {why}")));
+                            Approvals::Never
+                        }
+                    },
+                };
+                rec.take(&v, &file, counts);
+            }
+            let committed = project.join(".claude/settings.json");
+            if let Some(v) = read_json(&committed) {
+                rec.take(&v, &committed, Approvals::Never);
             }
         }
         rec
     }
 
-    fn take(&mut self, v: &Value, file: &Path, approvals_count: bool) {
+    fn take(&mut self, v: &Value, file: &Path, approvals: Approvals) {
         for name in strings(v.get("disabledMcpjsonServers")) {
             self.disabled.push((name, file.to_path_buf()));
         }
-        if !approvals_count {
+        if approvals == Approvals::Never {
             return;
         }
         for name in strings(v.get("enabledMcpjsonServers")) {
@@ -153,13 +238,32 @@ impl ClaudeRecords {
     }
 }
 
-/// `~/.claude.json`'s entry for `project` or the nearest folder above it that has one.
-fn project_entry(root: &Value, project: &Path) -> Option<Value> {
-    let projects = root.get("projects")?.as_object()?;
-    project
+/// Whether a record approves anything.
+fn grants(v: &Value) -> bool {
+    v.get("enableAllProjectMcpServers") == Some(&Value::Bool(true))
+        || !strings(v.get("enabledMcpjsonServers")).is_empty()
+}
+
+fn trusts(v: &Value) -> bool {
+    v.get("hasTrustDialogAccepted") == Some(&Value::Bool(true))
+}
+
+/// `~/.claude.json`'s entry for exactly `project`, and those of the folders above it (nearest
+/// first).
+fn project_entries(root: &Value, project: &Path) -> (Option<Value>, Vec<(String, Value)>) {
+    let Some(projects) = root.get("projects").and_then(Value::as_object) else {
+        return (None, Vec::new());
+    };
+    let exact = project.to_str().and_then(|p| projects.get(p)).cloned();
+    let above = project
         .ancestors()
-        .find_map(|dir| projects.get(dir.to_str()?))
-        .cloned()
+        .skip(1)
+        .filter_map(|dir| {
+            let key = dir.to_str()?;
+            Some((key.to_string(), projects.get(key)?.clone()))
+        })
+        .collect();
+    (exact, above)
 }
 
 fn strings(v: Option<&Value>) -> Vec<String> {
@@ -176,113 +280,6 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 fn read_json(path: &Path) -> Option<Value> {
     let text = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&text).ok()
-}
-
-/// One approval given with `mcp-code-bridge servers --allow`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Approval {
-    /// The server's name.
-    pub name: String,
-    /// The file that defines it.
-    pub source: PathBuf,
-    /// [`entry_hash`] of the entry when it was approved.
-    pub sha256: String,
-}
-
-/// The bridge's own consent records: `<state dir>/consent.json`.
-#[derive(Debug, Default)]
-pub struct AllowList {
-    path: PathBuf,
-    approvals: Vec<Approval>,
-}
-
-#[derive(Serialize, Deserialize, Default)]
-struct AllowFile {
-    allowed: Vec<Approval>,
-}
-
-impl AllowList {
-    /// The file the allow list lives in.
-    pub fn file(state_dir: &Path) -> PathBuf {
-        state_dir.join("consent.json")
-    }
-
-    /// Loads the list (empty when the file is missing or unreadable).
-    pub fn load(state_dir: &Path) -> Self {
-        let path = Self::file(state_dir);
-        let approvals = read_checked(state_dir)
-            .and_then(|b| serde_json::from_slice::<AllowFile>(&b).ok())
-            .map(|f| f.allowed)
-            .unwrap_or_default();
-        AllowList { path, approvals }
-    }
-
-    /// The decision for `name` defined in `source` with entry hash `sha256`.
-    pub fn decide(&self, name: &str, source: &Path, sha256: &str) -> Consent {
-        let approved = self
-            .approvals
-            .iter()
-            .any(|a| a.name == name && a.source == source && a.sha256 == sha256);
-        if approved {
-            Consent::Allowed(format!(
-                "allowed with `mcp-code-bridge servers --allow {name}`"
-            ))
-        } else {
-            Consent::Needed
-        }
-    }
-
-    /// Whether `name` from `source` was allowed once, but its entry changed since.
-    pub fn changed_since_allowed(&self, name: &str, source: &Path, sha256: &str) -> bool {
-        let mut mine = self
-            .approvals
-            .iter()
-            .filter(|a| a.name == name && a.source == source)
-            .peekable();
-        mine.peek().is_some() && mine.all(|a| a.sha256 != sha256)
-    }
-
-    /// Records an approval (replacing an older one for the same name and file) and saves.
-    ///
-    /// # Errors
-    /// The state dir or the file cannot be written.
-    pub fn allow(&mut self, approval: Approval) -> std::io::Result<()> {
-        self.approvals
-            .retain(|a| !(a.name == approval.name && a.source == approval.source));
-        self.approvals.push(approval);
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        // A folder only this user can write to; the file gets a random name, then its own.
-        let dir = CheckedDir::open(dir, Access::Shared, FIX_STATE).map_err(DirError::into_io)?;
-        let dir = dir.path();
-        let text = serde_json::to_vec_pretty(&AllowFile {
-            allowed: self.approvals.clone(),
-        })
-        .map_err(std::io::Error::other)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        std::io::Write::write_all(&mut tmp, &text)?;
-        tmp.persist(&self.path).map_err(|e| e.error)?;
-        Ok(())
-    }
-}
-
-/// `consent.json`'s bytes, read only from a state folder that passes the checks
-/// (`private_dir`) and only when it is a regular file of this user: approvals another user
-/// could have written are not read.
-fn read_checked(state_dir: &Path) -> Option<Vec<u8>> {
-    if !state_dir.is_dir() {
-        return None;
-    }
-    let dir = match CheckedDir::open(state_dir, Access::Shared, FIX_STATE) {
-        Ok(dir) => dir,
-        Err(err) => {
-            tracing::warn!(cause = %err, "approvals in consent.json are not read");
-            return None;
-        }
-    };
-    let mut file = dir.open_file("consent.json", libc::O_RDONLY, 0).ok()?;
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
-    Some(bytes)
 }
 
 #[cfg(test)]
@@ -320,47 +317,61 @@ mod tests {
             home.join(".claude.json"),
             home.join(".claude/settings.json"),
         );
-        // `~/.claude.json`'s entry for the project also covers its subfolders.
-        let sub = ClaudeRecords::read(Some(&cj), Some(&us), Some(&proj.join("sub")));
-        assert!(sub.decide("ok").expect("test").permits());
-        let rec = ClaudeRecords::read(Some(&cj), Some(&us), Some(&proj));
+        let read = |project: &Path| {
+            ClaudeRecords::read_with(
+                Some(&cj),
+                Some(&us),
+                &home.join("managed.json"),
+                Some(project),
+            )
+        };
+        // `~/.claude.json`'s entry for the project approves nothing in its subfolders (a
+        // repository cloned under a trusted folder); its refusals still hold there.
+        let sub = read(&proj.join("sub"));
+        assert_eq!(sub.decide("ok"), None);
+        assert!(matches!(sub.decide("bad"), Some(Consent::Denied(_))));
+        assert!(
+            sub.ignored[0]
+                .1
+                .contains("only an entry for this exact folder"),
+            "{:?}",
+            sub.ignored
+        );
+        let rec = read(&proj);
         assert!(rec.decide("ok").expect("test").permits());
         assert!(matches!(rec.decide("bad"), Some(Consent::Denied(_))));
         assert!(matches!(rec.decide("ok-but-off"), Some(Consent::Denied(_))));
         assert_eq!(rec.decide("evil"), None);
         assert_eq!(rec.decide("local"), None);
         assert_eq!(rec.switched_off, ["quiet"]);
+        // Approvals for every folder count only in a trusted one.
+        write(&us, serde_json::json!({"enabledMcpjsonServers": ["wide"]}));
+        assert_eq!(read(&proj).decide("wide"), None);
 
         write(
             &home.join(".claude.json"),
             serde_json::json!({"projects": {key: {"hasTrustDialogAccepted": true}}}),
         );
-        let rec = ClaudeRecords::read(Some(&cj), Some(&us), Some(&proj));
+        let rec = read(&proj);
         assert!(rec.decide("local").expect("test").permits());
+        assert!(rec.decide("wide").expect("test").permits());
         assert_eq!(rec.decide("evil"), None);
-    }
-
-    #[test]
-    fn the_allow_list_pins_the_entry() {
-        let d = tempfile::tempdir().expect("test");
-        let src = d.path().join(".mcp.json");
-        let entry = serde_json::json!({"command": "a"});
-        let mut list = AllowList::load(d.path());
-        assert_eq!(list.decide("x", &src, &entry_hash(&entry)), Consent::Needed);
-        list.allow(Approval {
-            name: "x".into(),
-            source: src.clone(),
-            sha256: entry_hash(&entry),
-        })
-        .expect("test");
-        let list = AllowList::load(d.path());
-        assert!(list.decide("x", &src, &entry_hash(&entry)).permits());
-        let changed = entry_hash(&serde_json::json!({"command": "b"}));
-        assert_eq!(list.decide("x", &src, &changed), Consent::Needed);
-        assert!(list.changed_since_allowed("x", &src, &changed));
-        assert_eq!(
-            list.decide("x", &d.path().join("other.json"), &entry_hash(&entry)),
-            Consent::Needed
+        // A settings.local.json the repository's git tracks came with the clone.
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(&proj)
+                .output();
+            assert!(out.expect("git").status.success(), "{args:?}");
+        };
+        git(&["init", "-q"]);
+        assert!(
+            read(&proj).decide("local").expect("test").permits(),
+            "untracked"
         );
+        git(&["add", "-f", ".claude/settings.local.json"]);
+        let rec = read(&proj);
+        assert_eq!(rec.decide("local"), None);
+        assert!(rec.ignored[0].1.contains("tracks it"), "{:?}", rec.ignored);
     }
 }

@@ -4,6 +4,7 @@
 //! Everything here is data in, validated and typed out. Nothing here spawns, connects or logs
 //! about runtime state; callers receive an immutable [`Settings`] and share it as `Arc`.
 
+mod allow_list;
 mod clients;
 mod consent;
 mod data;
@@ -12,22 +13,26 @@ mod error;
 mod expand;
 mod image_values;
 mod mounts;
+mod own_file;
+mod pending;
 mod portable;
 mod read;
 mod servers;
 mod settings;
 mod values;
 
+pub use allow_list::{AllowList, Approval};
 pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
-pub use consent::{entry_hash, AllowList, Approval, Consent};
+pub use consent::{entry_hash, Consent};
 pub use data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
 pub use error::ConfigError;
 pub use image_values::ImageBuildMode;
 pub use mounts::{Mount, RESERVED_INSIDE};
+pub use own_file::NotOwn;
+pub use pending::{pick, project_definitions, PickError, ProjectEntry};
 pub use portable::{launches_bridge, portability, Portability};
 pub use servers::{
-    discover, discover_with_env, project_definitions, ConfigIssue, ServerSpec, Servers, Sources,
-    Transport,
+    discover, discover_with_env, ConfigIssue, ServerSpec, Servers, Sources, Transport,
 };
 pub use settings::{
     ChannelMode, OutputMode, RuntimeChoice, Settings, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT,

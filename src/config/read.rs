@@ -8,11 +8,14 @@ use jsonc_parser::cst::CstRootNode;
 use jsonc_parser::ParseOptions;
 use serde_json::{Map, Value};
 
+use super::allow_list::AllowList;
 use super::clients::{Client, ClientFile, Origin, Scope};
-use super::consent::{AllowList, ClaudeRecords};
+use super::consent::{entry_hash, ClaudeRecords, Consent};
 use super::entry::parse_entry;
 use super::expand::{Expander, Syntax};
+use super::pending::ProjectEntry;
 use super::servers::{ConfigIssue, ServerSpec, Sources, Transport};
+use crate::shown::{Shown, ShownPath};
 
 /// Reads every source and decides the consent of each definition.
 pub(super) fn read_all<'a>(
@@ -23,6 +26,7 @@ pub(super) fn read_all<'a>(
         sources,
         env,
         found: Vec::new(),
+        pending: Vec::new(),
         issues: Vec::new(),
         notes: Vec::new(),
     };
@@ -48,7 +52,7 @@ pub(super) fn read_all<'a>(
     for cf in &sources.client_files {
         reader.read_client(cf);
     }
-    decide_consent(&mut reader.found, sources);
+    decide_consent(&mut reader, sources);
     reader
 }
 
@@ -56,6 +60,8 @@ pub(super) struct Reader<'a> {
     sources: &'a Sources,
     env: &'a dyn Fn(&str) -> Option<String>,
     pub(super) found: Vec<ServerSpec>,
+    /// Every entry of a project's files as written, parsed or not.
+    pub(super) pending: Vec<ProjectEntry>,
     pub(super) issues: Vec<ConfigIssue>,
     pub(super) notes: Vec<ConfigIssue>,
 }
@@ -137,7 +143,19 @@ impl Reader<'_> {
                 self.sources.home.as_deref(),
                 self.sources.project.as_deref(),
             );
-            match parse_entry(file, origin, name, entry, &mut x) {
+            let parsed = parse_entry(file, origin, name, entry, &mut x);
+            if origin.needs_consent() {
+                self.pending.push(ProjectEntry {
+                    name: name.clone(),
+                    source: file.to_path_buf(),
+                    origin,
+                    entry: entry.clone(),
+                    sha256: entry_hash(entry),
+                    problem: parsed.as_ref().err().map(|p| p.message.clone()),
+                    consent: Consent::Needed,
+                });
+            }
+            match parsed {
                 Err(problem) => self.issues.push(problem),
                 Ok(spec) if !self.sources.allow_self && launches_self(&spec) => {
                     let skipped = format!(
@@ -190,9 +208,10 @@ fn read_root(
     }
 }
 
-/// Fills in the consent of project-scoped definitions from the client's records, else the
-/// bridge's allow list; applies Claude Code's per-project switches.
-fn decide_consent(found: &mut [ServerSpec], sources: &Sources) {
+/// Fills in the consent of project-scoped definitions (parsed or not) from the client's records,
+/// else the bridge's allow list; applies Claude Code's per-project switches; notes the approvals
+/// that were found but do not count.
+fn decide_consent(reader: &mut Reader<'_>, sources: &Sources) {
     if sources.client_files.is_empty() {
         return;
     }
@@ -211,22 +230,32 @@ fn decide_consent(found: &mut [ServerSpec], sources: &Sources) {
         .as_deref()
         .map(AllowList::load)
         .unwrap_or_default();
-    for spec in found.iter_mut() {
-        let Origin::Client(client, scope) = spec.origin else {
+    let consent = |origin: Origin, name: &str, source: &Path, sha256: &str| {
+        let by_client = match origin {
+            Origin::Client(Client::ClaudeCode, Scope::Project) => claude.decide(name),
+            _ => None,
+        };
+        by_client.unwrap_or_else(|| allow.decide(name, source, sha256))
+    };
+    for spec in reader.found.iter_mut() {
+        let Origin::Client(client, _) = spec.origin else {
             continue;
         };
         if client == Client::ClaudeCode && claude.switched_off.contains(&spec.name) {
             spec.disabled = true;
         }
-        if scope != Scope::Project {
-            continue;
+        if spec.origin.needs_consent() {
+            spec.consent = consent(spec.origin, &spec.name, &spec.source, &spec.entry_sha256);
         }
-        let by_client = match client {
-            Client::ClaudeCode => claude.decide(&spec.name),
-            _ => None,
-        };
-        spec.consent =
-            by_client.unwrap_or_else(|| allow.decide(&spec.name, &spec.source, &spec.entry_sha256));
+    }
+    for p in reader.pending.iter_mut() {
+        p.consent = consent(p.origin, &p.name, &p.source, &p.sha256);
+    }
+    let claude_project = Origin::Client(Client::ClaudeCode, Scope::Project);
+    if reader.pending.iter().any(|p| p.origin == claude_project) {
+        for (file, why) in claude.ignored {
+            reader.notes.push(issue(&file, why));
+        }
     }
 }
 
@@ -256,7 +285,7 @@ pub(super) fn merge(
                     ),
                 ));
             } else if kept.same_definition(&dropped) {
-                tracing::debug!(server = %name, dropped = %dropped.source.display(), "same definition twice");
+                tracing::debug!(server = %Shown(&name), dropped = %ShownPath(&dropped.source), "same definition twice");
             } else {
                 let why = if !dropped.consent.permits() && kept.consent.permits() {
                     " (it is not approved)"
@@ -275,7 +304,7 @@ pub(super) fn merge(
                 ));
             }
         }
-        tracing::debug!(server = %name, source = %kept.source.display(), "server defined");
+        tracing::debug!(server = %Shown(&name), source = %ShownPath(&kept.source), "server defined");
         specs.push(kept);
     }
     specs

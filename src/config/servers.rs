@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use super::clients::{ClientFile, Origin};
 use super::consent::Consent;
 use super::read::{merge, read_all, Reader};
+use crate::shown::Shown;
 
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -191,27 +192,16 @@ pub fn discover_with_env(sources: &Sources, env: &dyn Fn(&str) -> Option<String>
     } = read_all(sources, env);
     let specs = merge(found, &mut issues, &mut notes);
     for i in &issues {
-        tracing::warn!(source = %i.source, "server config: {}", i.message);
+        tracing::warn!(source = %Shown(&i.source), "server config: {}", Shown(&i.message));
     }
     for n in &notes {
-        tracing::debug!(source = %n.source, "server config: {}", n.message);
+        tracing::debug!(source = %Shown(&n.source), "server config: {}", Shown(&n.message));
     }
     Servers {
         specs,
         issues,
         notes,
     }
-}
-
-/// Every definition from a project's files, with its consent, before precedence is applied
-/// (so a definition shadowed while unapproved is here too): what `servers --allow` approves.
-pub fn project_definitions(
-    sources: &Sources,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> Vec<ServerSpec> {
-    let mut found = read_all(sources, env).found;
-    found.retain(|s| s.origin.needs_consent());
-    found
 }
 
 #[cfg(test)]

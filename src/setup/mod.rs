@@ -30,6 +30,8 @@ use std::process::ExitCode;
 pub use error::SetupError;
 
 use crate::config::{Client, Settings};
+use crate::safe_line::{safe_diff, safe_line};
+use crate::shown::ShownPath;
 use plan::{Change, Plan, Request};
 
 /// Exit code when a file was left untouched because of a problem, or the changes were declined.
@@ -86,7 +88,7 @@ pub fn run(settings: &Settings, opts: &Options) -> ExitCode {
     });
     let mut out = std::io::stdout().lock();
     for line in &plan.lines {
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", safe_line(line));
     }
     if plan.changes.is_empty() {
         let _ = writeln!(out, "Nothing to change.");
@@ -96,7 +98,7 @@ pub fn run(settings: &Settings, opts: &Options) -> ExitCode {
         let _ = write!(
             out,
             "\n{}",
-            diff::unified(&c.path, c.original.as_deref(), &c.text)
+            safe_diff(&diff::unified(&c.path, c.original.as_deref(), &c.text))
         );
     }
     let _ = out.flush();
@@ -132,8 +134,8 @@ fn apply(plan: &mut Plan, out: &mut impl Write) {
                     let _ = writeln!(
                         out,
                         "backed up {} to {}",
-                        change.path.display(),
-                        b.display()
+                        ShownPath(&change.path),
+                        ShownPath(&b)
                     );
                 }
                 let verb = if change.original.is_some() {
@@ -141,7 +143,7 @@ fn apply(plan: &mut Plan, out: &mut impl Write) {
                 } else {
                     "created"
                 };
-                let _ = writeln!(out, "{verb} {}", change.path.display());
+                let _ = writeln!(out, "{verb} {}", ShownPath(&change.path));
                 restart.extend(change.client.map(Client::label));
             }
             Err(e) => plan.problems.push(e),
@@ -179,13 +181,13 @@ fn confirmed() -> bool {
 }
 
 fn refuse(why: &str) -> ExitCode {
-    eprintln!("mcp-code-bridge setup: {why}");
+    eprintln!("mcp-code-bridge setup: {}", safe_line(why));
     ExitCode::from(EXIT_REFUSED)
 }
 
 fn finish(problems: &[SetupError]) -> ExitCode {
     for p in problems {
-        eprintln!("problem: {p}");
+        eprintln!("problem: {}", safe_line(&p.to_string()));
     }
     if problems.is_empty() {
         ExitCode::SUCCESS

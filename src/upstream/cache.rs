@@ -114,7 +114,7 @@ impl ToolCache {
             Ok(())
         };
         if let Err(err) = write() {
-            tracing::warn!(server = %spec.name, cause = %err, "could not write the tool cache");
+            tracing::warn!(server = %crate::shown::Shown(&spec.name), cause = %err, "could not write the tool cache");
         }
     }
 }

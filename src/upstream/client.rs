@@ -227,7 +227,8 @@ impl Upstream {
                 failures: (0, None),
             };
             let exited = self.exited.clone().drop_guard();
-            let span = tracing::info_span!("upstream", server = %self.spec.name);
+            let span =
+                tracing::info_span!("upstream", server = %crate::shown::Shown(&self.spec.name));
             self.tasks.tracker.spawn(
                 async move {
                     let _exited = exited;
@@ -361,7 +362,7 @@ pub(super) async fn drain_stderr(
                     format!("[a stderr line over {seen} bytes was cut]")
                 }
             };
-            tracing::debug!(target: "upstream", server = %server, "{line}");
+            tracing::debug!(target: "upstream", server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&line));
             tail.push(line);
         }
     }

@@ -209,7 +209,7 @@ async fn run_until_stopped(
             waiting.await
         }
     };
-    tracing::info!(server = %server, reason = ?reason.ok(), "MCP server connection ended");
+    tracing::info!(server = %crate::shown::Shown(&server), reason = ?reason.ok(), "MCP server connection ended");
 }
 
 /// Resolves when the connection in `conn` ends; never when there is none.

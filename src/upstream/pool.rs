@@ -199,7 +199,7 @@ impl UpstreamPool {
                         None
                     }
                     Err(err) => {
-                        tracing::warn!(server = %spec.name, cause = %err, "could not index server");
+                        tracing::warn!(server = %crate::shown::Shown(&spec.name), cause = %err, "could not index server");
                         Some((spec.name.clone(), err.to_string()))
                     }
                 };

@@ -33,7 +33,7 @@ impl Owner {
     /// exists, so an abandoned start can be killed.
     pub(super) async fn start(&self, group: &OnceLock<ProcessGroup>) -> Result<Started, String> {
         self.starts.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(server = %self.spec.name, "starting MCP server");
+        tracing::info!(server = %crate::shown::Shown(&self.spec.name), "starting MCP server");
         let mut lane = None;
         let closed = CancellationToken::new();
         let service = match &self.spec.transport {

@@ -103,7 +103,7 @@ impl ChildTransport {
     }
 
     fn end(&self, reason: String) {
-        tracing::warn!(server = %self.server, "{reason}");
+        tracing::warn!(server = %crate::shown::Shown(&self.server), "{}", crate::shown::Shown(&reason));
         *self.ended.lock().expect("end reason lock") = Some(reason);
     }
 
@@ -257,7 +257,7 @@ fn parse_line(
     match id {
         Some(id) => {
             let message = format!("the server sent a malformed response: {err}");
-            tracing::warn!(server = %server, "{message}");
+            tracing::warn!(server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&message));
             if lane.is_some_and(|lane| lane.route_malformed(&id, &err)) {
                 return None;
             }
@@ -269,9 +269,9 @@ fn parse_line(
         }
         None => {
             tracing::warn!(
-                server = %server,
+                server = %crate::shown::Shown(server),
                 "ignored a stdout line that is not a JSON-RPC message ({err}): {}",
-                String::from_utf8_lossy(&line[..line.len().min(200)])
+                crate::shown::Shown(&String::from_utf8_lossy(&line[..line.len().min(200)]))
             );
             None
         }

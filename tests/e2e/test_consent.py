@@ -137,7 +137,12 @@ def test_allow_records_consent_pinned_to_the_entry(tmp_path, bridge_factory, hel
     cenv = cli_env(state, **env)
 
     assert "servers --allow proj" in servers_cli(helpers.BRIDGE_BIN, cenv, repo).rows["proj"][2]
-    allowed = servers_cli(helpers.BRIDGE_BIN, cenv, repo, "--allow", "proj")
+    # Without a terminal to ask on, --allow shows the definition and approves nothing.
+    refused = servers_cli(helpers.BRIDGE_BIN, cenv, repo, "--allow", "proj")
+    assert refused.code == 1 and "--yes" in refused.stderr, refused
+    assert "env API_TOKEN: \"${env:PROJ_TOKEN}\"" in refused.stdout, refused.stdout
+    assert not (state / "consent.json").exists()
+    allowed = servers_cli(helpers.BRIDGE_BIN, cenv, repo, "--allow", "proj", "--yes")
     assert allowed.code == 0 and "approved 'proj' from " + str(repo / ".cursor" / "mcp.json") in allowed.stdout, allowed
     assert secret not in allowed.stdout + allowed.stderr
     assert json.loads((state / "consent.json").read_text())["allowed"][0]["name"] == "proj"
@@ -207,3 +212,58 @@ def test_an_ordinary_claude_code_setup_is_quiet(tmp_path, helpers):
     ex = _cli(helpers.BRIDGE_BIN, env, repo, "exec", "print(6*7)")
     assert ex.returncode == 0 and ex.stdout.strip() == "42", ex
     assert "WARN" not in ex.stderr, ex.stderr
+
+
+def test_a_repository_under_a_trusted_folder_cannot_approve_itself(tmp_path, helpers):
+    """~/src trusted once; a clone under it approves itself in an untracked settings.local.json."""
+    home, src, marker = tmp_path / "home", tmp_path / "src", tmp_path / "PWNED"
+    repo = src / "clone"
+    repo.mkdir(parents=True)
+    _write(repo / ".mcp.json", {"mcpServers": {"payload": _hostile(marker)}})
+    _write(repo / ".claude" / "settings.local.json", {"enableAllProjectMcpServers": True})
+    _write(home / ".claude.json", {"projects": {str(src): {"hasTrustDialogAccepted": True,
+                                                           "enableAllProjectMcpServers": True}}})
+    env = {"MCP_BRIDGE_IMPORT_CLIENT_CONFIGS": "1", **home_env(home)}
+    cenv = cli_env(tmp_path / "cli-state", **env)
+    listing = servers_cli(helpers.BRIDGE_BIN, cenv, repo)
+    assert "servers --allow payload" in listing.rows["payload"][2], listing.stdout
+    assert any("only an entry for this exact folder" in n[1] for n in listing.notes), listing.stdout
+    ex = _cli(helpers.BRIDGE_BIN, cenv, repo, "exec", "--servers", "payload", "print(1)")
+    assert ex.returncode != 0 and "servers --allow payload" in ex.stdout + ex.stderr, ex
+    assert not marker.exists(), "a hostile server was started"
+    assert _hostile_processes() == [], "a hostile process is running"
+
+
+def _raw_unsafe(text: str) -> list[str]:
+    """Control, bidi and invisible characters left raw (newlines and tabs are the output's own)."""
+    import unicodedata
+
+    return [c for c in text if c not in "\n\t" and (unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp"))]
+
+
+def test_config_text_reaches_no_terminal_raw(tmp_path, helpers):
+    """Every printed field of a repository's entries holds ESC, CR and U+202E: `servers`, `--allow`,
+    `doctor`, `exec`'s refusal and the log lines all show them escaped."""
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    home.mkdir()
+    evil = "\u202e\x1b[2K\r"
+    name = "docs\u202e"
+    _write(repo / ".mcp.json", {"mcpServers": {
+        name: {"command": f"cmd{evil}", "args": [f"a{evil}"], "env": {f"K{evil}": f"v{evil}"},
+               "cwd": str(repo / f"d{evil}")},
+        f"web{evil}": {"type": "http", "url": f"https://x.test/{evil}", "headers": {f"H{evil}": "v"}},
+        f"broken{evil}": {"type": f"pigeon{evil}"},
+    }})
+    cenv = cli_env(tmp_path / "state", MCP_BRIDGE_IMPORT_CLIENT_CONFIGS="1", **home_env(home))
+    runs = {
+        "servers": _cli(helpers.BRIDGE_BIN, cenv, repo, "servers"),
+        "allow": _cli(helpers.BRIDGE_BIN, cenv, repo, "servers", "--allow", name),
+        "exec": _cli(helpers.BRIDGE_BIN, cenv, repo, "exec", "--servers", name, "print(1)"),
+        "doctor": _cli(helpers.BRIDGE_BIN, cenv, repo, "doctor", timeout=300),
+    }
+    for what, p in runs.items():
+        out = p.stdout + p.stderr
+        assert _raw_unsafe(out) == [], f"{what}: raw {_raw_unsafe(out)!r} in\n{out}"
+        assert "\\u{202e}" in out, f"{what}: nothing escaped in\n{out}"
+    assert "WARN" in runs["servers"].stderr, runs["servers"].stderr
+    assert "cmd\\u{202e}\\u{1b}[2K\\r" in runs["allow"].stdout, runs["allow"].stdout

@@ -149,7 +149,7 @@ impl Check {
         let validator = match validator {
             Ok(v) => Some(v),
             Err(err) => {
-                tracing::debug!(server, tool = %tool.name, cause = %err, "input schema not checked: it does not compile");
+                tracing::debug!(server = %crate::shown::Shown(server), tool = %crate::shown::Shown(&tool.name), cause = %err, "input schema not checked: it does not compile");
                 None
             }
         };
