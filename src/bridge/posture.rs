@@ -122,7 +122,8 @@ pub fn evaluate(report: &Value, want: &Expected) -> Vec<Check> {
     if want.shared_folders {
         checks.push(check(
             "shared-folder rules",
-            flag("unix_sockets_blocked") == Some(true) && flag("shared_writes_blocked") == Some(true),
+            flag("unix_sockets_blocked") == Some(true)
+                && flag("shared_writes_blocked") == Some(true),
             format!(
                 "unix sockets blocked {}, writes outside scratch blocked {} (MCP_BRIDGE_MOUNTS \
                  needs both: a socket or FIFO in a shared folder is a way out)",

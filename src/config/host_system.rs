@@ -100,15 +100,31 @@ mod tests {
 
     #[test]
     fn system_folders_and_what_holds_them_are_named() {
-        for path in ["/proc", "/proc/1", "/sys/kernel", "/dev", "/etc/ssl", "/run/user"] {
+        for path in [
+            "/proc",
+            "/proc/1",
+            "/sys/kernel",
+            "/dev",
+            "/etc/ssl",
+            "/run/user",
+        ] {
             let why = system_folder(Path::new(path)).expect(path);
             assert!(why.contains("host system folder"), "{path}: {why}");
         }
         for path in ["/", "/var", "/var/lib"] {
             let why = system_folder(Path::new(path)).expect(path);
-            assert!(why.contains("holds the host system folder"), "{path}: {why}");
+            assert!(
+                why.contains("holds the host system folder"),
+                "{path}: {why}"
+            );
         }
-        for path in ["/home/u/data", "/srv/data", "/usr/share/dict", "/var/log", "/process"] {
+        for path in [
+            "/home/u/data",
+            "/srv/data",
+            "/usr/share/dict",
+            "/var/log",
+            "/process",
+        ] {
             assert_eq!(system_folder(Path::new(path)), None, "{path}");
         }
     }

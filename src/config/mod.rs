@@ -10,14 +10,14 @@ mod data;
 mod entry;
 mod error;
 mod expand;
-mod image_values;
 mod host_system;
+mod image_values;
 mod mounts;
-mod special_files;
 mod portable;
 mod read;
 mod servers;
 mod settings;
+mod special_files;
 mod values;
 
 pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};

@@ -328,7 +328,10 @@ mod tests {
             let text = format!("{host}:/data");
             let err = parse_mounts(&text, &rules(vec![])).expect_err(&text);
             assert!(err.contains("host system folder"), "{text}: {err}");
-            assert!(err.contains("is or sits inside") || err.contains("holds"), "{err}");
+            assert!(
+                err.contains("is or sits inside") || err.contains("holds"),
+                "{err}"
+            );
         }
     }
 
@@ -339,7 +342,10 @@ mod tests {
         let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
         let text = format!("{}:/data", a.path().display());
         let err = parse_mounts(&text, &rules(vec![])).expect_err("socket");
-        assert!(err.contains("svc.sock") && err.contains("unix socket"), "{err}");
+        assert!(
+            err.contains("svc.sock") && err.contains("unix socket"),
+            "{err}"
+        );
     }
 
     #[test]

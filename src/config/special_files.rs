@@ -139,7 +139,10 @@ mod tests {
         let sock = dir.path().join("deep/er/svc.sock");
         let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
         let err = check_special_files(dir.path()).expect_err("socket");
-        assert!(err.contains("svc.sock") && err.contains("unix socket"), "{err}");
+        assert!(
+            err.contains("svc.sock") && err.contains("unix socket"),
+            "{err}"
+        );
         std::fs::remove_file(&sock).expect("rm");
         let fifo = std::ffi::CString::new(dir.path().join("deep/pipe").to_str().expect("utf8"))
             .expect("cstring");
@@ -158,10 +161,16 @@ mod tests {
         }
         let walked = check_bounded(dir.path(), 3, 32).expect("capped");
         assert_eq!(walked.entries, 3);
-        assert!(walked.unchecked[0].contains("stopped after 3"), "{walked:?}");
+        assert!(
+            walked.unchecked[0].contains("stopped after 3"),
+            "{walked:?}"
+        );
         let walked = check_bounded(dir.path(), 100, 2).expect("shallow");
         assert!(
-            walked.unchecked.iter().any(|u| u.contains("not looked into")),
+            walked
+                .unchecked
+                .iter()
+                .any(|u| u.contains("not looked into")),
             "{walked:?}"
         );
     }
