@@ -1,13 +1,15 @@
 """A shared folder exposes files, never a way out (issue 22, point 5): MCP_BRIDGE_MOUNTS refuses
 host system folders (also through a symlink) and a folder holding a socket or FIFO at startup,
-and a unix socket or FIFO that appears in a shared folder AFTER the bridge started cannot be
-reached from sandbox code (the sandbox's seccomp and Landlock rules, entrypoint/confine.py),
+and a unix socket, FIFO or device node that appears in a shared folder AFTER the bridge started
+cannot be reached from sandbox code (the sandbox's seccomp and Landlock rules,
+entrypoint/confine.py; the engine's device cgroup),
 while the same access from the host works, so each test can fail."""
 from __future__ import annotations
 
 import json
 import os
 import socket
+import stat
 import subprocess
 import threading
 
@@ -140,6 +142,7 @@ attempt("stream", stream)
 attempt("dgram", dgram)
 attempt("pair_dgram", pair_dgram)
 attempt("fifo", fifo)
+attempt("device", lambda: os.close(os.open("/data/kmsg", os.O_RDONLY)))
 a, b = socket.socketpair()  # asyncio's self-pipe still works
 a.sendall(b"x"); out["pair_stream"] = b.recv(1).decode()
 print(json.dumps(out))
@@ -164,11 +167,13 @@ def test_a_socket_or_fifo_created_later_is_not_a_way_out(later_bridge):
     os.mkfifo(data / "pipe", 0o666)
     os.chmod(data / "pipe", 0o666)
     reader = os.open(data / "pipe", os.O_RDONLY | os.O_NONBLOCK)  # a host process reading it
+    os.mknod(data / "kmsg", 0o666 | stat.S_IFCHR, os.makedev(1, 11))  # the host's kernel log
+    os.chmod(data / "kmsg", 0o666)
     try:
         r = bridge.run(REACH)
         assert not r.is_error, str(r)
         out = json.loads(r.structured["stdout"])
-        for way in ("stream", "dgram", "pair_dgram", "fifo"):
+        for way in ("stream", "dgram", "pair_dgram", "fifo", "device"):
             assert out[way] in ("EPERM", "EACCES"), (way, out)
         assert out["pair_stream"] == "x", out
         assert _nothing_waiting(reader), "the sandbox wrote into the host's FIFO"
@@ -181,6 +186,7 @@ def test_a_socket_or_fifo_created_later_is_not_a_way_out(later_bridge):
         os.write(fd, b"from the host")
         os.close(fd)
         assert os.read(reader, 64) == b"from the host"
+        os.close(os.open(data / "kmsg", os.O_RDONLY))  # the host (root) opens it
         assert listener.arrived.wait(60), "the host's own connection never arrived"
         assert listener.got == [b"stream:from the host"], listener.got
     finally:
