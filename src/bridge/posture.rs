@@ -120,17 +120,22 @@ pub fn evaluate(report: &Value, want: &Expected) -> Vec<Check> {
         limit("pids limit", "pids_limit", want.pids),
     ];
     if want.shared_folders {
-        checks.push(check(
-            "shared-folder rules",
-            flag("unix_sockets_blocked") == Some(true)
-                && flag("shared_writes_blocked") == Some(true),
+        let ok = flag("unix_sockets_blocked") == Some(true)
+            && flag("shared_writes_blocked") == Some(true);
+        let seen = format!(
+            "unix sockets blocked {}, writes outside scratch blocked {}",
+            shown("unix_sockets_blocked"),
+            shown("shared_writes_blocked")
+        );
+        let detail = if ok {
+            seen
+        } else {
             format!(
-                "unix sockets blocked {}, writes outside scratch blocked {} (MCP_BRIDGE_MOUNTS \
-                 needs both: a socket or FIFO in a shared folder is a way out)",
-                shown("unix_sockets_blocked"),
-                shown("shared_writes_blocked")
-            ),
-        ));
+                "{seen} (MCP_BRIDGE_MOUNTS needs both: a socket or FIFO in a shared folder is a \
+                 way out)"
+            )
+        };
+        checks.push(check("shared-folder rules", ok, detail));
     }
     checks
 }
