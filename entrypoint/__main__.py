@@ -10,7 +10,7 @@ import sys
 import threading
 import traceback
 
-from . import channel, inbox, keeper, outbox, pictures, protocol, runtime, sandbox_api, selfcheck, snapshot
+from . import channel, confine, inbox, keeper, outbox, pictures, protocol, runtime, sandbox_api, selfcheck, snapshot
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
@@ -154,7 +154,7 @@ def serve(runner, execq, writer, ack):
 def main(leftover=b"", channel_offer=None):
     """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
     in_fd, out_fd = claim_fds()
-    ready = protocol.ready_frame("%d.%d.%d" % sys.version_info[:3], selfcheck.posture())
+    ready = protocol.ready_frame("%d.%d.%d" % sys.version_info[:3], None)
     if channel_offer is not None:
         fd, why = channel.connect(channel_offer)
         if fd is None:
@@ -165,6 +165,12 @@ def main(leftover=b"", channel_offer=None):
             os.close(fd)
             leftover = b""
             ready["channel"] = "socket"
+    # the channel is connected and no other thread runs yet: the rules against ways out of a
+    # shared folder go on now, and the posture reports whether they are in force
+    confine.install(os.environ.get("MCP_BRIDGE_SHARED", ""))
+    for why in confine.state["why"]:
+        protocol.log("sandbox rule not in force: %s" % why)
+    ready["posture"] = selfcheck.posture()
     state = ExecState()
     writer = protocol.FrameWriter(out_fd, main_guard=state)
     ack = StartedAck(writer.send, eager=ready["channel"] == "socket")

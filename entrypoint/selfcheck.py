@@ -1,8 +1,11 @@
 """What the sandbox looks like from inside (ARCHITECTURE.md, "Posture check"): the facts sent in
 the `ready` frame so the host can refuse a sandbox weaker than configured (an engine that ignored
 a limit), and that `mcp-code-bridge doctor` prints. Read-only probes of /proc, /sys and statvfs;
-never raises (a probe that fails reports None)."""
+never raises (a probe that fails reports None). The two rules of confine.py are reported as
+`unix_sockets_blocked` (probed) and `shared_writes_blocked` (None when no folder is shared)."""
 import os
+
+from . import confine
 
 _CGROUP_FILES = {
     "memory_limit": ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"),
@@ -79,4 +82,6 @@ def posture():
         "network_interfaces": interfaces,
         "memory_limit": _limit(_CGROUP_FILES["memory_limit"]),
         "pids_limit": _limit(_CGROUP_FILES["pids_limit"]),
+        "unix_sockets_blocked": confine.unix_sockets_blocked(),
+        "shared_writes_blocked": confine.state["shared_writes_blocked"],
     }

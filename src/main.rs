@@ -175,6 +175,12 @@ fn main() -> ExitCode {
         }
     };
     init_logging(&settings.log_level);
+    for note in settings.data.mounts.iter().flat_map(|m| &m.unchecked) {
+        tracing::warn!(
+            "MCP_BRIDGE_MOUNTS: {note}; sockets and FIFOs there were not looked for (the \
+             sandbox's own rules still keep them closed)"
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

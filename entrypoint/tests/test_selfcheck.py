@@ -11,7 +11,8 @@ class SelfCheckTest(unittest.TestCase):
         p = selfcheck.posture()
         self.assertEqual(set(p), {"uid", "gid", "cap_eff", "cap_bnd", "no_new_privs", "seccomp",
                                   "root_read_only", "tmp_noexec", "tmp_nosuid",
-                                  "network_interfaces", "memory_limit", "pids_limit"})
+                                  "network_interfaces", "memory_limit", "pids_limit",
+                                  "unix_sockets_blocked", "shared_writes_blocked"})
         self.assertEqual((p["uid"], p["gid"]), (os.getuid(), os.getgid()))
         self.assertIsInstance(p["cap_eff"], int)
         self.assertIsInstance(p["root_read_only"], bool)

@@ -25,6 +25,7 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../entrypoint/cellprocs.py"),
     ),
     ("channel.py", include_str!("../../entrypoint/channel.py")),
+    ("confine.py", include_str!("../../entrypoint/confine.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),

@@ -16,6 +16,9 @@ pub struct Expected {
     pub memory_bytes: u64,
     /// Process limit.
     pub pids: u64,
+    /// Folders are shared (`MCP_BRIDGE_MOUNTS`): the sandbox's rules against ways out of them
+    /// (no unix socket by path, no write-open outside its scratch places) must be in force.
+    pub shared_folders: bool,
 }
 
 impl Expected {
@@ -31,6 +34,7 @@ impl Expected {
             uid,
             memory_bytes: settings.memory_bytes,
             pids: settings.pids,
+            shared_folders: !settings.data.mounts.is_empty(),
         }
     }
 }
@@ -72,7 +76,7 @@ pub fn evaluate(report: &Value, want: &Expected) -> Vec<Check> {
         check(name, ok, detail)
     };
     let interfaces = report.get("network_interfaces").and_then(Value::as_array);
-    vec![
+    let mut checks = vec![
         check(
             "user",
             int("uid") == Some(want.uid as i64),
@@ -114,7 +118,26 @@ pub fn evaluate(report: &Value, want: &Expected) -> Vec<Check> {
         ),
         limit("memory limit", "memory_limit", want.memory_bytes),
         limit("pids limit", "pids_limit", want.pids),
-    ]
+    ];
+    if want.shared_folders {
+        let ok = flag("unix_sockets_blocked") == Some(true)
+            && flag("shared_writes_blocked") == Some(true);
+        let seen = format!(
+            "unix sockets blocked {}, writes outside scratch blocked {}",
+            shown("unix_sockets_blocked"),
+            shown("shared_writes_blocked")
+        );
+        let detail = if ok {
+            seen
+        } else {
+            format!(
+                "{seen} (MCP_BRIDGE_MOUNTS needs both: a socket or FIFO in a shared folder is a \
+                 way out)"
+            )
+        };
+        checks.push(check("shared-folder rules", ok, detail));
+    }
+    checks
 }
 
 /// The failed checks as one message for an error, or `None` when all passed.
@@ -137,13 +160,15 @@ mod tests {
             uid: 65534,
             memory_bytes: 512 << 20,
             pids: 128,
+            shared_folders: false,
         }
     }
 
     fn strict() -> Value {
         json!({"uid": 65534, "gid": 65534, "cap_eff": 0, "cap_bnd": 0, "no_new_privs": 1,
                "seccomp": 2, "root_read_only": true, "tmp_noexec": true, "tmp_nosuid": true,
-               "network_interfaces": [], "memory_limit": 512 << 20, "pids_limit": 128})
+               "network_interfaces": [], "memory_limit": 512 << 20, "pids_limit": 128,
+               "unix_sockets_blocked": true, "shared_writes_blocked": true})
     }
 
     #[test]
@@ -177,5 +202,27 @@ mod tests {
             assert!(failures(&checks).expect("a failure").starts_with(name));
         }
         assert!(evaluate(&json!("garbage"), &want()).iter().all(|c| !c.ok));
+    }
+
+    #[test]
+    fn shared_folders_need_both_rules_in_force() {
+        let shared = Expected {
+            shared_folders: true,
+            ..want()
+        };
+        assert!(evaluate(&strict(), &shared).iter().all(|c| c.ok));
+        for (key, value) in [
+            ("unix_sockets_blocked", json!(false)),
+            ("shared_writes_blocked", json!(false)),
+            ("shared_writes_blocked", json!(null)),
+        ] {
+            let mut report = strict();
+            report[key] = value;
+            let checks = evaluate(&report, &shared);
+            let failed: Vec<&str> = checks.iter().filter(|c| !c.ok).map(|c| c.name).collect();
+            assert_eq!(failed, ["shared-folder rules"], "{key}");
+            // without shared folders the rules are not asked for
+            assert!(evaluate(&report, &want()).iter().all(|c| c.ok), "{key}");
+        }
     }
 }

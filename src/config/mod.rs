@@ -11,6 +11,7 @@ mod data;
 mod entry;
 mod error;
 mod expand;
+mod host_system;
 mod image_values;
 mod mounts;
 mod own_file;
@@ -19,6 +20,7 @@ mod portable;
 mod read;
 mod servers;
 mod settings;
+mod special_files;
 mod values;
 
 pub use allow_list::{AllowList, Approval};

@@ -1,14 +1,19 @@
 //! `MCP_BRIDGE_MOUNTS`: host folders the operator shares read-only with the sandbox, checked at
 //! startup. Reads the file system (canonical paths, modes); mounts nothing.
 //!
-//! A host folder must exist, be a readable directory, not be `/`, and neither be, hold nor sit
-//! inside a container engine's socket directory (a socket in the sandbox would hand it the
-//! engine). Symlinks are resolved first: the resolved path is the one checked and mounted. A
+//! A host folder must exist, be a readable directory, neither be, hold nor sit inside a host
+//! system folder (`/proc`, `/etc`, ...: host_system.rs) or a container engine's socket directory
+//! (a socket in the sandbox would hand it the engine), and hold no socket, FIFO or device node
+//! (special_files.rs, a bounded walk). Symlinks are resolved first: the resolved path is the one
+//! checked and mounted. A
 //! sandbox folder must be absolute, and neither be, hold nor sit inside a path the sandbox
 //! itself needs (its tmpfs mounts, `/proc`, `/usr`, the frame channel, ...).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use super::host_system::system_folder;
+use super::special_files::check_special_files;
 
 /// One read-only bind mount: a host directory and where it appears in the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +22,8 @@ pub struct Mount {
     pub host: PathBuf,
     /// The absolute, normalized path inside the sandbox.
     pub inside: String,
+    /// What the startup walk for sockets and FIFOs did not look at (for a warning).
+    pub unchecked: Vec<String>,
 }
 
 /// At most this many mounts.
@@ -77,7 +84,14 @@ pub fn parse_mounts(text: &str, rules: &HostRules) -> Result<Vec<Mount>, String>
                 other.inside
             ));
         }
-        mounts.push(Mount { host, inside });
+        let unchecked = check_special_files(&host)
+            .map_err(|why| format!("{entry:?}: {why}"))?
+            .unchecked;
+        mounts.push(Mount {
+            host,
+            inside,
+            unchecked,
+        });
         if mounts.len() > MAX_MOUNTS {
             return Err(format!("more than {MAX_MOUNTS} mounts"));
         }
@@ -144,6 +158,12 @@ fn host_dir(text: &str, rules: &HostRules, sockets: &[PathBuf]) -> Result<PathBu
     }
     if host.parent().is_none() {
         return Err("the host folder must not be / (share a folder of data instead)".into());
+    }
+    if let Some(why) = system_folder(&host) {
+        return Err(format!(
+            "{why}; a shared folder must hold data, not the host's own state: share a folder \
+             of data instead"
+        ));
     }
     std::fs::read_dir(&host)
         .map_err(|e| format!("the host folder {} is not readable: {e}", host.display()))?;
@@ -284,6 +304,48 @@ mod tests {
         )
         .expect_err("inside a socket dir");
         assert!(err.contains("socket"), "{err}");
+    }
+
+    #[test]
+    fn host_system_folders_are_refused_also_through_a_symlink() {
+        let a = data_dir();
+        let link = a.path().join("innocent");
+        std::os::unix::fs::symlink("/proc/self", &link).expect("symlink");
+        let etc = a.path().join("conf");
+        std::os::unix::fs::symlink("/etc", &etc).expect("symlink");
+        let cases = [
+            "/proc".to_string(),
+            "/proc/1".into(),
+            "/sys".into(),
+            "/dev".into(),
+            "/etc".into(),
+            "/run".into(),
+            "/var".into(),
+            link.display().to_string(),
+            etc.display().to_string(),
+        ];
+        for host in cases {
+            let text = format!("{host}:/data");
+            let err = parse_mounts(&text, &rules(vec![])).expect_err(&text);
+            assert!(err.contains("host system folder"), "{text}: {err}");
+            assert!(
+                err.contains("is or sits inside") || err.contains("holds"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_socket_in_a_shared_folder_is_refused_at_start() {
+        let a = data_dir();
+        let sock = a.path().join("svc.sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("bind");
+        let text = format!("{}:/data", a.path().display());
+        let err = parse_mounts(&text, &rules(vec![])).expect_err("socket");
+        assert!(
+            err.contains("svc.sock") && err.contains("unix socket"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -98,6 +98,12 @@ impl SandboxSpec {
             ("MCP_BRIDGE_MAX_FRAME", settings.max_frame.to_string()),
         ]
         .map(|(k, v)| format!("{k}={v}"));
+        // The shared folders, for the entrypoint's write rule (entrypoint/confine.py): set only
+        // when there are some, so the rule is asked for exactly when a folder is shared.
+        let shared = (!data.mounts.is_empty()).then(|| {
+            let inside: Vec<&str> = data.mounts.iter().map(|m| m.inside.as_str()).collect();
+            format!("MCP_BRIDGE_SHARED={}", inside.join(":"))
+        });
         SandboxSpec {
             image: settings.image.clone(),
             name,
@@ -111,6 +117,7 @@ impl SandboxSpec {
             ]
             .into_iter()
             .chain(entrypoint_env)
+            .chain(shared)
             .collect(),
             user: settings.container_user.clone(),
             workdir: "/workspace".into(),
