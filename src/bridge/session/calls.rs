@@ -111,8 +111,9 @@ impl Calls {
                     kind: Some(e.kind),
                 },
             };
-            drop(request);
             let out = budgeted(reply, id, &pending, max_pending);
+            // The request's bytes are counted until its reply (maybe its echo) is a line.
+            drop(request);
             let _ = writer.send(out).await;
             drop(permit);
         };

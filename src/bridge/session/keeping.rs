@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use base64::Engine as _;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::bridge::log_limit::clipped;
 use crate::bridge::protocol::{RestoredFrame, SavedFrame};
 
 /// The smallest snapshot chunk the entrypoint sends but for the last (`keeper.MIN_CHUNK`).
@@ -111,10 +112,9 @@ impl Keeping {
             return false;
         };
         let event = match frame.error {
-            Some(err) => SaveEvent::Failed(format!(
-                "the sandbox could not save: {}",
-                err.chars().take(200).collect::<String>()
-            )),
+            Some(err) => {
+                SaveEvent::Failed(format!("the sandbox could not save: {}", clipped(&err)))
+            }
             None if frame.bytes != s.received as u64 => SaveEvent::Failed(format!(
                 "the sandbox said it sent {} bytes of snapshot but sent {}",
                 frame.bytes, s.received
