@@ -9,6 +9,7 @@ afterwards. Names the sandbox chooses (outbox files, call frames) come out escap
 """
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -47,7 +48,7 @@ def ceiling_bytes() -> int:
 
 RESULT_TEXT_BOUND = 3 * MAX_OUTPUT + 8 * KIB
 LOG_GROWTH_BOUND = 256 * KIB
-FRAMES = 200_000  # frames per kind in the flood
+FRAMES = int(os.environ.get("E2E_FLOOD_FRAMES", "200000"))  # frames per kind in the flood
 
 PRELUDE = r"""
 import base64, gc, json
