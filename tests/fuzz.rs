@@ -65,6 +65,11 @@ fn frame_like() -> impl Strategy<Value = Value> {
         Just("started".to_string()),
         Just("result".to_string()),
         Just("call".to_string()),
+        Just("file".to_string()),
+        Just("output".to_string()),
+        Just("snapshot".to_string()),
+        Just("saved".to_string()),
+        Just("restored".to_string()),
         Just("exec".to_string()),
         Just("reply".to_string()),
         ".{0,6}"
@@ -115,6 +120,23 @@ proptest! {
     fn the_inbound_parser_never_panics_on_frame_like_json(frame in frame_like()) {
         let line = serde_json::to_vec(&frame).expect("json");
         let _ = parse_inbound(&line);
+    }
+
+    /// A malformed frame's message goes to logs and the client: bounded and escaped whatever the
+    /// frame holds (serde quotes a wrong-typed string or an unknown tag whole).
+    #[test]
+    fn a_malformed_frame_message_is_short_and_escaped(
+        frame in frame_like(),
+        junk in "[\\x00-\\x1f\u{202e}\u{200b}a-z]{0,64}",
+        repeat in 1usize..5000,
+    ) {
+        let mut frame = frame;
+        frame["t"] = json!(junk.repeat(repeat));
+        let line = serde_json::to_vec(&frame).expect("json");
+        if let Err(msg) = parse_inbound(&line) {
+            prop_assert!(msg.len() < 2000, "{} bytes", msg.len());
+            prop_assert!(!msg.chars().any(mcp_code_bridge::shown::is_unsafe), "{msg:?}");
+        }
     }
 }
 

@@ -13,7 +13,9 @@ use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
 use super::host_method::HostMethod;
+use super::log_limit::{clipped, LogLimit};
 use super::snapshot::SnapshotStore;
+use crate::shown::is_unsafe;
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
@@ -134,6 +136,7 @@ impl Dispatcher {
         if method == HostMethod::Ping.name() {
             return Ok(params);
         }
+        unsafe_names(method, &params)?;
         if method == HostMethod::Reset.name() {
             // The sandbox empties its namespace once this answer arrives.
             let dropped = self.snapshots.as_ref().is_some_and(|s| s.discard());
@@ -141,6 +144,37 @@ impl Dispatcher {
         }
         self.backend.call(ctx, method, params).await
     }
+}
+
+/// Log lines about refused requests, rate-limited across sessions.
+static REFUSED_LOG: LogLimit = LogLimit::new();
+
+/// Longest server, tool or method name a request may carry, in bytes.
+const NAME_MAX: usize = 256;
+
+/// Refuses a request whose method or server, tool or name parameter holds a character that
+/// must not reach a terminal (`crate::shown::is_unsafe`) or is over [`NAME_MAX`] bytes: no
+/// configured name is like that, and such a name would otherwise be echoed into messages
+/// and logs. The refusal shows the names escaped and cut.
+fn unsafe_names(method: &str, params: &Value) -> Result<(), CallError> {
+    let named = ["server", "tool", "name"]
+        .into_iter()
+        .filter_map(|key| Some((key, params.get(key)?.as_str()?)));
+    let bad = std::iter::once(("method", method))
+        .chain(named)
+        .find(|(_, v)| v.len() > NAME_MAX || v.chars().any(is_unsafe));
+    let Some((key, value)) = bad else {
+        return Ok(());
+    };
+    let shown = clipped(value);
+    crate::limited_info!(
+        REFUSED_LOG,
+        "refused a host request whose {key} has control or invisible characters or is too long: \"{shown}\""
+    );
+    Err(CallError::bad_request(format!(
+        "the {key} \"{shown}\" has control, bidirectional or invisible characters, or is longer \
+         than {NAME_MAX} bytes: no server, tool or host method is named like that"
+    )))
 }
 
 #[cfg(test)]
@@ -161,6 +195,26 @@ mod tests {
             .await
             .expect_err("unknown");
         assert!(err.message.contains("rm_rf") && err.kind.as_str() == "bad_request");
+        for (method, params) in [
+            (
+                "call_tool",
+                serde_json::json!({"server": "gh\x1b[2K", "tool": "t"}),
+            ),
+            ("list_tools", serde_json::json!({"server": "a\u{202E}b"})),
+            (
+                "call_tool",
+                serde_json::json!({"server": "gh", "tool": "x".repeat(300)}),
+            ),
+            ("evil\rmethod", Value::Null),
+        ] {
+            let err = d.handle(&ctx, method, params).await.expect_err("refused");
+            assert_eq!(err.kind.as_str(), "bad_request");
+            assert!(
+                !err.message.chars().any(is_unsafe) && err.message.contains("invisible"),
+                "{}",
+                err.message
+            );
+        }
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Arc::new(SnapshotStore::new(dir.path()));
         let mut w = store.writer().expect("writer");

@@ -17,7 +17,7 @@ pub fn shape_result(frame: ResultFrame, limit: usize) -> RunReport {
         }),
         _ => None,
     };
-    RunReport {
+    let mut report = RunReport {
         files: frame.files.files,
         files_refused: frame.files.refused,
         exit,
@@ -30,7 +30,19 @@ pub fn shape_result(frame: ResultFrame, limit: usize) -> RunReport {
         stderr: bounded(mark_cut(frame.stderr, frame.stderr_dropped, limit), limit),
         error: frame.error.map(|e| bounded(e, limit)),
         ..Default::default()
+    };
+    if frame.dropped_frames > 0 {
+        report.add_notice(dropped_notice(frame.dropped_frames));
     }
+    report
+}
+
+/// The notice of a result after which the host dropped `n` frames of the sandbox.
+pub fn dropped_notice(n: u64) -> String {
+    format!(
+        "{n} frames dropped: the sandbox sent frames the bridge did not ask for or that were \
+         over a limit (sandbox code writing to the frame channel?)"
+    )
 }
 
 /// The marker placed where text was dropped.

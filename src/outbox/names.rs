@@ -2,6 +2,8 @@
 //! plain, bounded file name (no separators, no `..`, no hidden or absolute names), and its
 //! MIME type by extension. Pure.
 
+use crate::shown::is_unsafe;
+
 /// The longest file name kept, in bytes (the extension is kept when a name is cut).
 pub const MAX_NAME_BYTES: usize = 100;
 
@@ -9,13 +11,14 @@ pub const MAX_NAME_BYTES: usize = 100;
 const MAX_EXT_BYTES: usize = 16;
 
 /// `wanted` (untrusted) as a plain file name: path separators and characters that are
-/// awkward in file names become `_`, control characters are dropped, leading and trailing dots
+/// awkward in file names become `_`, control, bidirectional and invisible characters
+/// (`crate::shown::is_unsafe`: `\x1b`, U+202E, U+200B, ...) are dropped, leading and trailing dots
 /// and spaces go (no `.`, `..` or hidden names), and the name is cut to [`MAX_NAME_BYTES`]
 /// keeping its extension. Never empty: `file` when nothing is left.
 pub fn sanitize(wanted: &str) -> String {
     let cleaned: String = wanted
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !is_unsafe(*c))
         .map(|c| match c {
             '/' | '\\' | ':' | '*' | '?' | '"' | '<' | '>' | '|' => '_',
             c => c,
@@ -117,10 +120,14 @@ mod tests {
             ("c:\\x", "c__x"),
             ("new\nline\u{0}.txt", "newline.txt"),
             ("tricky..", "tricky"),
+            ("report\u{202E}gnp.exe", "reportgnp.exe"),
+            ("\x1b[2Kclean\u{200B}.txt", "[2Kclean.txt"),
+            ("\u{2066}\u{feff}", "file"),
         ] {
             let got = sanitize(wanted);
             assert_eq!(got, want, "{wanted:?}");
             assert!(!got.contains('/') && got != "." && got != ".." && !got.starts_with('.'));
+            assert!(!got.chars().any(is_unsafe), "{got:?}");
         }
     }
 

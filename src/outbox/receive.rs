@@ -93,7 +93,13 @@ pub struct CellFiles {
     bytes: u64,
     /// Files left out over the count.
     too_many: u64,
+    /// Messages about refused files left out over [`REFUSED_KEPT`].
+    refused_more: u64,
 }
+
+/// Messages about files not delivered (or pictures not shown) kept per cell; the rest are
+/// counted in one line.
+pub const REFUSED_KEPT: usize = 20;
 
 impl CellFiles {
     /// Receives the files of exec `exec` into `outbox`.
@@ -106,6 +112,7 @@ impl CellFiles {
             begun: 0,
             bytes: 0,
             too_many: 0,
+            refused_more: 0,
         }
     }
 
@@ -154,6 +161,12 @@ impl CellFiles {
                     .saturating_add(chunk.count.unwrap_or(1).min(1 << 32));
                 return false;
             }
+            // Announcements count as files: a sandbox sending millions of them gets
+            // `max_files` messages and a count, not a message each.
+            Some(_) if self.begun >= limits.max_files => {
+                self.too_many = self.too_many.saturating_add(1);
+                return false;
+            }
             Some(skip) => {
                 self.begun += 1;
                 let size = chunk
@@ -171,9 +184,7 @@ impl CellFiles {
                     ),
                     _ => "the sandbox could not read it (not a regular file, or unreadable)".into(),
                 };
-                self.delivery
-                    .refused
-                    .push(format!("{name}{size} was not delivered: {why}"));
+                self.note(format!("{name}{size} was not delivered: {why}"));
                 return false;
             }
             None => {}
@@ -260,9 +271,7 @@ impl CellFiles {
         let Some(current) = self.current.as_mut() else {
             return;
         };
-        self.delivery
-            .refused
-            .push(format!("{} was not delivered: {why}", current.name));
+        let note = format!("{} was not delivered: {why}", current.name);
         self.outbox.release(current.size);
         self.bytes = self.bytes.saturating_sub(current.size);
         if let Some((path, file)) = current.part.take() {
@@ -271,6 +280,16 @@ impl CellFiles {
         }
         current.refused = true;
         current.size = 0;
+        self.note(note);
+    }
+
+    /// Keeps a message about a file, up to [`REFUSED_KEPT`]; counts the rest.
+    fn note(&mut self, message: String) {
+        if self.delivery.refused.len() < REFUSED_KEPT {
+            self.delivery.refused.push(message);
+        } else {
+            self.refused_more = self.refused_more.saturating_add(1);
+        }
     }
 
     /// A file whose last chunk never came: refused.
@@ -312,10 +331,7 @@ impl CellFiles {
         if current.show {
             match self.picture(current.picture.take()) {
                 Ok(p) => saved.picture = Some(p),
-                Err(why) => self
-                    .delivery
-                    .refused
-                    .push(format!("{} was saved but not shown: {why}", saved.name)),
+                Err(why) => self.note(format!("{} was saved but not shown: {why}", saved.name)),
             }
         }
         self.delivery.files.push(saved);
@@ -347,6 +363,12 @@ impl CellFiles {
     /// Ends the cell: an unfinished file is refused; returns what was delivered.
     pub fn finish(mut self) -> Delivery {
         self.abandon();
+        if self.refused_more > 0 {
+            self.delivery.refused.push(format!(
+                "{} more message(s) about files not delivered were left out",
+                self.refused_more
+            ));
+        }
         if self.too_many > 0 {
             let max = self.outbox.limits().max_files;
             self.delivery.refused.push(format!(

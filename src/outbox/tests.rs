@@ -7,6 +7,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 
 use super::names::MAX_NAME_BYTES;
+use super::receive::REFUSED_KEPT;
 use super::*;
 use crate::config::Settings;
 
@@ -250,4 +251,55 @@ fn with_images_off_pictures_are_files_only() {
     assert_eq!(d.files.len(), 1);
     assert!(d.files[0].picture.is_none());
     assert!(d.refused.is_empty(), "{:?}", d.refused);
+}
+
+#[test]
+fn a_flood_of_skip_announcements_costs_a_count_not_a_message_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ob = outbox(dir.path(), &[("MCP_BRIDGE_OUTBOX_MAX_FILES", "50")]);
+    let mut cell = CellFiles::new(ob, 1);
+    for i in 0..200_000u64 {
+        let skip = [Skip::TooLarge, Skip::CellFull, Skip::Other, Skip::TooMany][(i % 4) as usize];
+        cell.chunk(FileChunk {
+            exec: 1,
+            n: i,
+            name: format!("s{i}\u{202E}.csv"),
+            skip: Some(skip),
+            size: Some(1 << 40),
+            count: Some(u64::MAX),
+            ..Default::default()
+        });
+    }
+    let d = cell.finish();
+    assert!(d.files.is_empty());
+    assert!(d.refused.len() <= REFUSED_KEPT + 2, "{}", d.refused.len());
+    let text = d.refused.join("\n");
+    assert!(text.len() < 10_000, "{}", text.len());
+    assert!(
+        text.contains("more message(s) about files not delivered were left out"),
+        "{text}"
+    );
+    assert!(text.contains("MCP_BRIDGE_OUTBOX_MAX_FILES (50)"), "{text}");
+    for message in &d.refused {
+        assert!(!message.chars().any(crate::shown::is_unsafe), "{message:?}");
+    }
+}
+
+#[test]
+fn sandbox_names_with_bidi_and_escapes_reach_the_host_without_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ob = outbox(dir.path(), &[]);
+    let mut cell = CellFiles::new(ob, 1);
+    cell.chunk(chunk(1, "report\u{202E}gnp.exe", b"a", true));
+    cell.chunk(chunk(2, "\x1b[2Kclean.txt", b"b", true));
+    let d = cell.finish();
+    let names: Vec<&str> = d.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["reportgnp.exe", "[2Kclean.txt"]);
+    for f in &d.files {
+        assert!(!f
+            .path
+            .to_string_lossy()
+            .chars()
+            .any(crate::shown::is_unsafe));
+    }
 }

@@ -1,6 +1,7 @@
 //! `call` frames: sandbox code asking the host for something. Each is checked against the
-//! running exec and the in-flight cap, handled by the dispatcher on its own task, and its
-//! reply queued within the reply budget.
+//! running exec, the in-flight cap and the request budget (bytes of `call` frames being
+//! handled), handled by the dispatcher on its own task, and its reply queued within the reply
+//! budget. Both budgets are `MCP_BRIDGE_MAX_PENDING_RESULTS` bytes.
 
 use std::sync::Arc;
 
@@ -24,6 +25,9 @@ pub(super) struct Calls {
     in_flight: Arc<Semaphore>,
     /// Bytes of replies queued but not yet written to the sandbox (one permit per byte).
     pending: Arc<Semaphore>,
+    /// Bytes of the `call` frames being handled (one permit per byte), within the same
+    /// budget: a request's parameters are held until its reply is made.
+    requests: Arc<Semaphore>,
     max_pending: usize,
 }
 
@@ -39,12 +43,14 @@ impl Calls {
             dispatcher,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS)),
             pending: Arc::new(Semaphore::new(limits.max_pending_results)),
+            requests: Arc::new(Semaphore::new(limits.max_pending_results)),
             max_pending: limits.max_pending_results,
         }
     }
 
-    /// Answers one `call` frame: at once when it is refused, else from a task of its own.
-    pub(super) fn handle(&self, frame: CallFrame, shared: &Shared) {
+    /// Answers one `call` frame of `bytes` bytes: at once when it is refused, else from a task
+    /// of its own.
+    pub(super) fn handle(&self, frame: CallFrame, bytes: usize, shared: &Shared) {
         let CallFrame {
             id,
             exec,
@@ -59,15 +65,31 @@ impl Calls {
                 .map(|r| (r.servers.clone(), r.deadline))
         };
         let writer = self.writer.clone();
+        // A refusal that finds the write queue full is dropped (and counted): the sandbox is
+        // not reading its replies.
+        let refuse = |message: String| {
+            if writer
+                .try_send(refusal(id, message).to_line().into())
+                .is_err()
+            {
+                shared.drop_frame();
+            }
+        };
         let Some((servers, deadline)) = servers else {
-            let reply = refusal(id, "no run_python call is in progress".into());
-            let _ = writer.try_send(reply.to_line().into());
-            return;
+            return refuse("no run_python call is in progress".into());
         };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            let msg = format!("too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})");
-            let _ = writer.try_send(refusal(id, msg).to_line().into());
-            return;
+            return refuse(format!(
+                "too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"
+            ));
+        };
+        let share = u32::try_from(bytes).unwrap_or(u32::MAX);
+        let Ok(request) = self.requests.clone().try_acquire_many_owned(share) else {
+            return refuse(format!(
+                "this request ({bytes} bytes) was refused: host requests in flight would hold \
+                 more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
+                self.max_pending
+            ));
         };
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
@@ -90,6 +112,8 @@ impl Calls {
                 },
             };
             let out = budgeted(reply, id, &pending, max_pending);
+            // The request's bytes are counted until its reply (maybe its echo) is a line.
+            drop(request);
             let _ = writer.send(out).await;
             drop(permit);
         };

@@ -53,7 +53,7 @@ impl CellProgress {
 }
 
 /// The last non-blank line of `text` (lines end at `\n` or `\r`, as progress bars redraw),
-/// without control characters, cut to [`LINE_CHARS`].
+/// without control, bidirectional or invisible characters, cut to [`LINE_CHARS`].
 fn last_line(text: &str) -> Option<String> {
     // Only the end can hold the last line worth showing: a long frame is not scanned whole.
     let mut from = text.len().saturating_sub(LINE_CHARS * 16);
@@ -67,12 +67,12 @@ fn last_line(text: &str) -> Option<String> {
         .find(|l| !l.is_empty())?;
     let mut out: String = line
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !crate::shown::is_unsafe(*c))
         .take(LINE_CHARS)
         .collect();
     if line
         .chars()
-        .filter(|c| !c.is_control())
+        .filter(|c| !crate::shown::is_unsafe(*c))
         .nth(LINE_CHARS)
         .is_some()
     {
@@ -116,6 +116,7 @@ mod tests {
     #[test]
     fn hostile_output_stays_one_short_line() {
         assert_eq!(last_line("a\x1b[31mred\x07\n"), Some("a[31mred".into()));
+        assert_eq!(last_line("evil\u{202E}txt\u{200B}"), Some("eviltxt".into()));
         let long = last_line(&"x".repeat(10_000)).expect("line");
         assert_eq!(long.chars().count(), LINE_CHARS + 1);
         assert_eq!(last_line(" \n\r\n"), None);

@@ -1,7 +1,10 @@
 //! One frame from the sandbox, whichever channel brought it: `ready` answers the boot
 //! handshake, `started` and `result` advance the running exec, `output` becomes its progress,
 //! `call` goes to [`Calls`], the snapshot frames to `keeping.rs`.
-//! A frame over the limit or one that does not parse fails the running exec.
+//! A frame over the limit or one that does not parse fails the running exec. A frame nobody
+//! asked for (another exec's, a second `ready`, a snapshot chunk between saves) is dropped
+//! and counted; the count goes with the next result. Log lines go through the session's
+//! rate limit, sandbox text in them escaped and cut.
 
 use std::sync::Arc;
 
@@ -9,6 +12,7 @@ use super::calls::Calls;
 use super::limits::SessionLimits;
 use super::state::Shared;
 use crate::bridge::error::BridgeError;
+use crate::bridge::log_limit::clipped;
 use crate::bridge::protocol::{parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
 use crate::lines::FrameEvent;
 
@@ -36,6 +40,7 @@ impl FrameSink {
         let line = match event {
             FrameEvent::Line(line) => line,
             FrameEvent::TooLong { .. } => {
+                shared.drop_frame();
                 let max_frame = self.max_frame;
                 shared.fail_running(BridgeError::Protocol(format!(
                     "the sandbox sent a frame larger than MCP_BRIDGE_MAX_FRAME ({max_frame} bytes); it was dropped"
@@ -46,14 +51,10 @@ impl FrameSink {
         match parse_inbound(&line) {
             Ok(Inbound::Ready(frame)) => ready(frame, shared),
             Ok(Inbound::Started { id }) => {
-                if let Some(r) = shared
-                    .running
-                    .lock()
-                    .expect("running lock")
-                    .as_mut()
-                    .filter(|r| r.id == id)
-                {
-                    r.started = true;
+                let mut running = shared.running.lock().expect("running lock");
+                match running.as_mut().filter(|r| r.id == id && !r.started) {
+                    Some(r) => r.started = true,
+                    None => shared.drop_stray(id),
                 }
             }
             Ok(Inbound::Result(mut frame)) => {
@@ -64,43 +65,63 @@ impl FrameSink {
                         if let Some(files) = files.filter(|f| f.exec() == frame.id) {
                             frame.files = files.finish();
                         }
+                        frame.dropped_frames = shared.take_dropped();
                         let _ = r.done.send(Ok(frame));
                     }
                     other => {
                         *running = other;
-                        tracing::warn!(
+                        shared.drop_frame();
+                        crate::limited_warn!(
+                            shared.log,
                             id = frame.id,
                             "ignored a result for an exec that is not running"
                         );
                     }
                 }
             }
-            Ok(Inbound::Call(frame)) => self.calls.handle(frame, shared),
+            Ok(Inbound::Call(frame)) => self.calls.handle(frame, line.len(), shared),
             Ok(Inbound::File(chunk)) => {
                 let mut files = shared.files.lock().expect("files lock");
                 match files.as_mut().filter(|f| f.exec() == chunk.exec) {
                     Some(cell) => cell.chunk(chunk),
-                    None => tracing::debug!(
-                        exec = chunk.exec,
-                        "ignored a file chunk for an exec that is not running"
-                    ),
+                    None => {
+                        shared.drop_frame();
+                        crate::limited_debug!(
+                            shared.log,
+                            exec = chunk.exec,
+                            "ignored a file chunk for an exec that is not running"
+                        );
+                    }
                 }
             }
             Ok(Inbound::Output(frame)) => {
                 let mut running = shared.running.lock().expect("running lock");
-                if let Some(p) = running
+                match running
                     .as_mut()
                     .filter(|r| r.id == frame.id)
                     .and_then(|r| r.progress.as_mut())
                 {
-                    p.on_output(&frame);
+                    Some(p) => p.on_output(&frame),
+                    None => shared.drop_stray(frame.id),
                 }
             }
-            Ok(Inbound::Snapshot { id, data }) => shared.keeping.chunk(id, &data),
-            Ok(Inbound::Saved(frame)) => shared.keeping.saved(frame),
-            Ok(Inbound::Restored(frame)) => shared.keeping.restored(frame),
+            Ok(Inbound::Snapshot { id, data }) => {
+                if !shared.keeping.chunk(id, &data) {
+                    shared.drop_frame();
+                }
+            }
+            Ok(Inbound::Saved(frame)) => {
+                if !shared.keeping.saved(frame) {
+                    shared.drop_frame();
+                }
+            }
+            Ok(Inbound::Restored(frame)) => {
+                if !shared.keeping.restored(frame) {
+                    shared.drop_frame();
+                }
+            }
             Err(msg) => {
-                tracing::warn!("{msg}");
+                crate::limited_warn!(shared.log, "{msg}");
                 shared.fail_running(BridgeError::Protocol(msg));
             }
         }
@@ -109,6 +130,11 @@ impl FrameSink {
 
 /// Answers the boot handshake with the posture report, or why the entrypoint cannot serve.
 fn ready(frame: ReadyFrame, shared: &Shared) {
+    // Only the first `ready` answers the handshake; sandbox code can forge more.
+    let Some(tx) = shared.ready.lock().expect("ready lock").take() else {
+        shared.drop_frame();
+        return;
+    };
     let ReadyFrame {
         v,
         channel,
@@ -117,10 +143,11 @@ fn ready(frame: ReadyFrame, shared: &Shared) {
         ..
     } = frame;
     match (channel.as_deref(), channel_error) {
-        (_, Some(why)) => {
-            tracing::info!("frames stay on stdio: the socket channel failed: {why}")
-        }
-        (Some(ch), None) => tracing::debug!(channel = ch, "sandbox ready"),
+        (_, Some(why)) => tracing::info!(
+            "frames stay on stdio: the socket channel failed: {}",
+            clipped(&why)
+        ),
+        (Some(ch), None) => tracing::debug!(channel = %clipped(ch), "sandbox ready"),
         _ => {}
     }
     let result = if v == PROTOCOL_VERSION {
@@ -130,7 +157,5 @@ fn ready(frame: ReadyFrame, shared: &Shared) {
             "entrypoint speaks protocol {v}, the bridge {PROTOCOL_VERSION}"
         ))
     };
-    if let Some(tx) = shared.ready.lock().expect("ready lock").take() {
-        let _ = tx.send(result);
-    }
+    let _ = tx.send(result);
 }

@@ -170,6 +170,9 @@ impl Session {
         };
         *self.shared.files.lock().expect("files lock") =
             Some(CellFiles::new(self.shared.outbox.clone(), id));
+        self.shared
+            .last_exec
+            .store(id, std::sync::atomic::Ordering::Relaxed);
         *self.shared.running.lock().expect("running lock") = Some(Running {
             id,
             started: false,
@@ -223,7 +226,7 @@ impl Session {
         limit: usize,
         chunk: usize,
     ) -> Result<mpsc::UnboundedReceiver<SaveEvent>, BridgeError> {
-        let rx = self.shared.keeping.begin_save(id, limit);
+        let rx = self.shared.keeping.begin_save(id, limit, chunk);
         self.send(Outbound::SaveNamespace { id, limit, chunk }.to_line())
             .await?;
         Ok(rx)

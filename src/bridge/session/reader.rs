@@ -1,7 +1,8 @@
 //! The read loops of a sandbox session: the attach stream (stdout frames, stderr) and the
 //! socket channel. Each reassembles frames for the [`FrameSink`], logs stderr and keeps its
 //! tail, and marks the session dead when its stream ends. Everything they read is untrusted
-//! (see `crate::lines` for the frame limit).
+//! (see `crate::lines` for the frame limit): stderr lines reach the log escaped, cut and
+//! rate-limited.
 
 use std::time::Duration;
 
@@ -12,6 +13,7 @@ use tokio::sync::watch;
 
 use super::inbound::FrameSink;
 use super::limits::{EXIT_CODE_WAIT_MS, STDERR_LINE_MAX};
+use crate::bridge::log_limit::{clipped, LogLimit};
 use crate::container::{Chunk, RuntimeError};
 use crate::lines::{FrameEvent, LineAssembler};
 
@@ -26,6 +28,9 @@ pub(super) async fn read_loop(
     let mut frames = LineAssembler::new(sink.max_frame);
     let mut stderr = LineAssembler::new(STDERR_LINE_MAX);
     let mut events = Vec::new();
+    // Stderr lines have a limit of their own: a chatty program must not silence the
+    // warnings about frames.
+    let stderr_log = LogLimit::new();
     while let Some(chunk) = output.next().await {
         match chunk {
             // Once frames use the socket channel, stdout carries no frames: whatever still
@@ -44,7 +49,16 @@ pub(super) async fn read_loop(
                         FrameEvent::Line(l) => String::from_utf8_lossy(&l).into_owned(),
                         FrameEvent::TooLong { .. } => "[a very long stderr line was cut]".into(),
                     };
-                    tracing::debug!(target: "sandbox", "{line}");
+                    if tracing::enabled!(target: "sandbox", tracing::Level::DEBUG) {
+                        if let Some(suppressed) = stderr_log.admit() {
+                            tracing::debug!(
+                                target: "sandbox",
+                                suppressed_before = suppressed,
+                                "{}",
+                                clipped(&line)
+                            );
+                        }
+                    }
                     shared.stderr_tail.push(line);
                 }
             }
@@ -59,6 +73,10 @@ pub(super) async fn read_loop(
             bytes = frames.pending(),
             "sandbox output ended inside a frame"
         );
+    }
+    let suppressed = stderr_log.flush();
+    if suppressed > 0 {
+        tracing::debug!(target: "sandbox", suppressed, "stderr lines were left out of the log");
     }
     shared.set_ended();
     let code = tokio::time::timeout(

@@ -3,7 +3,7 @@
 //! the stderr tail and the container's death. Every lock here is a std mutex held for a copy
 //! or a swap, never across an `.await`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{oneshot, watch};
@@ -13,6 +13,7 @@ use super::keeping::Keeping;
 use super::limits::{STDERR_LINE_MAX, STDERR_TAIL_LINES};
 use crate::bridge::engine_loss::EngineLink;
 use crate::bridge::error::{explain_exit, BridgeError};
+use crate::bridge::log_limit::LogLimit;
 use crate::bridge::protocol::ResultFrame;
 use crate::lines::LineTail;
 use crate::outbox::{CellFiles, Outbox};
@@ -59,6 +60,12 @@ pub(super) struct Shared {
     pub(super) files: Mutex<Option<CellFiles>>,
     /// A snapshot save or restore in progress.
     pub(super) keeping: Keeping,
+    /// The log lines this sandbox's frames and output cause, rate-limited.
+    pub(super) log: LogLimit,
+    /// Frames dropped (stray, unasked for, over a limit) since the last result took the count.
+    dropped: AtomicU64,
+    /// The newest exec id sent to this sandbox (ids increase).
+    pub(super) last_exec: AtomicU64,
 }
 
 impl Shared {
@@ -81,12 +88,33 @@ impl Shared {
             outbox,
             files: Mutex::new(None),
             keeping: Keeping::default(),
+            log: LogLimit::new(),
+            dropped: AtomicU64::new(0),
+            last_exec: AtomicU64::new(0),
         })
     }
 
     /// The container's last stderr lines.
     pub(super) fn tail(&self) -> String {
         self.stderr_tail.joined()
+    }
+
+    /// Counts one frame dropped.
+    pub(super) fn drop_frame(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a frame about exec `id` that is not running, unless `id` is one this sandbox
+    /// was sent (an honest frame can trail its exec's result: `started`, `output`).
+    pub(super) fn drop_stray(&self, id: u64) {
+        if id > self.last_exec.load(Ordering::Relaxed) {
+            self.drop_frame();
+        }
+    }
+
+    /// Frames dropped since the last call of this; the count starts again from zero.
+    pub(super) fn take_dropped(&self) -> u64 {
+        self.dropped.swap(0, Ordering::Relaxed)
     }
 
     /// Records that the output stream ended (the exit code may not be known yet).
@@ -144,6 +172,13 @@ impl Shared {
             }
             self.fail_running(err);
             self.keeping.end();
+            let suppressed = self.log.flush();
+            if suppressed > 0 {
+                tracing::warn!(
+                    suppressed,
+                    "log lines caused by this sandbox were left out (rate limit)"
+                );
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The notice of the first result in a fresh sandbox: why the sandbox is new, and what came back
 //! of the user's names (which did, which did not and why), or that they are gone. The names and
-//! reasons come from the sandbox: only a bounded, single-line part of each is shown.
+//! reasons come from the sandbox: only a bounded, single-line part of each is shown, control,
+//! bidirectional and invisible characters as spaces.
 
 use std::time::Duration;
 
@@ -93,7 +94,7 @@ fn line(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()
         .take(max)
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if crate::shown::is_unsafe(c) { ' ' } else { c })
         .collect();
     if text.chars().nth(max).is_some() {
         out.push('…');
@@ -170,5 +171,13 @@ mod tests {
         assert!(text.contains("and 60 more") && text.contains("and 4980 more"));
         assert!(text.len() < 20_000, "{}", text.len());
         assert!(text.contains("2 h ago"));
+        let bidi = RestoreOutcome::Restored {
+            names: vec!["df\u{202E}fd\x1b[2K".to_string()].into(),
+            failed: vec![("g\u{200B}".to_string(), "why\u{2066}".to_string())].into(),
+            age: Duration::from_secs(1),
+            stale: false,
+        };
+        let text = fresh_sandbox("X", Some(&bidi));
+        assert!(!text.chars().any(crate::shown::is_unsafe), "{text:?}");
     }
 }
