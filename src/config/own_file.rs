@@ -11,6 +11,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::shown::{Shown, ShownPath};
 
@@ -138,27 +139,55 @@ fn tracked(repo: &Path, dir: &Path, rel: &Path) -> Result<bool, String> {
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GIT_LITERAL_PATHSPECS", "1")
         .env("LC_ALL", "C");
-    let out = git
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(["-c", "core.untrackedCache=false"])
-        .arg("-C")
-        .arg(dir)
-        .args(["ls-files", "-z", "--cached", "--"])
-        .arg(rel)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+    git.args([
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.hooksPath=/dev/null",
+    ])
+    .args(["-c", "core.untrackedCache=false"])
+    .arg("-C")
+    .arg(dir)
+    .args(["ls-files", "-z", "--cached", "--"])
+    .arg(rel)
+    .stdin(Stdio::null());
+    let out = output_within(git, GIT_TIMEOUT)?;
     if !out.status.success() {
         let said = String::from_utf8_lossy(&out.stderr);
         let line = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         return Err(format!("git ls-files failed ({}): {line}", out.status));
     }
     Ok(!out.stdout.is_empty())
+}
+
+/// How long git may take to answer: a repository's `.git` can point git at a FIFO or a huge
+/// index, and the bridge's start must not hang on it (the file then does not count).
+const GIT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs `cmd` with piped output, killed after `limit`. Its output is at most what the pipes
+/// hold: one that writes more blocks, is killed at the limit and counts as a failure.
+fn output_within(mut cmd: Command, limit: Duration) -> Result<std::process::Output, String> {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {
+                let _ = child.kill(); // it may have exited just now: then there is nothing to kill
+                let _ = child.wait();
+                return Err(format!("git did not answer within {} s", limit.as_secs()));
+            }
+            Err(e) => return Err(format!("cannot wait for git: {e}")),
+        }
+    }
+    child
+        .wait_with_output()
+        .map_err(|e| format!("cannot read git's output: {e}"))
 }
 
 #[cfg(test)]
@@ -237,5 +266,31 @@ mod tests {
         let err = check(d.path(), rel).expect_err("not a repository git can read");
         assert!(matches!(err, NotOwn::GitUnsure { .. }), "{err:?}");
         assert!(err.to_string().contains("git ls-files failed"), "{err}");
+    }
+
+    #[test]
+    fn a_repository_that_makes_git_hang_fails_closed_in_time() {
+        // A repository whose `.git/config` is a FIFO: git blocks reading it; the check gives up
+        // and the file does not count.
+        let d = tempfile::tempdir().expect("test");
+        let rel = Path::new("f.json");
+        std::fs::write(d.path().join(rel), "{}").expect("test");
+        let git_dir = d.path().join(".git");
+        std::fs::create_dir_all(git_dir.join("objects")).expect("test");
+        std::fs::create_dir_all(git_dir.join("refs")).expect("test");
+        std::fs::write(git_dir.join("HEAD"), "ref: refs/heads/main\n").expect("test");
+        let fifo = std::ffi::CString::new(git_dir.join("config").as_os_str().as_encoded_bytes())
+            .expect("test");
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let started = Instant::now();
+        let err = check(d.path(), rel).expect_err("git cannot answer");
+        assert!(matches!(err, NotOwn::GitUnsure { .. }), "{err:?}");
+        assert!(err.to_string().contains("did not answer"), "{err}");
+        assert!(
+            started.elapsed() < GIT_TIMEOUT * 4,
+            "bounded: {:?}",
+            started.elapsed()
+        );
     }
 }
