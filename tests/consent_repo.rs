@@ -408,3 +408,39 @@ fn pty() -> (std::fs::File, OwnedFd) {
         )
     }
 }
+
+/// A repository whose `.mcp.json` is a FIFO and whose `.cursor/mcp.json` links to `/dev/zero`:
+/// `servers` answers (neither blocks nor fills memory) and names both as problems.
+#[test]
+fn a_fifo_or_an_endless_config_file_is_a_problem_not_a_hang() {
+    let s = Setup::new();
+    let fifo = std::ffi::CString::new(s.repo.join(".mcp.json").as_os_str().as_encoded_bytes())
+        .expect("path");
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    std::fs::create_dir_all(s.repo.join(".cursor")).expect("mkdir");
+    std::os::unix::fs::symlink("/dev/zero", s.repo.join(".cursor/mcp.json")).expect("link");
+    s.write(
+        &s.home.join("MCPs/mine.json"),
+        json!({"mcpServers": {"mine": {"command": "true"}}}),
+    );
+    let mut child = s
+        .bridge(&["servers"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("`servers` hung on a FIFO or /dev/zero as a config file");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(3), "problems: {said}");
+    let listed = text(&out.stdout);
+    assert_eq!(listed.matches("not a regular file").count(), 2, "{said}");
+}

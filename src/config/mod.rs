@@ -21,6 +21,7 @@ mod read;
 mod servers;
 mod settings;
 mod special_files;
+mod text_file;
 mod values;
 
 pub use allow_list::{AllowList, Approval};
@@ -39,3 +40,4 @@ pub use servers::{
 pub use settings::{
     ChannelMode, OutputMode, RuntimeChoice, Settings, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT,
 };
+pub use text_file::{read_text, MAX_CONFIG_BYTES};

@@ -42,7 +42,7 @@ impl Document {
     /// [`SetupError::Read`] when it cannot be read, [`SetupError::Malformed`] when it is not a
     /// JSON object in the client's syntax.
     pub fn read(client: Client, path: &Path) -> Result<Document, SetupError> {
-        let original = match std::fs::read_to_string(path) {
+        let original = match crate::config::read_text(path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(source) => {

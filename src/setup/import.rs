@@ -155,7 +155,7 @@ fn defined_in(dir: &Path) -> Vec<String> {
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        let Ok(Value::Object(root)) = std::fs::read_to_string(&path)
+        let Ok(Value::Object(root)) = crate::config::read_text(&path)
             .map_err(|_| ())
             .and_then(|t| serde_json::from_str(&t).map_err(|_| ()))
         else {
