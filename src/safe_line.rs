@@ -7,8 +7,6 @@
 use std::borrow::Cow;
 use std::io::Write;
 
-use crate::shown::is_unsafe;
-
 /// `text` with every unsafe character escaped as `\u{..}` (`\n`, `\r`, `\t` by their names).
 pub fn safe_line(text: &str) -> Cow<'_, str> {
     escape(text, false)
@@ -29,21 +27,7 @@ fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
 }
 
 fn escape_but<'a>(text: &'a str, keep: &[char]) -> Cow<'a, str> {
-    let bad = |c: char| is_unsafe(c) && !keep.contains(&c);
-    if !text.chars().any(bad) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            c if !bad(c) => out.push(c),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-        }
-    }
-    Cow::Owned(out)
+    crate::shown::escape(text, keep, false)
 }
 
 /// A `tracing_subscriber` writer to standard error that writes each event as one line, with

@@ -28,18 +28,26 @@ pub fn is_unsafe(c: char) -> bool {
 
 /// `text` with every unsafe character escaped; borrowed when nothing needed escaping.
 pub fn escaped(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(|c| is_unsafe(c) || c == '\\') {
+    escape(text, &[], true)
+}
+
+/// `text` with every unsafe character not in `keep` escaped as `\u{..}` (`\n`, `\r`, `\t` by
+/// their names); a backslash doubled when `double_backslash`, else left as it is (for text whose
+/// untrusted pieces were escaped already: `crate::safe_line`).
+pub fn escape<'a>(text: &'a str, keep: &[char], double_backslash: bool) -> Cow<'a, str> {
+    let bad = |c: char| (is_unsafe(c) && !keep.contains(&c)) || (double_backslash && c == '\\');
+    if !text.chars().any(bad) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
+            c if !bad(c) => out.push(c),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if is_unsafe(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
     Cow::Owned(out)
