@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The lock file's name in the cache directory.
@@ -41,12 +42,30 @@ pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
+    // Never through a link, and only a plain file of ours: the holder truncates and writes it.
     let mut file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)?;
+    let meta = file.metadata()?;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if !meta.file_type().is_file() || meta.uid() != euid || meta.mode() & 0o022 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is not a plain file of this user (uid {euid}) that only it can write (owner \
+                 uid {}, mode {:o}): remove it",
+                crate::shown::ShownPath(path),
+                meta.uid(),
+                meta.mode() & 0o7777
+            ),
+        ));
+    }
     // SAFETY: flock on a file descriptor this function owns; no memory is involved.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {
@@ -103,5 +122,22 @@ mod tests {
         }
         drop(held);
         assert!(matches!(try_lock(&p).expect("attempt"), Attempt::Held(_)));
+    }
+
+    #[test]
+    fn a_link_or_a_shared_file_at_the_lock_is_refused_untouched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let p = path(dir.path());
+        std::os::unix::fs::symlink(&victim, &p).expect("symlink");
+        assert!(try_lock(&p).is_err(), "a link is never opened");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        std::fs::remove_file(&p).expect("rm");
+        std::fs::write(&p, "").expect("write");
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .expect("chmod");
+        let err = try_lock(&p).expect_err("shared");
+        assert!(err.to_string().contains("remove it"), "{err}");
     }
 }
