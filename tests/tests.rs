@@ -22,6 +22,8 @@ mod client_homes;
 
 // `setup` against client config files as each client writes them: edits, backups, dry run.
 mod setup;
+// `setup` run as root on files of another user: owner, group and mode kept; old backups pruned.
+mod setup_owner;
 
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;
