@@ -289,6 +289,7 @@ PACK="$(mktemp "$CACHE_DIR/rootfs-pack.XXXXXXXX")"
 RECORD="$(mktemp "$CACHE_DIR/rootfs-sum.XXXXXXXX")"
 tar --numeric-owner -C "$ROOTFS_DIR" -cf "$PACK" .
 sha256sum < "$PACK" | cut -c1-64 >> "$RECORD"
+chmod 0644 "$PACK" "$RECORD"  # as before: readable, writable by root alone
 rm -f "$OUT.sha256"
 mv -fT "$PACK" "$OUT"
 PACK=""

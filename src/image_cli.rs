@@ -145,6 +145,11 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
     if let Err(why) = debian::available() {
         return fail(&format!("the Debian recipe cannot run here: {why}"));
     }
+    // The target's folder is checked (and the file begun) before minutes of building.
+    let to = match NewFile::create(out) {
+        Ok(to) => to,
+        Err(e) => return fail(&e.to_string()),
+    };
     let phase = |p: &str| progress_to_stderr(Report::Phase(p));
     let detail = |d: &str| progress_to_stderr(Report::Detail(d));
     let tarball = match debian::make_rootfs(spec, &phase, &detail, ct).await {
@@ -152,7 +157,7 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
         Err(_) if ct.is_cancelled() => return EXIT_INTERRUPTED,
         Err(e) => return fail(&format!("the Debian recipe failed: {e}")),
     };
-    match copy_verified(&tarball, out) {
+    match copy_verified(&tarball, to, out) {
         Ok(bytes) => {
             print(&format!(
                 "{} ({} MB): load it with `mcp-code-bridge image build --rootfs {0}` or MCP_BRIDGE_IMAGE_ROOTFS={0}\n",
@@ -165,14 +170,14 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
     }
 }
 
-/// Copies the cached tarball to `out` if it is as recorded (`image::cached`), through a fresh
-/// file renamed over `out` (`image::newfile`): a link planted at `out` is replaced, not followed.
-fn copy_verified(tarball: &Path, out: &Path) -> Result<u64, String> {
+/// Copies the cached tarball to `out` if it is as recorded (`image::cached`), through `to`, a
+/// fresh file renamed over `out` (`image::newfile`): a link planted at `out` is replaced, not
+/// followed.
+fn copy_verified(tarball: &Path, mut to: NewFile, out: &Path) -> Result<u64, String> {
     let cannot_read = |e: std::io::Error| format!("cannot use {}: {e}", ShownPath(tarball));
     let mut from = cached::open_owned(tarball).map_err(cannot_read)?;
     let recorded = cached::recorded(tarball)
         .map_err(|why| format!("the cached root filesystem {}: {why}", ShownPath(tarball)))?;
-    let mut to = NewFile::create(out).map_err(|e| e.to_string())?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut bytes = 0u64;
@@ -293,7 +298,11 @@ mod tests {
         std::fs::write(&victim, "precious").expect("write");
         let out = d.path().join("mcb-rootfs.tar");
         std::os::unix::fs::symlink(&victim, &out).expect("symlink");
-        assert_eq!(copy_verified(&tarball, &out).expect("copied"), 4096);
+        assert_eq!(
+            copy_verified(&tarball, NewFile::create(&out).expect("new file"), &out)
+                .expect("copied"),
+            4096
+        );
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
         let meta = std::fs::symlink_metadata(&out).expect("meta");
         assert!(meta.file_type().is_file(), "the link was replaced");
@@ -306,7 +315,8 @@ mod tests {
         let tarball = cached_tarball(d.path());
         std::fs::write(&tarball, vec![8u8; 4096]).expect("tamper");
         let out = d.path().join("out.tar");
-        let err = copy_verified(&tarball, &out).expect_err("refused");
+        let err = copy_verified(&tarball, NewFile::create(&out).expect("new file"), &out)
+            .expect_err("refused");
         assert!(err.contains("does not match its record"), "{err}");
         assert!(!out.exists());
         let names: Vec<_> = std::fs::read_dir(d.path())

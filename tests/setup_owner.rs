@@ -114,7 +114,7 @@ fn setup_keeps_only_the_newest_backups_of_a_file_and_nothing_else_is_removed() {
         &planted[2..],
         "the two newest planted ones stay"
     );
-    assert!(left[2] > planted[3].to_string(), "and this run's: {left:?}");
+    assert!(left[2].as_str() > planted[3], "and this run's: {left:?}");
     for n in &not_ours {
         assert!(folder.join(n).exists(), "{n} was removed");
     }

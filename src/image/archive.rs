@@ -133,11 +133,11 @@ async fn from_file(
     });
     // Exactly `size` bytes go out, whatever the file does meanwhile (the header said `size`).
     let body = body.scan(0u64, move |sent, chunk| {
-        let chunk = chunk.and_then(|mut c: Bytes| {
+        let chunk = chunk.map(|mut c: Bytes| {
             let left = size.saturating_sub(*sent);
             c.truncate(c.len().min(left as usize));
             *sent += c.len() as u64;
-            Ok(c)
+            c
         });
         futures::future::ready(Some(chunk))
     });

@@ -173,3 +173,30 @@ def test_without_the_go_ahead_the_bridge_never_runs_the_debian_recipe_and_says_h
     tools = b.request(lambda s: s.list_tools())
     assert "run_python" in [t.name for t in tools.tools]
     assert not _image_exists(helpers.engine, fresh_image)
+
+
+def test_save_rootfs_replaces_a_link_planted_at_its_target_and_refuses_a_shared_folder(helpers, tmp_path):
+    """Reuses the cached root filesystem (the build above, or setup's): a copy, not a debootstrap."""
+    _need_root()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    sticky = tmp_path / "sticky"  # like /var/tmp: anyone may plant a name, no one may move ours
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    out = sticky / "mcb-rootfs.tar"
+    out.symlink_to(victim)
+    saved = _cli(helpers, _cli_env(str(tmp_path), "unused"), "build", "--save-rootfs", str(out), timeout=1500)
+    assert saved.returncode == 0, saved.stdout + saved.stderr[-3000:]
+    assert victim.read_bytes() == b"precious", "written through the link"
+    assert not out.is_symlink() and out.stat().st_size > 50_000_000, out.lstat()
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in sticky.iterdir()) == ["mcb-rootfs.tar"], "a temporary file was left"
+
+    shared = tmp_path / "shared"  # writable by all and not sticky: another user could swap the file
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    refused = _cli(helpers, _cli_env(str(tmp_path), "unused"), "build", "--save-rootfs", str(shared / "x.tar"))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "refusing to write into" in refused.stderr and str(shared) in refused.stderr, refused.stderr
+    assert "root filesystem" not in refused.stderr.replace(str(shared), ""), "the recipe ran first"
+    assert list(shared.iterdir()) == []
