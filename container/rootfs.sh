@@ -277,7 +277,10 @@ printf 'apt took %s s\n' "$((SECONDS - t0))" >&2
 log "trimming the root filesystem"
 trim_rootfs "$ROOTFS_DIR"
 log "checking that python3 imports $IMPORTS"
-chroot "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib \
+# As nobody: importing runs the packages' code (and any .pth file pip added), and root in a chroot
+# is root on the host. (mktemp -d made the root 0700: a root filesystem's / is 0755.)
+chmod 0755 "$ROOTFS_DIR"
+chroot --userspec=65534:65534 "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib \
     python3 -c "import $IMPORTS" \
     || die "the new root filesystem cannot import $IMPORTS${PIP_PACKAGES:+ (a PyPI package may need an older version that fits numpy 1.24 of bookworm, e.g. pyarrow<19)}"
 rm -rf "${ROOTFS_DIR:?}"/tmp/* "$ROOTFS_DIR"/tmp/.[!.]* 2>/dev/null || true
