@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Make the sandbox's Debian root filesystem as a tarball (the offline recipe), or reuse a cached
-# one; print its path on stdout (last line). Progress goes to stderr: "==> PHASE" lines, then the
+# one that still matches the SHA-256 recorded next to it (TARBALL.sha256, written as it was packed);
+# print its path on stdout (last line). The cache folder must be this user's and writable by no one
+# else; what is written there goes to fresh names (mktemp) renamed into place. Progress goes to stderr: "==> PHASE" lines, then the
 # tools' own output. Used by container/build.sh and, compiled in, by `mcp-code-bridge image build`.
 #
 # Usage: rootfs.sh [--refresh]
@@ -113,7 +115,27 @@ trim_rootfs() {
     chmod 1777 "$d"/workspace  # podman keeps an image dir's mode under a tmpfs mount
 }
 
+# The cache folder holds what root later loads and runs: it must be ours, and no one else's to write.
+check_private_dir() {
+    local d="$1" owner mode
+    owner="$(stat -L -c %u "$d")" && mode="$(stat -L -c %a "$d")" || die "cannot inspect the cache folder $d"
+    if [ "$owner" != "$(id -u)" ] || [ $((8#$mode & 8#022)) != 0 ]; then
+        die "refusing the cache folder $d: it belongs to uid $owner with mode $mode; it must be yours (uid $(id -u)) and writable by no one else. Fix: chown $(id -u) '$d' && chmod go-w '$d', or point XDG_CACHE_HOME (MCB_CACHE_DIR for build.sh) at a private folder"
+    fi
+}
+
+# Whether tarball $1 is a regular file of ours, not a link, matching the SHA-256 in $1.sha256.
+cached_ok() {
+    local f="$1" r="$1.sha256" want have
+    [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] && [ -f "$r" ] && [ ! -L "$r" ] && [ -O "$r" ] || return 1
+    want="$(head -c 64 "$r")"
+    have="$(sha256sum < "$f" | cut -c1-64)"
+    [ "${#want}" = 64 ] && [ "$want" = "$have" ]
+}
+
 ROOTFS_DIR=""
+PACK=""
+RECORD=""
 PROC_MOUNTED=0
 cleanup_rootfs() {
     if [ "$PROC_MOUNTED" = 1 ]; then umount "$ROOTFS_DIR/proc" 2>/dev/null || umount -l "$ROOTFS_DIR/proc" || true; PROC_MOUNTED=0; fi
@@ -124,13 +146,15 @@ cleanup_rootfs() {
             rm -rf --one-file-system "$ROOTFS_DIR"
         fi
     fi
-    rm -f "${OUT:-/nonexistent}.tmp"
+    [ -z "$PACK" ] || rm -f "$PACK"
+    [ -z "$RECORD" ] || rm -f "$RECORD"
 }
 # A stopped build (the bridge exiting sends SIGTERM) still unmounts and removes its work.
 trap cleanup_rootfs EXIT
 trap 'exit 143' TERM INT HUP
 
 mkdir -p "$CACHE_DIR"
+check_private_dir "$CACHE_DIR"
 # One build at a time per cache (another bridge, build.sh): wait for the other one's tarball.
 exec 9>>"$CACHE_DIR/rootfs.lock"
 if ! flock -n 9; then
@@ -153,12 +177,16 @@ esac
 KEY="$(printf '%s|%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$SUITE" "$ARCH" "$BASE_PACKAGES $APT_PACKAGES $PLACEHOLDERS" "${MCB_MIRROR:-}" "$PIP_PACKAGES" \
     | sha256sum | cut -c1-12)"
 OUT="$CACHE_DIR/rootfs-$SUITE-$ARCH-$KEY.tar"
-if [ "$REFRESH" = 0 ] && [ -s "$OUT" ]; then
-    log "reusing the cached root filesystem $OUT"
-    printf '%s\n' "$OUT"
-    exit 0
+if [ "$REFRESH" = 0 ] && [ -e "$OUT" ]; then
+    if cached_ok "$OUT"; then
+        log "reusing the cached root filesystem $OUT"
+        printf '%s\n' "$OUT"
+        exit 0
+    fi
+    warn "the cached root filesystem $OUT does not match its recorded SHA-256 (or has no record, or is not a file of this user): making it again"
 fi
-rm -f "$CACHE_DIR"/rootfs-*.tar.tmp
+# Leftovers of killed builds (this recipe's own temporary names; older versions' too).
+rm -f "$CACHE_DIR"/rootfs-*.tar.tmp "$CACHE_DIR"/rootfs-pack.* "$CACHE_DIR"/rootfs-sum.*
 
 MIRROR="${MCB_MIRROR:-$(pick_mirror "$SUITE" http://deb.debian.org/debian)}"
 SECURITY="$(pick_mirror "$SUITE-security" http://deb.debian.org/debian-security)"
@@ -249,17 +277,30 @@ printf 'apt took %s s\n' "$((SECONDS - t0))" >&2
 log "trimming the root filesystem"
 trim_rootfs "$ROOTFS_DIR"
 log "checking that python3 imports $IMPORTS"
-chroot "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib \
+# As nobody: importing runs the packages' code (and any .pth file pip added), and root in a chroot
+# is root on the host. (mktemp -d made the root 0700: a root filesystem's / is 0755.)
+chmod 0755 "$ROOTFS_DIR"
+chroot --userspec=65534:65534 "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib \
     python3 -c "import $IMPORTS" \
     || die "the new root filesystem cannot import $IMPORTS${PIP_PACKAGES:+ (a PyPI package may need an older version that fits numpy 1.24 of bookworm, e.g. pyarrow<19)}"
 rm -rf "${ROOTFS_DIR:?}"/tmp/* "$ROOTFS_DIR"/tmp/.[!.]* 2>/dev/null || true
 
 log "packing the root filesystem"
-tar --numeric-owner -C "$ROOTFS_DIR" -cf "$OUT.tmp" .
-mv -f "$OUT.tmp" "$OUT"
+# Fresh names (mktemp: O_EXCL, never through a link), renamed over the final ones (mv -T replaces
+# a link there instead of following it); the record last, so a record always names a whole file.
+PACK="$(mktemp "$CACHE_DIR/rootfs-pack.XXXXXXXX")"
+RECORD="$(mktemp "$CACHE_DIR/rootfs-sum.XXXXXXXX")"
+tar --numeric-owner -C "$ROOTFS_DIR" -cf "$PACK" .
+sha256sum < "$PACK" | cut -c1-64 >> "$RECORD"
+chmod 0644 "$PACK" "$RECORD"  # as before: readable, writable by root alone
+rm -f "$OUT.sha256"
+mv -fT "$PACK" "$OUT"
+PACK=""
+mv -fT "$RECORD" "$OUT.sha256"
+RECORD=""
 # Tarballs of other recipes (or mirrors) go once this one exists: a failed build keeps them.
 for old in "$CACHE_DIR"/rootfs-"$SUITE"-"$ARCH"-*.tar; do
-    [ "$old" = "$OUT" ] || rm -f "$old"
+    [ "$old" = "$OUT" ] || rm -f "$old" "$old.sha256"
 done
 log "root filesystem ready: $(du -m "$OUT" | cut -f1) MB"
 printf '%s\n' "$OUT"

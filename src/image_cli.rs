@@ -3,18 +3,22 @@
 //! and `remove` print to stdout. Each returns its exit code: 0 done (status: present and not
 //! stale), 1 failed (status: missing or stale).
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Settings;
 use crate::container::{connect, Connection};
 use crate::image::build::{build_on, BuildSpec, Report, Route};
+use crate::image::cached;
 use crate::image::debian::{self, DebianSpec};
 use crate::image::lock::{self, Attempt, BuildLock};
+use crate::image::newfile::NewFile;
 use crate::image::status::{self, Recipe};
+use crate::shown::ShownPath;
 use crate::shutdown;
 
 /// Exit code: done.
@@ -46,6 +50,8 @@ pub async fn build(settings: &Settings, args: BuildArgs) -> u8 {
     let mut spec = BuildSpec::from_settings(settings)
         .unwrap_or_else(|| BuildSpec::with_route(settings, Route::Auto));
     spec.debian.refresh = args.refresh;
+    // Running `image build` is the go-ahead for the Debian recipe on this host.
+    spec.host_build = true;
     if let Some(route) = args.route {
         spec.route = route;
     }
@@ -139,6 +145,11 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
     if let Err(why) = debian::available() {
         return fail(&format!("the Debian recipe cannot run here: {why}"));
     }
+    // The target's folder is checked (and the file begun) before minutes of building.
+    let to = match NewFile::create(out) {
+        Ok(to) => to,
+        Err(e) => return fail(&e.to_string()),
+    };
     let phase = |p: &str| progress_to_stderr(Report::Phase(p));
     let detail = |d: &str| progress_to_stderr(Report::Detail(d));
     let tarball = match debian::make_rootfs(spec, &phase, &detail, ct).await {
@@ -146,17 +157,58 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
         Err(_) if ct.is_cancelled() => return EXIT_INTERRUPTED,
         Err(e) => return fail(&format!("the Debian recipe failed: {e}")),
     };
-    match std::fs::copy(&tarball, out) {
+    match copy_verified(&tarball, to, out) {
         Ok(bytes) => {
             print(&format!(
                 "{} ({} MB): load it with `mcp-code-bridge image build --rootfs {0}` or MCP_BRIDGE_IMAGE_ROOTFS={0}\n",
-                out.display(),
+                ShownPath(out),
                 bytes / 1_000_000
             ));
             EXIT_OK
         }
-        Err(e) => fail(&format!("cannot write {}: {e}", out.display())),
+        Err(e) => fail(&e),
     }
+}
+
+/// Copies the cached tarball to `out` if it is as recorded (`image::cached`), through `to`, a
+/// fresh file renamed over `out` (`image::newfile`): a link planted at `out` is replaced, not
+/// followed.
+fn copy_verified(tarball: &Path, mut to: NewFile, out: &Path) -> Result<u64, String> {
+    let cannot_read = |e: std::io::Error| format!("cannot use {}: {e}", ShownPath(tarball));
+    let mut from = cached::open_owned(tarball).map_err(cannot_read)?;
+    let recorded = cached::recorded(tarball)
+        .map_err(|why| format!("the cached root filesystem {}: {why}", ShownPath(tarball)))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut bytes = 0u64;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(cannot_read(e)),
+        };
+        hasher.update(&buf[..n]);
+        to.file()
+            .write_all(&buf[..n])
+            .map_err(|e| format!("cannot write {}: {e}", ShownPath(out)))?;
+        bytes += n as u64;
+    }
+    let digest: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    if digest != recorded {
+        return Err(format!(
+            "the cached root filesystem {} does not match its record (SHA-256 {digest}, recorded \
+             {recorded}); nothing was written. Fix: run again with --refresh",
+            ShownPath(tarball)
+        ));
+    }
+    // Readable by all: a rootless user loads it with `image build --rootfs`.
+    to.commit(0o644).map_err(|e| e.to_string())?;
+    Ok(bytes)
 }
 
 /// `image status`: 0 when present and not stale.
@@ -221,4 +273,56 @@ fn print(text: &str) {
 fn fail(message: &str) -> u8 {
     eprintln!("mcp-code-bridge: {message}");
     EXIT_FAILED
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cached_tarball(dir: &Path) -> PathBuf {
+        let tarball = dir.join("rootfs-bookworm-amd64-k.tar");
+        std::fs::write(&tarball, vec![7u8; 4096]).expect("write");
+        let sum: String = Sha256::digest(std::fs::read(&tarball).expect("read"))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::write(cached::record_path(&tarball), sum).expect("record");
+        tarball
+    }
+
+    #[test]
+    fn save_rootfs_replaces_a_planted_link_instead_of_writing_through_it() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let tarball = cached_tarball(d.path());
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let out = d.path().join("mcb-rootfs.tar");
+        std::os::unix::fs::symlink(&victim, &out).expect("symlink");
+        assert_eq!(
+            copy_verified(&tarball, NewFile::create(&out).expect("new file"), &out)
+                .expect("copied"),
+            4096
+        );
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        let meta = std::fs::symlink_metadata(&out).expect("meta");
+        assert!(meta.file_type().is_file(), "the link was replaced");
+        assert_eq!(std::fs::read(&out).expect("read"), vec![7u8; 4096]);
+    }
+
+    #[test]
+    fn save_rootfs_refuses_a_tampered_cache_and_writes_nothing() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let tarball = cached_tarball(d.path());
+        std::fs::write(&tarball, vec![8u8; 4096]).expect("tamper");
+        let out = d.path().join("out.tar");
+        let err = copy_verified(&tarball, NewFile::create(&out).expect("new file"), &out)
+            .expect_err("refused");
+        assert!(err.contains("does not match its record"), "{err}");
+        assert!(!out.exists());
+        let names: Vec<_> = std::fs::read_dir(d.path())
+            .expect("ls")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
+    }
 }

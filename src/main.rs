@@ -105,7 +105,8 @@ enum Command {
 #[derive(Subcommand)]
 enum ImageAction {
     /// Build (or rebuild) the image on the engine, progress on stderr. Default recipe: the
-    /// registry's Python image, else offline from Debian packages (as root).
+    /// registry's Python image, else offline from Debian packages (as root, on this host:
+    /// running this command is the go-ahead a bridge needs MCP_BRIDGE_IMAGE_HOST_BUILD=1 for).
     Build {
         /// Only the registry recipe (container/Containerfile on MCP_BRIDGE_IMAGE_BASE).
         #[arg(long, group = "recipe")]

@@ -25,14 +25,14 @@ const CLIENTS: [&str; 5] = [
 type Snapshot = BTreeMap<PathBuf, (Vec<u8>, SystemTime, u32)>;
 
 /// A temporary home holding the `before/` trees of some fixture cases.
-struct Home {
+pub(super) struct Home {
     _dir: tempfile::TempDir,
     root: PathBuf,
-    home: PathBuf,
+    pub(super) home: PathBuf,
 }
 
 impl Home {
-    fn new(cases: &[&str]) -> Home {
+    pub(super) fn new(cases: &[&str]) -> Home {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().canonicalize().expect("canonical");
         let home = root.join("home");
@@ -48,7 +48,7 @@ impl Home {
     }
 
     /// The bridge (or `program`) with nothing of this machine's environment but PATH.
-    fn command(&self, program: &Path, args: &[&str]) -> Command {
+    pub(super) fn command(&self, program: &Path, args: &[&str]) -> Command {
         let mut c = Command::new(program);
         c.args(args)
             .env_clear()
@@ -69,6 +69,13 @@ impl Home {
         self.command(Path::new(BRIDGE), args)
             .output()
             .expect("run the bridge")
+    }
+
+    /// The bridge with `args` and the settings `env` added.
+    pub(super) fn run_with(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let mut c = self.command(Path::new(BRIDGE), args);
+        c.envs(env.iter().copied());
+        c.output().expect("run the bridge")
     }
 
     /// Every file under the home folder.
@@ -115,7 +122,7 @@ impl Home {
         out
     }
 
-    fn show(&self, text: &[u8]) -> String {
+    pub(super) fn show(&self, text: &[u8]) -> String {
         String::from_utf8_lossy(text).replace(&self.home.display().to_string(), "HOME")
     }
 }
@@ -153,7 +160,7 @@ fn is_backup(p: &Path) -> bool {
     p.to_string_lossy().contains(".bak-")
 }
 
-fn code(o: &Output) -> i32 {
+pub(super) fn code(o: &Output) -> i32 {
     o.status.code().expect("exited")
 }
 

@@ -24,6 +24,8 @@ mod consent_repo;
 
 // `setup` against client config files as each client writes them: edits, backups, dry run.
 mod setup;
+// `setup` run as root on files of another user: owner, group and mode kept; old backups pruned.
+mod setup_owner;
 
 // The MCP face over in-memory pipes: tools/list, run_python, errors, resources.
 mod server;

@@ -7,8 +7,8 @@ use super::clients::client_config_files;
 use super::data::DataSettings;
 use super::error::ConfigError;
 use super::image_values::{
-    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
-    ImageBuildMode,
+    parse_absolute_path, parse_backups, parse_build_mode, parse_image_ref, parse_mirror,
+    parse_pip_packages, ImageBuildMode, DEFAULT_SETUP_BACKUPS,
 };
 use super::mounts::{engine_sockets, HostRules};
 use super::servers::Sources;
@@ -77,6 +77,11 @@ pub struct Settings {
     /// `MCP_BRIDGE_IMAGE_BUILD_WAIT`: how long a run waits for a build before it is told to
     /// try again.
     pub image_build_wait: Duration,
+    /// `MCP_BRIDGE_IMAGE_HOST_BUILD`: the bridge may run the Debian recipe (debootstrap, apt,
+    /// a chroot: as root, on this host) by itself when the image is missing.
+    pub image_host_build: bool,
+    /// `MCP_BRIDGE_SETUP_BACKUPS`: how many `setup` backups are kept per file.
+    pub setup_backups: usize,
     /// Where image builds keep `.deb` files, tarballs and their lock
     /// (`$XDG_CACHE_HOME/mcp-code-bridge`, shared with `container/build.sh`).
     pub cache_dir: PathBuf,
@@ -345,6 +350,13 @@ impl Settings {
             image_mirror,
             image_pip,
             image_build_wait: Duration::from_secs(image_build_wait),
+            image_host_build: flag("MCP_BRIDGE_IMAGE_HOST_BUILD")?,
+            setup_backups: parsed(
+                "MCP_BRIDGE_SETUP_BACKUPS",
+                var("MCP_BRIDGE_SETUP_BACKUPS"),
+                DEFAULT_SETUP_BACKUPS,
+                parse_backups,
+            )?,
             cache_dir,
             timeout: Duration::from_secs(timeout),
             max_timeout: Duration::from_secs(max_timeout),

@@ -3,7 +3,6 @@
 //! alike through their API (`/images/load`). The archive is streamed: the tarball is read twice
 //! (once for its SHA-256, the layer's diff id, once while sending) and never copied.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -11,6 +10,7 @@ use futures::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
+use super::cached;
 use super::recipe::{
     Source, LABEL_RECIPE, LABEL_SOURCE, RECIPE_VERSION, ROOTFS_ENV, ROOTFS_WORKDIR,
 };
@@ -41,10 +41,19 @@ pub enum ArchiveError {
         /// What is wrong, and what to do.
         why: String,
     },
+    /// A cached tarball that is not as it was written (or not provably so): never loaded.
+    #[error("the cached root filesystem {path} was not loaded: {why}")]
+    Unverified {
+        /// The tarball.
+        path: PathBuf,
+        /// What does not match.
+        why: String,
+    },
 }
 
-/// A docker-archive of image `tag` whose one layer is the tarball at `rootfs`, labelled with
-/// `source` (and, unless it is a user's tarball, this binary's recipe version).
+/// A docker-archive of image `tag` whose one layer is the tarball at `rootfs` (a user's, as
+/// named: links are followed), labelled with `source` (and, unless it is a user's tarball, this
+/// binary's recipe version).
 ///
 /// # Errors
 /// [`ArchiveError`] when the tarball cannot be read or is not a plain tar.
@@ -53,13 +62,54 @@ pub async fn from_rootfs(
     tag: &str,
     source: Source,
 ) -> Result<ArchiveStream, ArchiveError> {
+    let file = std::fs::File::open(rootfs).map_err(|err| ArchiveError::Read {
+        path: rootfs.to_path_buf(),
+        err,
+    })?;
+    from_file(file, rootfs, tag, source, None).await
+}
+
+/// The same for the Debian recipe's cached tarball: loaded only when it is a file of this
+/// user, not a link, and hashes to its record (`cached.rs`); hashed and sent from one open file.
+///
+/// # Errors
+/// [`ArchiveError::Unverified`] when it is not as recorded; the others as [`from_rootfs`].
+pub async fn from_cached(
+    rootfs: &Path,
+    tag: &str,
+    source: Source,
+) -> Result<ArchiveStream, ArchiveError> {
+    let unverified = |why: String| ArchiveError::Unverified {
+        path: rootfs.to_path_buf(),
+        why,
+    };
+    let file = cached::open_owned(rootfs).map_err(|e| unverified(e.to_string()))?;
+    let recorded = cached::recorded(rootfs).map_err(unverified)?;
+    from_file(file, rootfs, tag, source, Some(recorded)).await
+}
+
+async fn from_file(
+    file: std::fs::File,
+    rootfs: &Path,
+    tag: &str,
+    source: Source,
+    expected: Option<String>,
+) -> Result<ArchiveStream, ArchiveError> {
     let path = rootfs.to_path_buf();
-    let (size, digest) = tokio::task::spawn_blocking(move || hash_plain_tar(&path))
-        .await
-        .map_err(|e| ArchiveError::Read {
+    let (file, size, digest) = tokio::task::spawn_blocking(move || {
+        hash_plain_tar(&file, &path).map(|(size, digest)| (file, size, digest))
+    })
+    .await
+    .map_err(|e| ArchiveError::Read {
+        path: rootfs.to_path_buf(),
+        err: std::io::Error::other(e),
+    })??;
+    if let Some(want) = expected.filter(|want| *want != digest) {
+        return Err(ArchiveError::Unverified {
             path: rootfs.to_path_buf(),
-            err: std::io::Error::other(e),
-        })??;
+            why: format!("its SHA-256 is {digest}, its record says {want}"),
+        });
+    }
     let config = image_config(&digest, source);
     let config_name = format!("{}.json", hex(&Sha256::digest(&config)));
     let manifest = serde_json::json!([{
@@ -69,14 +119,10 @@ pub async fn from_rootfs(
     }])
     .to_string()
     .into_bytes();
-    let file = tokio::fs::File::open(rootfs)
-        .await
-        .map_err(|err| ArchiveError::Read {
-            path: rootfs.to_path_buf(),
-            err,
-        })?;
+    // Hashing read with pread: the file's offset is still 0, and this is the file just hashed.
+    let file = tokio::fs::File::from_std(file);
     let head = futures::stream::once(async move { Ok(header("layer.tar", size)) });
-    let body = futures::stream::unfold(Some(file), |file| async move {
+    let body = futures::stream::unfold(Some(file), move |file| async move {
         let mut file = file?;
         let mut buf = Vec::with_capacity(CHUNK);
         match (&mut file).take(CHUNK as u64).read_to_end(&mut buf).await {
@@ -84,6 +130,16 @@ pub async fn from_rootfs(
             Ok(_) => Some((Ok(Bytes::from(buf)), Some(file))),
             Err(e) => Some((Err(e), None)),
         }
+    });
+    // Exactly `size` bytes go out, whatever the file does meanwhile (the header said `size`).
+    let body = body.scan(0u64, move |sent, chunk| {
+        let chunk = chunk.map(|mut c: Bytes| {
+            let left = size.saturating_sub(*sent);
+            c.truncate(c.len().min(left as usize));
+            *sent += c.len() as u64;
+            c
+        });
+        futures::future::ready(Some(chunk))
     });
     let mut tail = Vec::new();
     tail.extend_from_slice(&padding(size));
@@ -114,8 +170,10 @@ pub fn single_file_tar(name: &str, data: &[u8]) -> Bytes {
     Bytes::from(out)
 }
 
-/// Size and SHA-256 of a plain (uncompressed) tar file.
-fn hash_plain_tar(path: &Path) -> Result<(u64, String), ArchiveError> {
+/// Size and SHA-256 of a plain (uncompressed) tar file, read with `pread` (the file's offset
+/// stays at 0 for the sending that follows).
+fn hash_plain_tar(file: &std::fs::File, path: &Path) -> Result<(u64, String), ArchiveError> {
+    use std::os::unix::fs::FileExt;
     let read = |err| ArchiveError::Read {
         path: path.to_path_buf(),
         err,
@@ -124,12 +182,16 @@ fn hash_plain_tar(path: &Path) -> Result<(u64, String), ArchiveError> {
         path: path.to_path_buf(),
         why: why.to_string(),
     };
-    let mut file = std::fs::File::open(path).map_err(read)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; CHUNK];
+    let mut head = Vec::with_capacity(512);
     let mut size = 0u64;
     loop {
-        let n = file.read(&mut buf).map_err(read)?;
+        let n = match file.read_at(&mut buf, size) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(read(e)),
+        };
         if n == 0 {
             break;
         }
@@ -138,10 +200,13 @@ fn hash_plain_tar(path: &Path) -> Result<(u64, String), ArchiveError> {
                 "is compressed: give the uncompressed tar (e.g. `gunzip -k FILE`)",
             ));
         }
+        let want = 512usize.saturating_sub(head.len()).min(n);
+        head.extend_from_slice(&buf[..want]);
         hasher.update(&buf[..n]);
         size += n as u64;
     }
-    if size < 1024 || !is_tar(path) {
+    // A tar's first header carries "ustar" at offset 257 (GNU and POSIX formats alike).
+    if size < 1024 || head.get(257..262) != Some(&b"ustar"[..]) {
         return Err(unusable("is not a tar archive of a root filesystem"));
     }
     if size > MAX_LAYER {
@@ -159,14 +224,6 @@ fn is_compressed(head: &[u8]) -> bool {
     ]
     .iter()
     .any(|magic| head.starts_with(magic))
-}
-
-/// A tar's first header carries "ustar" at offset 257 (GNU and POSIX formats alike).
-fn is_tar(path: &Path) -> bool {
-    let mut head = [0u8; 512];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok_and(|()| &head[257..262] == b"ustar")
 }
 
 /// The image config: one layer, the environment, working directory, command and labels.
@@ -333,5 +390,50 @@ mod tests {
             .err()
             .expect("refused");
         assert!(matches!(err, ArchiveError::Read { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_cached_tarball_is_loaded_only_as_recorded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rootfs = dir.path().join("rootfs-bookworm-amd64-x.tar");
+        let status = std::process::Command::new("tar")
+            .args([
+                "-cf",
+                rootfs.to_str().expect("utf-8"),
+                "-C",
+                "/etc",
+                "hostname",
+            ])
+            .status()
+            .expect("tar runs");
+        assert!(status.success());
+        let unverified = |r: Result<ArchiveStream, ArchiveError>| match r {
+            Err(ArchiveError::Unverified { why, .. }) => why,
+            Err(other) => panic!("not refused as unverified: {other}"),
+            Ok(_) => panic!("loaded"),
+        };
+        let why = unverified(from_cached(&rootfs, "x", Source::Debian).await);
+        assert!(why.contains("no hash record"), "{why}");
+        let sum = hex(&Sha256::digest(std::fs::read(&rootfs).expect("read")));
+        std::fs::write(cached::record_path(&rootfs), format!("{sum}\n")).expect("record");
+        let _loaded = from_cached(&rootfs, "x", Source::Debian)
+            .await
+            .expect("as recorded");
+
+        // Tampered after it was recorded: one byte of the file's content changed.
+        let mut bytes = std::fs::read(&rootfs).expect("read");
+        bytes[600] ^= 1;
+        std::fs::write(&rootfs, &bytes).expect("tamper");
+        let why = unverified(from_cached(&rootfs, "x", Source::Debian).await);
+        assert!(why.contains("its record says"), "{why}");
+
+        // A link to a file that matches is not followed.
+        let real = dir.path().join("real.tar");
+        std::fs::rename(&rootfs, &real).expect("move");
+        std::os::unix::fs::symlink(&real, &rootfs).expect("symlink");
+        let sum = hex(&Sha256::digest(std::fs::read(&real).expect("read")));
+        std::fs::write(cached::record_path(&rootfs), &sum).expect("record");
+        let why = unverified(from_cached(&rootfs, "x", Source::Debian).await);
+        assert!(why.contains("symbolic link"), "{why}");
     }
 }

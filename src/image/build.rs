@@ -40,6 +40,9 @@ pub struct BuildSpec {
     pub base: String,
     /// What the Debian recipe needs.
     pub debian: DebianSpec,
+    /// The user allowed the Debian recipe to run on this host (`image build`, or
+    /// `MCP_BRIDGE_IMAGE_HOST_BUILD=1` for the bridge's own builds).
+    pub host_build: bool,
 }
 
 impl BuildSpec {
@@ -67,6 +70,7 @@ impl BuildSpec {
                 pip: settings.image_pip.clone(),
                 refresh: false,
             },
+            host_build: settings.image_host_build,
         }
     }
 }
@@ -122,9 +126,28 @@ pub enum BuildError {
     /// The Debian recipe was asked for and cannot run on this host.
     #[error("the Debian recipe cannot run here: {0}. {OFFLINE_FIX}")]
     OfflineUnavailable(String),
+    /// The Debian recipe could run here, but the user has not allowed it to.
+    #[error(
+        "the sandbox image is missing{}, and making it on this host needs your go-ahead: the \
+         Debian recipe runs debootstrap, apt and a chroot as root here (and pip, for \
+         MCP_BRIDGE_IMAGE_PIP). Fix: build it once with `sudo mcp-code-bridge image build`, or \
+         set MCP_BRIDGE_IMAGE_HOST_BUILD=1 to let the bridge build it when missing; or point \
+         MCP_BRIDGE_IMAGE_ROOTFS at a root filesystem tarball",
+        .registry.as_deref().map(|r| format!(" (the registry recipe failed: {r})")).unwrap_or_default()
+    )]
+    HostBuildNotAllowed {
+        /// Why the registry recipe failed first, when it was tried.
+        registry: Option<String>,
+    },
     /// The Debian recipe failed.
     #[error("the Debian recipe failed: {0}")]
     Debian(#[source] DebianError),
+    /// The Debian recipe's cached tarball is not as it was written.
+    #[error(
+        "{0}. Fix: make it again with `sudo mcp-code-bridge image build --debian --refresh`, or \
+         remove it"
+    )]
+    Cached(#[source] ArchiveError),
     /// The root filesystem tarball cannot become an image.
     #[error(
         "{0}. Fix: MCP_BRIDGE_IMAGE_ROOTFS (or --rootfs) must name an uncompressed tar of a \
@@ -160,24 +183,44 @@ pub async fn build_on(
         }
         Route::Registry => registry(runtime, spec, report, ct).await,
         Route::Debian => {
-            debian::available().map_err(BuildError::OfflineUnavailable)?;
+            may_build_on_host(spec, debian::available(), None)?;
             offline(runtime, spec, report, ct).await
         }
         Route::Auto => match registry(runtime, spec, report, ct).await {
             Ok(source) => Ok(source),
             Err(BuildError::Registry { base, cause }) => {
-                if let Err(offline_why) = debian::available() {
-                    return Err(BuildError::NoRoute {
-                        base,
-                        registry: cause,
-                        offline: offline_why,
-                    });
-                }
+                may_build_on_host(
+                    spec,
+                    debian::available(),
+                    Some((base.clone(), cause.clone())),
+                )?;
                 tracing::info!(%base, %cause, "the registry recipe failed; building offline from Debian packages");
                 offline(runtime, spec, report, ct).await
             }
             Err(other) => Err(other),
         },
+    }
+}
+
+/// Whether the Debian recipe may run for `spec`, given whether it can run here (`available`)
+/// and, on the automatic route, why the registry recipe failed first (`registry`: base, cause).
+/// It can't: the reason; it could but the user has not allowed it: [`BuildError::HostBuildNotAllowed`].
+fn may_build_on_host(
+    spec: &BuildSpec,
+    available: Result<(), String>,
+    registry: Option<(String, String)>,
+) -> Result<(), BuildError> {
+    match (available, registry) {
+        (Err(offline), Some((base, registry))) => Err(BuildError::NoRoute {
+            base,
+            registry,
+            offline,
+        }),
+        (Err(offline), None) => Err(BuildError::OfflineUnavailable(offline)),
+        (Ok(()), _) if spec.host_build => Ok(()),
+        (Ok(()), registry) => Err(BuildError::HostBuildNotAllowed {
+            registry: registry.map(|(base, cause)| format!("{base}: {cause}")),
+        }),
     }
 }
 
@@ -237,13 +280,31 @@ async fn offline(
             DebianError::Stopped => BuildError::Stopped,
             other => BuildError::Debian(other),
         })?;
+    report(Report::Phase(&format!(
+        "loading {} into {}",
+        tarball.display(),
+        runtime.engine()
+    )));
+    let load = async {
+        let archive = archive::from_cached(&tarball, &spec.image, Source::Debian)
+            .await
+            .map_err(|e| match e {
+                e @ ArchiveError::Unverified { .. } => BuildError::Cached(e),
+                other => BuildError::Rootfs(other),
+            })?;
+        runtime
+            .load_image(archive, &|line| report(Report::Detail(line)))
+            .await
+            .map_err(BuildError::Load)
+    };
     tokio::select! {
-        r = load_rootfs(runtime, spec, &tarball, Source::Debian, report) => r?,
+        r = load => r?,
         _ = ct.cancelled() => return Err(BuildError::Stopped),
     }
     Ok(Source::Debian)
 }
 
+/// Loads a user's tarball (`MCP_BRIDGE_IMAGE_ROOTFS`, `--rootfs`).
 async fn load_rootfs(
     runtime: &dyn ContainerRuntime,
     spec: &BuildSpec,
@@ -296,6 +357,38 @@ mod tests {
             Route::Rootfs("/srv/r.tar".into())
         );
         assert!(spec(&[("MCP_BRIDGE_IMAGE_BUILD", "off")]).is_none());
+    }
+
+    #[test]
+    fn the_host_build_runs_only_when_allowed_and_possible() {
+        let mut s = spec(&[("MCP_BRIDGE_IMAGE_BUILD", "debian")]).expect("debian");
+        assert!(!s.host_build, "not allowed unless asked for");
+        let reg = || Some(("b".to_string(), "pull failed".to_string()));
+        let err = may_build_on_host(&s, Ok(()), None).expect_err("not allowed");
+        assert!(matches!(
+            err,
+            BuildError::HostBuildNotAllowed { registry: None }
+        ));
+        for want in [
+            "MCP_BRIDGE_IMAGE_HOST_BUILD=1",
+            "mcp-code-bridge image build",
+            "root",
+        ] {
+            assert!(err.to_string().contains(want), "{want}: {err}");
+        }
+        let err = may_build_on_host(&s, Ok(()), reg()).expect_err("not allowed");
+        assert!(err.to_string().contains("pull failed"), "{err}");
+        assert!(matches!(
+            may_build_on_host(&s, Err("needs root".into()), None),
+            Err(BuildError::OfflineUnavailable(_))
+        ));
+        assert!(matches!(
+            may_build_on_host(&s, Err("needs root".into()), reg()),
+            Err(BuildError::NoRoute { .. })
+        ));
+        s = spec(&[("MCP_BRIDGE_IMAGE_HOST_BUILD", "1")]).expect("auto");
+        assert!(s.host_build);
+        may_build_on_host(&s, Ok(()), reg()).expect("allowed");
     }
 
     #[test]

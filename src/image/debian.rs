@@ -227,4 +227,35 @@ mod tests {
         );
         assert_eq!(describe("Reading package lists..."), None);
     }
+
+    #[tokio::test]
+    async fn a_cache_folder_others_can_write_is_refused_before_anything_runs() {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 || available().is_err() {
+            eprintln!("skipped: the recipe stops earlier without root and debootstrap");
+            return;
+        }
+        let d = tempfile::tempdir().expect("tempdir");
+        let shared = d.path().join("cache");
+        std::fs::create_dir(&shared).expect("mkdir");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let spec = DebianSpec {
+            cache_dir: shared.clone(),
+            mirror: Some("http://127.0.0.1:1/debian".into()),
+            pip: None,
+            refresh: false,
+        };
+        let none = |_: &str| {};
+        let err = make_rootfs(&spec, &none, &none, &CancellationToken::new())
+            .await
+            .expect_err("refused");
+        let text = err.to_string();
+        assert!(
+            text.contains("refusing the cache folder") && text.contains("777"),
+            "{text}"
+        );
+        let left: Vec<_> = std::fs::read_dir(&shared).expect("ls").collect();
+        assert!(left.is_empty(), "the recipe wrote into it: {left:?}");
+    }
 }

@@ -6,6 +6,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::private_dir::{Access, CheckedDir, DirError, FIX_CACHE};
@@ -41,7 +42,8 @@ pub fn path(cache_dir: &Path) -> PathBuf {
 /// The I/O error when the file cannot be created or locked for another reason than contention.
 pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
     // The cache folder is checked (`private_dir`: this user's, writable by no one else) and
-    // the file opened in it without following a link, and only when it is this user's.
+    // the file opened in it without following a link, and only when it is this user's plain
+    // file that only it can write: the holder truncates and writes it.
     let dir = path.parent().unwrap_or(Path::new("."));
     let dir = CheckedDir::open(dir, Access::Shared, FIX_CACHE).map_err(DirError::into_io)?;
     let name = path
@@ -49,6 +51,17 @@ pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
         .and_then(|n| n.to_str())
         .unwrap_or(LOCK_FILE);
     let mut file = dir.open_file(name, libc::O_RDWR | libc::O_CREAT, 0o600)?;
+    let mode = file.metadata()?.mode();
+    if mode & 0o022 != 0 {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} can be written by others (mode {:o}): remove it",
+                crate::shown::ShownPath(path),
+                mode & 0o7777
+            ),
+        ));
+    }
     // SAFETY: flock on a file descriptor this function owns; no memory is involved.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {
@@ -105,5 +118,22 @@ mod tests {
         }
         drop(held);
         assert!(matches!(try_lock(&p).expect("attempt"), Attempt::Held(_)));
+    }
+
+    #[test]
+    fn a_link_or_a_shared_file_at_the_lock_is_refused_untouched() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let p = path(dir.path());
+        std::os::unix::fs::symlink(&victim, &p).expect("symlink");
+        assert!(try_lock(&p).is_err(), "a link is never opened");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        std::fs::remove_file(&p).expect("rm");
+        std::fs::write(&p, "").expect("write");
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o666))
+            .expect("chmod");
+        let err = try_lock(&p).expect_err("shared");
+        assert!(err.to_string().contains("remove it"), "{err}");
     }
 }

@@ -3,13 +3,17 @@
 //! on the host, or a user's root filesystem tarball, loaded as a docker-archive `archive.rs`),
 //! and the background build a bridge starts when the image is missing (`provision.rs`, one at a
 //! time per user through `lock.rs`). `status.rs` describes an image for `image status` and
-//! `doctor`.
+//! `doctor`. The Debian recipe runs on the host only on `image build` or with
+//! `MCP_BRIDGE_IMAGE_HOST_BUILD=1`; its cached tarball is loaded only as recorded (`cached.rs`),
+//! and files the build writes are made without following links (`newfile.rs`).
 
 mod archive;
 pub mod build;
+pub mod cached;
 pub mod debian;
 mod engine;
 pub mod lock;
+pub mod newfile;
 pub mod provision;
 pub mod recipe;
 pub mod status;

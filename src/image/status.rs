@@ -52,9 +52,14 @@ pub fn when_missing(settings: &Settings) -> String {
             path.display()
         );
     }
-    let offline = match debian::available() {
-        Ok(()) => "offline from Debian packages (root and debootstrap: available here)".to_string(),
-        Err(why) => format!("offline from Debian packages: not possible here, {why}"),
+    let offline = match (debian::available(), settings.image_host_build) {
+        (Ok(()), true) => {
+            "offline from Debian packages on this host (MCP_BRIDGE_IMAGE_HOST_BUILD=1)".to_string()
+        }
+        (Ok(()), false) => "offline from Debian packages on this host only with your go-ahead \
+            (MCP_BRIDGE_IMAGE_HOST_BUILD=1, or by hand: `sudo mcp-code-bridge image build`)"
+            .to_string(),
+        (Err(why), _) => format!("offline from Debian packages: not possible here, {why}"),
     };
     let how = match settings.image_build {
         ImageBuildMode::Registry => format!("from the registry image {}", settings.image_base),

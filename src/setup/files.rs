@@ -1,53 +1,16 @@
-//! Writing: a backup of each file before it changes, the change itself atomically (a temporary
-//! file in the same folder, the original's permissions, synced, then renamed over it), and new
-//! files that never replace an existing one.
+//! Writing: the change itself atomically (a temporary file in the same folder with the
+//! original's owner, group and permissions, synced, then renamed over it), and new files that
+//! never replace an existing one. Backups are `backups.rs`.
 
-use std::fs::{OpenOptions, Permissions};
+use std::fs::{File, Permissions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{fchown, DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::Path;
 
 use super::error::SetupError;
 
 /// Permissions of files `setup` creates: they may hold secrets.
 const NEW_FILE_MODE: u32 = 0o600;
-
-/// Copies `path`'s `bytes` to `<path>.bak-<stamp>` (then `-2`, `-3`, ... when taken) with the
-/// same permissions; returns the backup's path.
-///
-/// # Errors
-/// [`SetupError::Write`] when no backup could be written.
-pub fn backup(path: &Path, bytes: &[u8], stamp: &str) -> Result<PathBuf, SetupError> {
-    let mode = std::fs::metadata(path)
-        .map(|m| m.permissions().mode() & 0o7777)
-        .unwrap_or(NEW_FILE_MODE);
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".bak-{stamp}"));
-    let first = PathBuf::from(name);
-    for n in 1..1000 {
-        let candidate = match n {
-            1 => first.clone(),
-            n => PathBuf::from(format!("{}-{n}", first.display())),
-        };
-        match write_new(&candidate, bytes, mode) {
-            Ok(()) => return Ok(candidate),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(source) => {
-                return Err(SetupError::Write {
-                    path: candidate,
-                    source,
-                })
-            }
-        }
-    }
-    Err(SetupError::Write {
-        path: first,
-        source: std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            "a thousand backups with this time exist",
-        ),
-    })
-}
 
 /// Checks that `path` still holds `expected` (`None`: that it still does not exist), so that
 /// what was shown is what is changed.
@@ -93,18 +56,13 @@ pub fn replace(path: &Path, expected: Option<&str>, text: &str) -> Result<(), Se
         path: target.clone(),
         source,
     };
-    let mode = std::fs::metadata(&target)
-        .map_err(failed)?
-        .permissions()
-        .mode()
-        & 0o7777;
+    let meta = std::fs::metadata(&target).map_err(failed)?;
     let dir = target.parent().unwrap_or(Path::new("/"));
     let mut tmp = tempfile::Builder::new()
         .prefix(".mcp-code-bridge-setup-")
         .tempfile_in(dir)
         .map_err(failed)?;
-    tmp.as_file()
-        .set_permissions(Permissions::from_mode(mode))
+    keep_owner_and_mode(tmp.as_file(), Some((meta.uid(), meta.gid())), meta.mode())
         .map_err(failed)?;
     tmp.write_all(text.as_bytes()).map_err(failed)?;
     tmp.as_file().sync_all().map_err(failed)?;
@@ -123,58 +81,76 @@ pub fn create(path: &Path, text: &str) -> Result<(), SetupError> {
         source,
     };
     let dir = path.parent().unwrap_or(Path::new("/"));
-    if !dir.is_dir() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(failed)?;
-    }
+    let owner = make_dirs(dir).map_err(failed)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(".mcp-code-bridge-setup-")
         .tempfile_in(dir)
         .map_err(failed)?;
-    tmp.as_file()
-        .set_permissions(Permissions::from_mode(NEW_FILE_MODE))
-        .map_err(failed)?;
+    keep_owner_and_mode(tmp.as_file(), owner, NEW_FILE_MODE).map_err(failed)?;
     tmp.write_all(text.as_bytes()).map_err(failed)?;
     tmp.as_file().sync_all().map_err(failed)?;
     tmp.persist_noclobber(path).map_err(|e| failed(e.error))?;
     Ok(())
 }
 
-fn write_new(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode)
-        .open(path)?;
-    // The mode given to open is cut by the umask: set it exactly.
-    f.set_permissions(Permissions::from_mode(mode))?;
-    f.write_all(bytes)?;
-    f.sync_all()
+/// Gives the open file `f` the owner and group `owner` (when given and not already its own),
+/// then the permission bits of `mode` exactly (a change of owner clears set-id bits; the umask
+/// cut the mode given at creation).
+///
+/// # Errors
+/// The I/O error, naming the owner it could not keep (a user who is not root cannot give a file
+/// away): the file is then not used, never left with another owner.
+pub fn keep_owner_and_mode(f: &File, owner: Option<(u32, u32)>, mode: u32) -> std::io::Result<()> {
+    let now = f.metadata()?;
+    if let Some((uid, gid)) = owner.filter(|o| *o != (now.uid(), now.gid())) {
+        fchown(f, Some(uid), Some(gid)).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot keep its owner (uid {uid}, group {gid}): {e}"),
+            )
+        })?;
+    }
+    f.set_permissions(Permissions::from_mode(mode & 0o7777))
+}
+
+/// Creates the missing folders of `dir` (mode 0700). Run as root, they get the owner and group
+/// of the nearest folder that exists (root writing into a user's home leaves the user's
+/// folders), and so do the files made in `dir`: that owner is returned (`None` for a user).
+fn make_dirs(dir: &Path) -> std::io::Result<Option<(u32, u32)>> {
+    let mut missing = Vec::new();
+    let mut at = dir;
+    let base = loop {
+        match std::fs::metadata(at) {
+            Ok(m) if m.is_dir() => break m,
+            Ok(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a folder",
+                    at.display()
+                )))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(at);
+                at = at.parent().ok_or(e)?;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    // SAFETY: geteuid has no preconditions.
+    let owner = (unsafe { libc::geteuid() } == 0).then(|| (base.uid(), base.gid()));
+    for d in missing.into_iter().rev() {
+        std::fs::DirBuilder::new().mode(0o700).create(d)?;
+        let made = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_DIRECTORY)
+            .open(d)?;
+        keep_owner_and_mode(&made, owner, 0o700)?;
+    }
+    Ok(owner)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backups_never_overwrite_and_keep_permissions() {
-        let d = tempfile::tempdir().expect("tempdir");
-        let f = d.path().join("mcp.json");
-        std::fs::write(&f, "old").expect("write");
-        std::fs::set_permissions(&f, Permissions::from_mode(0o640)).expect("chmod");
-        let a = backup(&f, b"old", "20260101T000000Z").expect("backup");
-        let b = backup(&f, b"old", "20260101T000000Z").expect("backup");
-        assert_eq!(a, d.path().join("mcp.json.bak-20260101T000000Z"));
-        assert_eq!(b, d.path().join("mcp.json.bak-20260101T000000Z-2"));
-        for p in [&a, &b] {
-            assert_eq!(std::fs::read(p).expect("read"), b"old");
-            let mode = std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
-            assert_eq!(mode, 0o640);
-        }
-    }
 
     #[test]
     fn replace_keeps_mode_and_links_and_refuses_a_changed_file() {

@@ -4,15 +4,18 @@
 //!
 //! Everything is decided first ([`plan`]), shown as a unified diff per file, and written only
 //! after confirmation on a terminal (or `--yes`): each changed file backed up next to itself
-//! first (`<file>.bak-<UTC time>`), then replaced atomically; copies are new files only.
+//! first (`<file>.bak-<UTC time>`, owner, group and mode kept; the newest
+//! `MCP_BRIDGE_SETUP_BACKUPS` kept), then replaced atomically with its owner, group and mode;
+//! copies are new files only.
 //! `--dry-run` shows the diffs and writes nothing; a second run finds nothing to change.
 //! A file that cannot be read, parsed or edited is reported and left as it was; the others
 //! proceed.
 //!
 //! Layout: `targets` (which files), `launch` (which command), `shape` (each client's entry),
 //! `document` (a parsed file), `register` and `import` (the edits), `plan`, `diff`, `files`
-//! (backups and atomic writes), `error`.
+//! (atomic writes), `backups`, `error`.
 
+mod backups;
 mod diff;
 mod document;
 mod error;
@@ -118,13 +121,13 @@ pub fn run(settings: &Settings, opts: &Options) -> ExitCode {
             return ExitCode::from(EXIT_PROBLEMS);
         }
     }
-    apply(&mut plan, &mut out);
+    apply(&mut plan, settings.setup_backups, &mut out);
     finish(&plan.problems)
 }
 
-/// Writes every change of `plan`, backing up each existing file first; a failure is added to
-/// the plan's problems and the rest go on.
-fn apply(plan: &mut Plan, out: &mut impl Write) {
+/// Writes every change of `plan`, backing up each existing file first and keeping its newest
+/// `keep` backups; a failure is added to the plan's problems and the rest go on.
+fn apply(plan: &mut Plan, keep: usize, out: &mut impl Write) {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
     let mut restart = Vec::new();
     for change in std::mem::take(&mut plan.changes) {
@@ -137,6 +140,14 @@ fn apply(plan: &mut Plan, out: &mut impl Write) {
                         ShownPath(&change.path),
                         ShownPath(&b)
                     );
+                    match backups::prune(&change.path, keep) {
+                        Ok(removed) => {
+                            for old in removed {
+                                let _ = writeln!(out, "removed the old backup {}", old.display());
+                            }
+                        }
+                        Err(e) => plan.problems.push(e),
+                    }
                 }
                 let verb = if change.original.is_some() {
                     "updated"
@@ -159,7 +170,7 @@ fn apply(plan: &mut Plan, out: &mut impl Write) {
 fn write_one(change: &Change, stamp: &str) -> Result<Option<std::path::PathBuf>, SetupError> {
     files::unchanged(&change.path, change.original.as_deref())?;
     let backup = match &change.original {
-        Some(text) => Some(files::backup(&change.path, text.as_bytes(), stamp)?),
+        Some(text) => Some(backups::backup(&change.path, text.as_bytes(), stamp)?),
         None => None,
     };
     match change.client {

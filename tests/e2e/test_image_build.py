@@ -6,7 +6,9 @@ cannot work fails the run with its cause and fix, once, and the bridge keeps ser
 One real build per engine (the suite runs once on podman and once on docker): the offline Debian
 recipe, which reuses the root filesystem cached by an earlier build (setup's), so the engine-side
 work (load, tag) is done from nothing. It needs root (debootstrap): under CI=true a non-root run
-fails instead of skipping.
+fails instead of skipping. The bridge runs that recipe on the host only with
+MCP_BRIDGE_IMAGE_HOST_BUILD=1; without it a run gets the error naming the setting and nothing of
+the recipe runs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ def _image_exists(engine: str, image: str) -> bool:
 
 def _remove_image(engine: str, image: str) -> None:
     subprocess.run([engine, "rmi", image], capture_output=True, timeout=120)
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0:
+        msg = "the Debian recipe needs root (debootstrap, chroot)"
+        if (os.environ.get("CI") or "").lower() in {"1", "true", "yes"}:
+            pytest.fail(f"{msg}; CI must run this test", pytrace=False)
+        pytest.skip(msg)
 
 
 def _cli(helpers, env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -59,15 +69,12 @@ def fresh_image(helpers):
 def test_a_missing_image_is_built_in_the_background_while_the_client_is_served(
     bridge_factory, helpers, fresh_image, tmp_path
 ):
-    if os.geteuid() != 0:
-        msg = "the Debian recipe needs root (debootstrap, chroot)"
-        if (os.environ.get("CI") or "").lower() in {"1", "true", "yes"}:
-            pytest.fail(f"{msg}; CI must run this test", pytrace=False)
-        pytest.skip(msg)
+    _need_root()
     engine = helpers.engine
     env = {
         "MCP_BRIDGE_IMAGE": fresh_image,
         "MCP_BRIDGE_IMAGE_BUILD": "debian",
+        "MCP_BRIDGE_IMAGE_HOST_BUILD": "1",
         "MCP_BRIDGE_IMAGE_BUILD_WAIT": str(int(BUILD_WAIT)),
     }
     t0 = time.monotonic()
@@ -138,3 +145,58 @@ def test_a_build_that_cannot_work_fails_the_run_with_cause_and_fix_and_the_bridg
     tools = b.request(lambda s: s.list_tools())
     assert "run_python" in [t.name for t in tools.tools]
     assert not _image_exists(helpers.engine, fresh_image)
+
+
+def test_without_the_go_ahead_the_bridge_never_runs_the_debian_recipe_and_says_how_to_allow_it(
+    bridge_factory, helpers, fresh_image, tmp_path
+):
+    _need_root()  # as root with debootstrap installed, the recipe could run: only consent stops it
+    cache = tmp_path / "xdg-cache"
+    env = {
+        "MCP_BRIDGE_IMAGE": fresh_image,
+        "MCP_BRIDGE_IMAGE_BUILD": "debian",
+        "MCP_BRIDGE_IMAGE_PIP": "pyarrow",
+        "XDG_CACHE_HOME": str(cache),
+    }
+    b = bridge_factory(env=env, name="selfbuild-no-consent")
+    first = b.run("print(1)", wait=120)
+    assert first.is_error, str(first)
+    for want in ("MCP_BRIDGE_IMAGE_HOST_BUILD=1", "sudo mcp-code-bridge image build", "debootstrap"):
+        assert want in first.text, f"{want!r} not in {first.text}\n{b.stderr_tail(60)}"
+    assert "building the sandbox image failed" in b.stderr_tail(400)
+    # The recipe never started: it makes rootfs.lock, debs/ and rootfs.* first thing in its cache.
+    made = sorted(p.name for p in (cache / "mcp-code-bridge").iterdir()) if (cache / "mcp-code-bridge").exists() else []
+    assert not [n for n in made if n.startswith("rootfs") or n in {"debs", "pip"}], made
+    # The bridge keeps serving, and the next run is told the same at once.
+    second = b.run("print(2)", wait=60)
+    assert second.is_error and "MCP_BRIDGE_IMAGE_HOST_BUILD=1" in second.text, str(second)
+    tools = b.request(lambda s: s.list_tools())
+    assert "run_python" in [t.name for t in tools.tools]
+    assert not _image_exists(helpers.engine, fresh_image)
+
+
+def test_save_rootfs_replaces_a_link_planted_at_its_target_and_refuses_a_shared_folder(helpers, tmp_path):
+    """Reuses the cached root filesystem (the build above, or setup's): a copy, not a debootstrap."""
+    _need_root()
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    sticky = tmp_path / "sticky"  # like /var/tmp: anyone may plant a name, no one may move ours
+    sticky.mkdir()
+    os.chmod(sticky, 0o1777)
+    out = sticky / "mcb-rootfs.tar"
+    out.symlink_to(victim)
+    saved = _cli(helpers, _cli_env(str(tmp_path), "unused"), "build", "--save-rootfs", str(out), timeout=1500)
+    assert saved.returncode == 0, saved.stdout + saved.stderr[-3000:]
+    assert victim.read_bytes() == b"precious", "written through the link"
+    assert not out.is_symlink() and out.stat().st_size > 50_000_000, out.lstat()
+    assert out.stat().st_mode & 0o777 == 0o644
+    assert sorted(p.name for p in sticky.iterdir()) == ["mcb-rootfs.tar"], "a temporary file was left"
+
+    shared = tmp_path / "shared"  # writable by all and not sticky: another user could swap the file
+    shared.mkdir()
+    os.chmod(shared, 0o777)
+    refused = _cli(helpers, _cli_env(str(tmp_path), "unused"), "build", "--save-rootfs", str(shared / "x.tar"))
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "refusing to write into" in refused.stderr and str(shared) in refused.stderr, refused.stderr
+    assert "root filesystem" not in refused.stderr.replace(str(shared), ""), "the recipe ran first"
+    assert list(shared.iterdir()) == []

@@ -1,0 +1,265 @@
+//! [`NewFile`]: a file the image build writes on the host (a saved root filesystem), made
+//! without ever following a symbolic link or replacing a file in place: the folder is opened
+//! once and checked on that descriptor (ours or root's, and writable by no one else unless
+//! sticky), the data goes to a fresh random name created with `O_CREAT|O_EXCL|O_NOFOLLOW`
+//! under that descriptor, and [`NewFile::commit`] renames it over the final name (`renameat`: a
+//! link planted there is replaced, never followed). Dropped before the commit, it removes its
+//! temporary file.
+
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::shown::ShownPath;
+
+/// How many fresh names are tried before giving up (each collision is another process's file).
+const NAME_TRIES: u32 = 64;
+
+/// Why a file could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The path has no file name, or the folder cannot be opened.
+    #[error("cannot write {}: {err}", ShownPath(.path))]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        err: std::io::Error,
+    },
+    /// The folder is one where another user could swap the file after it is written.
+    #[error(
+        "refusing to write into {}: it belongs to uid {owner} and has mode {mode:o}, so another \
+         user could replace what is written there. Fix: choose a folder that is yours (or \
+         root's) and writable by no one else, or a sticky one such as /var/tmp",
+        ShownPath(.dir)
+    )]
+    UnsafeFolder {
+        /// The folder.
+        dir: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// Its mode bits.
+        mode: u32,
+    },
+}
+
+/// A file being written under a temporary name; see the module docs.
+pub struct NewFile {
+    dir: File,
+    dir_path: PathBuf,
+    tmp: CString,
+    name: CString,
+    file: File,
+    committed: bool,
+}
+
+/// Whether a folder of `owner` and `mode` is safe for a file of this process (`euid`).
+pub fn folder_is_safe(owner: u32, mode: u32, euid: u32) -> bool {
+    let owned = owner == euid || owner == 0;
+    let shared = mode & 0o022 != 0;
+    let sticky = mode & libc::S_ISVTX != 0;
+    owned && (!shared || sticky)
+}
+
+impl NewFile {
+    /// Starts writing `path` (its folder is checked first).
+    ///
+    /// # Errors
+    /// [`WriteError::UnsafeFolder`] for a folder another user could swap files in;
+    /// [`WriteError::Io`] when the folder cannot be opened or the file made.
+    pub fn create(path: &Path) -> Result<NewFile, WriteError> {
+        let io = |p: &Path, err| WriteError::Io {
+            path: p.to_path_buf(),
+            err,
+        };
+        let name = path.file_name().filter(|n| !n.is_empty()).ok_or_else(|| {
+            io(
+                path,
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"),
+            )
+        })?;
+        let dir_path = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let dir = open_dir(&dir_path).map_err(|e| io(&dir_path, e))?;
+        let meta = dir.metadata().map_err(|e| io(&dir_path, e))?;
+        // SAFETY: geteuid has no preconditions.
+        let euid = unsafe { libc::geteuid() };
+        if !folder_is_safe(meta.uid(), meta.mode(), euid) {
+            return Err(WriteError::UnsafeFolder {
+                dir: dir_path,
+                owner: meta.uid(),
+                mode: meta.mode() & 0o7777,
+            });
+        }
+        let (tmp, file) = fresh(&dir, name).map_err(|e| io(path, e))?;
+        Ok(NewFile {
+            dir,
+            dir_path,
+            tmp,
+            name: c_name(name).map_err(|e| io(path, e))?,
+            file,
+            committed: false,
+        })
+    }
+
+    /// The open temporary file, to write to.
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Sets `mode`, syncs, and renames the file over its final name.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`]; the temporary file is then removed.
+    pub fn commit(mut self, mode: u32) -> Result<(), WriteError> {
+        let path = self.dir_path.join(OsStr::from_bytes(self.name.as_bytes()));
+        let io = |err| WriteError::Io {
+            path: path.clone(),
+            err,
+        };
+        self.file.flush().map_err(io)?;
+        // SAFETY: fchmod on a descriptor this value owns.
+        if unsafe { libc::fchmod(self.file.as_raw_fd(), mode) } != 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        self.file.sync_all().map_err(io)?;
+        let dirfd = self.dir.as_raw_fd();
+        // SAFETY: both names are NUL-terminated and relative to the folder this value holds.
+        let rc = unsafe { libc::renameat(dirfd, self.tmp.as_ptr(), dirfd, self.name.as_ptr()) };
+        if rc != 0 {
+            return Err(io(std::io::Error::last_os_error()));
+        }
+        self.committed = true;
+        let _ = self.dir.sync_all();
+        Ok(())
+    }
+}
+
+impl Drop for NewFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            // SAFETY: removes this value's own temporary name under the folder it holds.
+            unsafe { libc::unlinkat(self.dir.as_raw_fd(), self.tmp.as_ptr(), 0) };
+        }
+    }
+}
+
+fn c_name(name: &OsStr) -> std::io::Result<CString> {
+    CString::new(name.as_bytes())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in the name"))
+}
+
+fn open_dir(dir: &Path) -> std::io::Result<File> {
+    let c = c_name(dir.as_os_str())?;
+    // SAFETY: a NUL-terminated path; the descriptor is owned by the File made from it.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned by no one else.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// A new file `.NAME.tmp-RANDOM` under `dir`, created exclusively and never through a link.
+fn fresh(dir: &File, name: &OsStr) -> std::io::Result<(CString, File)> {
+    let mut last = None;
+    for _ in 0..NAME_TRIES {
+        let mut tmp = b".".to_vec();
+        tmp.extend_from_slice(name.as_bytes());
+        tmp.extend_from_slice(format!(".tmp-{:016x}", random()).as_bytes());
+        let tmp = c_name(OsStr::from_bytes(&tmp))?;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: a NUL-terminated name relative to a folder descriptor this caller holds.
+        let fd =
+            unsafe { libc::openat(dir.as_raw_fd(), tmp.as_ptr(), flags, 0o600 as libc::c_uint) };
+        if fd >= 0 {
+            // SAFETY: fd was just opened and is owned by no one else.
+            return Ok((tmp, File::from(unsafe { OwnedFd::from_raw_fd(fd) })));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(err);
+        }
+        last = Some(err);
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no fresh name")))
+}
+
+/// 64 unpredictable bits from the kernel (the name only needs to be unguessable enough that
+/// collisions are rare: `O_EXCL` makes them harmless).
+fn random() -> u64 {
+    let mut buf = [0u8; 8];
+    // SAFETY: getrandom writes at most buf.len() bytes into buf.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n != buf.len() as isize {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        return t ^ u64::from(std::process::id()).rotate_left(32);
+    }
+    u64::from_ne_bytes(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_link_planted_at_the_name_is_replaced_never_followed() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let victim = d.path().join("victim");
+        std::fs::write(&victim, "precious").expect("write");
+        let out = d.path().join("out.tar");
+        std::os::unix::fs::symlink(&victim, &out).expect("symlink");
+        let mut f = NewFile::create(&out).expect("create");
+        f.file().write_all(b"new").expect("write");
+        f.commit(0o644).expect("commit");
+        assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
+        let meta = std::fs::symlink_metadata(&out).expect("meta");
+        assert!(meta.file_type().is_file(), "the link itself was replaced");
+        assert_eq!(meta.permissions().mode() & 0o777, 0o644);
+        assert_eq!(std::fs::read_to_string(&out).expect("read"), "new");
+        let left = std::fs::read_dir(d.path()).expect("ls").count();
+        assert_eq!(left, 2, "no temporary file is left");
+    }
+
+    #[test]
+    fn an_uncommitted_file_leaves_nothing_and_shared_folders_are_refused() {
+        let d = tempfile::tempdir().expect("tempdir");
+        drop(NewFile::create(&d.path().join("x")).expect("create"));
+        assert_eq!(std::fs::read_dir(d.path()).expect("ls").count(), 0);
+        let shared = d.path().join("shared");
+        std::fs::create_dir(&shared).expect("mkdir");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let err = NewFile::create(&shared.join("x")).err().expect("refused");
+        assert!(
+            matches!(err, WriteError::UnsafeFolder { mode: 0o777, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("shared"), "{err}");
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        NewFile::create(&shared.join("x")).expect("a sticky folder of ours is fine");
+        assert!(folder_is_safe(0, 0o1777, 1000), "/var/tmp");
+        assert!(
+            !folder_is_safe(1000, 0o1777, 0),
+            "another user's sticky folder"
+        );
+        assert!(!folder_is_safe(1000, 0o755, 0), "another user's folder");
+        assert!(folder_is_safe(1000, 0o755, 1000));
+    }
+}
