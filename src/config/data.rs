@@ -98,7 +98,7 @@ impl DataSettings {
         )?;
         let images = parsed(
             "MCP_BRIDGE_IMAGES",
-            &|v| super::settings::parse_flag(v).map(u64::from),
+            &|v| super::values::parse_flag(v).map(u64::from),
             1,
         )? == 1;
         Ok(DataSettings {

@@ -13,7 +13,7 @@ use super::image_values::{
 use super::mounts::{engine_sockets, HostRules};
 use super::servers::Sources;
 use super::values::{
-    parse_count, parse_cpus, parse_interval, parse_seconds, parse_size, parse_user,
+    parse_count, parse_cpus, parse_flag, parse_interval, parse_seconds, parse_size, parse_user,
 };
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
@@ -486,15 +486,6 @@ fn private_dir_in(xdg_runtime_dir: Option<&std::path::Path>) -> PathBuf {
 /// `<name>-<effective uid>`: a name in a shared folder (the temp dir) that differs per user.
 fn per_user(name: &str) -> String {
     format!("{name}-{}", crate::private_dir::euid())
-}
-
-/// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
-pub(super) fn parse_flag(v: &str) -> Result<bool, String> {
-    match v.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Ok(true),
-        "0" | "false" | "no" | "off" => Ok(false),
-        _ => Err("expected 1 or 0".into()),
-    }
 }
 
 #[cfg(test)]

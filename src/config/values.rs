@@ -1,4 +1,13 @@
-//! Parsers for the small value languages used in settings (sizes, seconds, cpu counts).
+//! Parsers for the small value languages used in settings (flags, sizes, seconds, cpu counts).
+
+/// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off`.
+pub fn parse_flag(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err("expected 1 or 0".into()),
+    }
+}
 
 /// Parses a size like `512m`, `1g`, `64k` or a plain byte count into bytes.
 pub fn parse_size(text: &str) -> Result<u64, String> {
