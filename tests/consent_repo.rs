@@ -3,7 +3,7 @@
 //! asked and recorded), with control and bidi characters in every printed field escaped.
 
 use std::io::Write;
-use std::os::fd::{FromRawFd, OwnedFd};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
@@ -295,7 +295,7 @@ fn on_a_terminal_allow_asks_first() {
     let s = Setup::new();
     two_docs(&s);
     let answer = |text_in: &str| {
-        let (mut master, slave) = pty();
+        let (mut master, slave) = crate::support::pty();
         let child = s
             .bridge(&["servers", "--allow", "docs"])
             .stdin(Stdio::from(slave))
@@ -383,30 +383,6 @@ fn config_text_is_escaped_in_servers_allow_and_log_lines() {
         "allow a broken entry",
         &format!("{}{}", text(&out.stdout), text(&out.stderr)),
     );
-}
-
-/// A pseudo-terminal: the master to type into, the slave as a child's stdin.
-fn pty() -> (std::fs::File, OwnedFd) {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the given ints; the null pointers ask for
-    // no name and default terminal settings.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened by openpty and are owned by nothing else.
-    unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            OwnedFd::from_raw_fd(slave),
-        )
-    }
 }
 
 /// A repository whose `.mcp.json` is a FIFO and whose `.cursor/mcp.json` links to `/dev/zero`:

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::os::fd::{FromRawFd, OwnedFd};
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -311,7 +311,7 @@ fn on_a_terminal_it_asks_before_changing_anything() {
     let h = Home::new(&["cursor"]);
     let before = h.snapshot();
     let answer = |text: &str| {
-        let (mut master, slave) = pty();
+        let (mut master, slave) = crate::support::pty();
         let child = h
             .command(Path::new(BRIDGE), &["setup"])
             .stdin(Stdio::from(slave))
@@ -421,28 +421,4 @@ fn from_uvs_cache_the_lasting_uvx_command_is_registered() {
         "{}",
         h.show(&again.stdout)
     );
-}
-
-/// A pseudo-terminal: the master to type into, the slave as a child's stdin.
-fn pty() -> (std::fs::File, OwnedFd) {
-    let (mut master, mut slave) = (-1, -1);
-    // SAFETY: openpty writes two new descriptors into the given ints; the null pointers ask for
-    // no name and default terminal settings.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null(),
-            std::ptr::null(),
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened by openpty and are owned by nothing else.
-    unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            OwnedFd::from_raw_fd(slave),
-        )
-    }
 }
