@@ -306,21 +306,22 @@ fn padding(size: u64) -> Vec<u8> {
 mod tests {
     use super::*;
 
+    /// Writes a tarball of `/etc/hostname` at `rootfs`.
+    fn tar_of_hostname(rootfs: &Path) {
+        let status = std::process::Command::new("tar")
+            .arg("-cf")
+            .arg(rootfs)
+            .args(["-C", "/etc", "hostname"])
+            .status()
+            .expect("tar runs");
+        assert!(status.success());
+    }
+
     #[tokio::test]
     async fn the_archive_is_a_tar_that_names_the_layer_by_its_digest() {
         let dir = tempfile::tempdir().expect("tempdir");
         let rootfs = dir.path().join("rootfs.tar");
-        let status = std::process::Command::new("tar")
-            .args([
-                "-cf",
-                rootfs.to_str().expect("utf-8"),
-                "-C",
-                "/etc",
-                "hostname",
-            ])
-            .status()
-            .expect("tar runs");
-        assert!(status.success());
+        tar_of_hostname(&rootfs);
         let archive: Vec<u8> = from_rootfs(&rootfs, "localhost/x:1", Source::Debian)
             .await
             .expect("archive")
@@ -396,17 +397,7 @@ mod tests {
     async fn a_cached_tarball_is_loaded_only_as_recorded() {
         let dir = tempfile::tempdir().expect("tempdir");
         let rootfs = dir.path().join("rootfs-bookworm-amd64-x.tar");
-        let status = std::process::Command::new("tar")
-            .args([
-                "-cf",
-                rootfs.to_str().expect("utf-8"),
-                "-C",
-                "/etc",
-                "hostname",
-            ])
-            .status()
-            .expect("tar runs");
-        assert!(status.success());
+        tar_of_hostname(&rootfs);
         let unverified = |r: Result<ArchiveStream, ArchiveError>| match r {
             Err(ArchiveError::Unverified { why, .. }) => why,
             Err(other) => panic!("not refused as unverified: {other}"),
