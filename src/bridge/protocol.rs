@@ -63,9 +63,10 @@ pub struct ReadyFrame {
     /// Why an offered channel was not used.
     #[serde(default)]
     pub channel_error: Option<String>,
-    /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`).
+    /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`), as text: read
+    /// into a value only for the first `ready` and within the frame limit (`json_cost.rs`).
     #[serde(default)]
-    pub posture: Option<Value>,
+    pub posture: Option<RawJson>,
 }
 
 /// A request from sandbox code to the host.
@@ -77,9 +78,28 @@ pub struct CallFrame {
     pub exec: u64,
     /// Host method name.
     pub method: String,
-    /// Method parameters.
+    /// Method parameters, as text: read into a value only once the request fits its budget
+    /// (`session/calls.rs`), so a frame of many tiny values costs nothing before that.
     #[serde(default)]
-    pub params: Value,
+    pub params: Option<RawJson>,
+}
+
+/// JSON text from the sandbox, kept as text until it is charged for (`json_cost.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct RawJson(pub Box<RawValue>);
+
+impl RawJson {
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text()
+    }
 }
 
 /// The outcome of one exec, as reported by the entrypoint.

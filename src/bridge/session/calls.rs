@@ -1,7 +1,9 @@
 //! `call` frames: sandbox code asking the host for something. Each is checked against the
-//! running exec, the in-flight cap and the request budget (bytes of `call` frames being
-//! handled), handled by the dispatcher on its own task, and its reply queued within the reply
-//! budget. Both budgets are `MCP_BRIDGE_MAX_PENDING_RESULTS` bytes.
+//! running exec, the in-flight cap, the frame limit and the request budget (what the `call`
+//! frames being handled hold), handled by the dispatcher on its own task, and its reply queued
+//! within the reply budget. Both budgets are `MCP_BRIDGE_MAX_PENDING_RESULTS` bytes. A request
+//! is charged what its parameters take once read (`json_cost.rs`), counted before they are
+//! read, not the length of their text.
 
 use std::sync::Arc;
 
@@ -14,6 +16,7 @@ use super::state::Shared;
 use super::writer::Outgoing;
 use crate::bridge::dispatch::{CallContext, Dispatcher};
 use crate::bridge::error_kind::ErrorKind;
+use crate::bridge::json_cost;
 use crate::bridge::protocol::{CallFrame, Outbound};
 
 /// What answering `call` frames needs; shared by both read loops.
@@ -29,6 +32,8 @@ pub(super) struct Calls {
     /// budget: a request's parameters are held until its reply is made.
     requests: Arc<Semaphore>,
     max_pending: usize,
+    /// `MCP_BRIDGE_MAX_FRAME`: no one request may hold more.
+    max_frame: usize,
 }
 
 impl Calls {
@@ -45,12 +50,12 @@ impl Calls {
             pending: Arc::new(Semaphore::new(limits.max_pending_results)),
             requests: Arc::new(Semaphore::new(limits.max_pending_results)),
             max_pending: limits.max_pending_results,
+            max_frame: limits.max_frame,
         }
     }
 
-    /// Answers one `call` frame of `bytes` bytes: at once when it is refused, else from a task
-    /// of its own.
-    pub(super) fn handle(&self, frame: CallFrame, bytes: usize, shared: &Shared) {
+    /// Answers one `call` frame: at once when it is refused, else from a task of its own.
+    pub(super) fn handle(&self, frame: CallFrame, shared: &Shared) {
         let CallFrame {
             id,
             exec,
@@ -83,13 +88,33 @@ impl Calls {
                 "too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"
             ));
         };
-        let share = u32::try_from(bytes).unwrap_or(u32::MAX);
+        // Charged before the parameters are read: what they would hold, not their length.
+        let text = params.as_ref().map_or("null", |p| p.text());
+        let cost = json_cost::scan(text.as_bytes());
+        let held = cost.held();
+        if held > self.max_frame {
+            return refuse(format!(
+                "this request was refused: its parameters ({} bytes of JSON, {} values) would \
+                 take about {held} bytes once read, more than MCP_BRIDGE_MAX_FRAME ({} bytes)",
+                cost.text,
+                cost.elements + cost.entries + 1,
+                self.max_frame
+            ));
+        }
+        let share = u32::try_from(held).unwrap_or(u32::MAX);
         let Ok(request) = self.requests.clone().try_acquire_many_owned(share) else {
             return refuse(format!(
-                "this request ({bytes} bytes) was refused: host requests in flight would hold \
-                 more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
+                "this request (about {held} bytes once read) was refused: host requests in \
+                 flight would hold more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
                 self.max_pending
             ));
+        };
+        let params: Value = match params {
+            None => Value::Null,
+            Some(raw) => match serde_json::from_str(raw.text()) {
+                Ok(v) => v,
+                Err(e) => return refuse(format!("malformed params: {e}")),
+            },
         };
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
