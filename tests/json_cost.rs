@@ -191,3 +191,30 @@ fn worst_ratios() {
         );
     }
 }
+
+/// The scan next to the parse it guards, for a 1 KB call frame (`--ignored --nocapture`; prints
+/// only, machines are noisy).
+#[test]
+#[ignore]
+fn scan_time_next_to_parse_time() {
+    let _one = serial();
+    let params = serde_json::json!({"server": "fs", "tool": "write_file", "arguments": {
+        "path": "/workspace/src/main.py", "text": "x".repeat(820), "lines": (0..20).collect::<Vec<_>>(),
+        "opts": {"a": true, "b": null, "c": 1.5, "d": ["u", "v", "w"]}}});
+    let line = format!(r#"{{"t":"call","id":12,"exec":3,"method":"call_tool","params":{params}}}"#);
+    let n = 20_000;
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(scan(std::hint::black_box(line.as_bytes())));
+    }
+    let scan_ns = t.elapsed().as_nanos() as f64 / f64::from(n);
+    let t = std::time::Instant::now();
+    for _ in 0..n {
+        let _ = std::hint::black_box(mcp_code_bridge::bridge::parse_inbound(line.as_bytes()));
+    }
+    let parse_ns = t.elapsed().as_nanos() as f64 / f64::from(n);
+    println!(
+        "{} bytes: scan {scan_ns:.0} ns, parse {parse_ns:.0} ns",
+        line.len()
+    );
+}

@@ -23,9 +23,9 @@ pub const ELEMENT: usize = 3 * VALUE;
 pub const ENTRY: usize = 3 * (VALUE + 32) + 48;
 /// A non-empty array's first block (room for 4 items) and the allocator's overhead.
 pub const ARRAY: usize = 4 * VALUE + 32;
-/// A non-empty object's first blocks: room for 3 entries, a hash index of 4 slots (a B-tree
-/// leaf of 11 entries, 640 bytes, without `preserve_order`).
-pub const OBJECT: usize = 704;
+/// A non-empty object's first blocks: room for 3 entries and a hash index of 4 slots with
+/// `preserve_order` (a `Value` of more than 32 bytes), else a B-tree leaf of 11 entries.
+pub const OBJECT: usize = if VALUE > 32 { 448 } else { 704 };
 /// A string's (or key's) block beyond its characters: the allocator's overhead and rounding.
 pub const STRING: usize = 32;
 

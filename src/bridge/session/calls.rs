@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS};
@@ -17,7 +17,7 @@ use super::writer::Outgoing;
 use crate::bridge::dispatch::{CallContext, Dispatcher};
 use crate::bridge::error_kind::ErrorKind;
 use crate::bridge::json_cost;
-use crate::bridge::protocol::{CallFrame, Outbound};
+use crate::bridge::protocol::{call_id, parse_call, CallFrame, Outbound};
 
 /// What answering `call` frames needs; shared by both read loops.
 #[derive(Clone)]
@@ -54,8 +54,56 @@ impl Calls {
         }
     }
 
-    /// Answers one `call` frame: at once when it is refused, else from a task of its own.
-    pub(super) fn handle(&self, frame: CallFrame, shared: &Shared) {
+    /// Answers one `call` line: at once when it is refused, else from a task of its own. What
+    /// the line takes read (`json_cost.rs`) is charged before it is read: a request over the
+    /// frame limit or the budget is refused having read only its `id`.
+    ///
+    /// # Errors
+    /// The message for a line that is not a well-formed `call` frame.
+    pub(super) fn handle_line(&self, line: &[u8], shared: &Shared) -> Result<(), String> {
+        let cost = json_cost::scan(line);
+        let held = cost.held();
+        let refuse_unread = |message: String| match call_id(line) {
+            Some(id) => self.refuse(id, message, shared),
+            None => shared.drop_frame(),
+        };
+        if held > self.max_frame {
+            refuse_unread(format!(
+                "this request was refused: its {} bytes of JSON ({} values) would take about \
+                 {held} bytes once read, more than MCP_BRIDGE_MAX_FRAME ({} bytes)",
+                cost.text,
+                cost.elements + cost.entries + 1,
+                self.max_frame
+            ));
+            return Ok(());
+        }
+        let share = u32::try_from(held).unwrap_or(u32::MAX);
+        let Ok(request) = self.requests.clone().try_acquire_many_owned(share) else {
+            refuse_unread(format!(
+                "this request (about {held} bytes once read) was refused: host requests in \
+                 flight would hold more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
+                self.max_pending
+            ));
+            return Ok(());
+        };
+        self.handle(parse_call(line)?, request, shared);
+        Ok(())
+    }
+
+    /// A `bad_request` reply to call `id`; dropped (and counted) when the write queue is full:
+    /// the sandbox is not reading its replies.
+    fn refuse(&self, id: u64, message: String, shared: &Shared) {
+        if self
+            .writer
+            .try_send(refusal(id, message).to_line().into())
+            .is_err()
+        {
+            shared.drop_frame();
+        }
+    }
+
+    /// Answers a `call` frame whose cost `request` holds.
+    fn handle(&self, frame: CallFrame, request: OwnedSemaphorePermit, shared: &Shared) {
         let CallFrame {
             id,
             exec,
@@ -69,53 +117,17 @@ impl Calls {
                 .filter(|r| r.id == exec)
                 .map(|r| (r.servers.clone(), r.deadline))
         };
-        let writer = self.writer.clone();
-        // A refusal that finds the write queue full is dropped (and counted): the sandbox is
-        // not reading its replies.
-        let refuse = |message: String| {
-            if writer
-                .try_send(refusal(id, message).to_line().into())
-                .is_err()
-            {
-                shared.drop_frame();
-            }
-        };
         let Some((servers, deadline)) = servers else {
-            return refuse("no run_python call is in progress".into());
+            return self.refuse(id, "no run_python call is in progress".into(), shared);
         };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            return refuse(format!(
-                "too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"
-            ));
+            return self.refuse(
+                id,
+                format!("too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"),
+                shared,
+            );
         };
-        // Charged before the parameters are read: what they would hold, not their length.
-        let text = params.as_ref().map_or("null", |p| p.text());
-        let cost = json_cost::scan(text.as_bytes());
-        let held = cost.held();
-        if held > self.max_frame {
-            return refuse(format!(
-                "this request was refused: its parameters ({} bytes of JSON, {} values) would \
-                 take about {held} bytes once read, more than MCP_BRIDGE_MAX_FRAME ({} bytes)",
-                cost.text,
-                cost.elements + cost.entries + 1,
-                self.max_frame
-            ));
-        }
-        let share = u32::try_from(held).unwrap_or(u32::MAX);
-        let Ok(request) = self.requests.clone().try_acquire_many_owned(share) else {
-            return refuse(format!(
-                "this request (about {held} bytes once read) was refused: host requests in \
-                 flight would hold more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
-                self.max_pending
-            ));
-        };
-        let params: Value = match params {
-            None => Value::Null,
-            Some(raw) => match serde_json::from_str(raw.text()) {
-                Ok(v) => v,
-                Err(e) => return refuse(format!("malformed params: {e}")),
-            },
-        };
+        let writer = self.writer.clone();
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
         let task = async move {

@@ -14,7 +14,7 @@ use super::state::Shared;
 use crate::bridge::error::BridgeError;
 use crate::bridge::json_cost;
 use crate::bridge::log_limit::clipped;
-use crate::bridge::protocol::{parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
+use crate::bridge::protocol::{is_call, parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
 use crate::lines::FrameEvent;
 
 /// What every frame handler needs; cloned into each read loop.
@@ -49,9 +49,16 @@ impl FrameSink {
                 return;
             }
         };
+        if is_call(&line) {
+            if let Err(msg) = self.calls.handle_line(&line, shared) {
+                crate::limited_warn!(shared.log, "{msg}");
+                shared.fail_running(BridgeError::Protocol(msg));
+            }
+            return;
+        }
         let parsed = parse_inbound(&line);
         // The frame holds what it needs: the line goes before any of its JSON is read into a
-        // value (a `ready` frame's posture, a `call` frame's parameters).
+        // value (a `ready` frame's posture).
         drop(line);
         match parsed {
             Ok(Inbound::Ready(frame)) => ready(frame, shared, self.max_frame),
@@ -84,7 +91,8 @@ impl FrameSink {
                     }
                 }
             }
-            Ok(Inbound::Call(frame)) => self.calls.handle(frame, shared),
+            // Taken by `handle_line` above.
+            Ok(Inbound::Call(_)) => shared.drop_frame(),
             Ok(Inbound::File(chunk)) => {
                 let mut files = shared.files.lock().expect("files lock");
                 match files.as_mut().filter(|f| f.exec() == chunk.exec) {
