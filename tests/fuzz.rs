@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_code_bridge::bridge::json_cost;
 use mcp_code_bridge::bridge::{parse_inbound, CallContext, Dispatcher};
 use mcp_code_bridge::config::Servers;
 use mcp_code_bridge::lines::{FrameEvent, LineAssembler};
@@ -109,6 +110,44 @@ proptest! {
             }
         }
         prop_assert_eq!(got, reference(&data, max));
+    }
+
+    #[test]
+    fn the_json_cost_scan_takes_any_bytes(data in prop::collection::vec(any::<u8>(), 0..512)) {
+        let c = json_cost::scan(&data);
+        prop_assert_eq!(c.text, data.len());
+        prop_assert!(c.held() >= c.parsed() && c.parsed() >= data.len());
+    }
+
+    /// The scan counts exactly the items, entries, containers and strings a value has.
+    #[test]
+    fn the_json_cost_scan_counts_what_a_value_holds(value in json_value(), pretty in any::<bool>()) {
+        fn count(v: &Value, c: &mut json_cost::JsonCost) {
+            match v {
+                Value::String(_) => c.strings += 1,
+                Value::Array(items) => {
+                    c.arrays += usize::from(!items.is_empty());
+                    c.elements += items.len();
+                    items.iter().for_each(|i| count(i, c));
+                }
+                Value::Object(map) => {
+                    c.objects += usize::from(!map.is_empty());
+                    c.entries += map.len();
+                    c.strings += map.len();
+                    map.values().for_each(|i| count(i, c));
+                }
+                _ => {}
+            }
+        }
+        let text = if pretty {
+            serde_json::to_vec_pretty(&value).expect("json")
+        } else {
+            serde_json::to_vec(&value).expect("json")
+        };
+        let mut want = json_cost::JsonCost { text: text.len(), ..Default::default() };
+        count(&value, &mut want);
+        let got = json_cost::scan(&text);
+        prop_assert_eq!(json_cost::JsonCost { escaped: 0, ..got }, want);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod entrypoint;
 mod error;
 mod error_kind;
 mod host_method;
+pub mod json_cost;
 pub mod log_limit;
 mod output;
 pub mod posture;

@@ -63,9 +63,10 @@ pub struct ReadyFrame {
     /// Why an offered channel was not used.
     #[serde(default)]
     pub channel_error: Option<String>,
-    /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`).
+    /// The sandbox's view of its own isolation (`entrypoint/selfcheck.py`), as text: read
+    /// into a value only for the first `ready` and within the frame limit (`json_cost.rs`).
     #[serde(default)]
-    pub posture: Option<Value>,
+    pub posture: Option<RawJson>,
 }
 
 /// A request from sandbox code to the host.
@@ -77,9 +78,28 @@ pub struct CallFrame {
     pub exec: u64,
     /// Host method name.
     pub method: String,
-    /// Method parameters.
+    /// Method parameters. A `call` line is read only once what it takes read has been charged
+    /// against the frame limit and the request budget ([`is_call`], `session/calls.rs`).
     #[serde(default)]
     pub params: Value,
+}
+
+/// JSON text from the sandbox, kept as text until it is charged for (`json_cost.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(transparent)]
+pub struct RawJson(pub Box<RawValue>);
+
+impl RawJson {
+    /// The JSON text.
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for RawJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.text() == other.text()
+    }
 }
 
 /// The outcome of one exec, as reported by the entrypoint.
@@ -279,6 +299,45 @@ pub fn parse_inbound(line: &[u8]) -> Result<Inbound, String> {
     })
 }
 
+/// Whether `line` is a `call` frame (by its tag alone; nothing else is read).
+pub fn is_call(line: &[u8]) -> bool {
+    tag_of(line).is_ok_and(|t| t == "call")
+}
+
+/// The `id` of a `call` frame, reading nothing else (its parameters are skipped, not kept).
+pub fn call_id(line: &[u8]) -> Option<u64> {
+    #[derive(Deserialize)]
+    struct Head {
+        id: u64,
+    }
+    serde_json::from_slice::<Head>(line).ok().map(|h| h.id)
+}
+
+/// Reads a `call` frame.
+///
+/// # Errors
+/// As [`parse_inbound`], also for a frame of another kind.
+pub fn parse_call(line: &[u8]) -> Result<CallFrame, String> {
+    match parse_inbound(line)? {
+        Inbound::Call(frame) => Ok(frame),
+        _ => Err("malformed frame from the sandbox (not a call)".into()),
+    }
+}
+
+/// The tag of a frame: the canonical spelling's at once, else read by serde (other fields
+/// skipped, not kept).
+fn tag_of(line: &[u8]) -> Result<std::borrow::Cow<'_, str>, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(borrow)]
+        t: std::borrow::Cow<'a, str>,
+    }
+    match canonical_tag(line) {
+        Some(t) => Ok(std::borrow::Cow::Borrowed(t)),
+        None => Ok(serde_json::from_slice::<Tag<'_>>(line)?.t),
+    }
+}
+
 /// The tag of a line that starts the way the entrypoint writes every frame, `{"t":"<tag>"`,
 /// with no escape in the tag; None for any other line (the general parse finds the tag). The
 /// frame's own fields are then read with `t` ignored, as an unknown field would be.
@@ -294,11 +353,6 @@ fn canonical_tag(line: &[u8]) -> Option<&str> {
 
 fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
     #[derive(Deserialize)]
-    struct Tag<'a> {
-        #[serde(borrow)]
-        t: std::borrow::Cow<'a, str>,
-    }
-    #[derive(Deserialize)]
     struct Started {
         id: u64,
     }
@@ -307,10 +361,7 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
         id: u64,
         data: String,
     }
-    let tag = match canonical_tag(line) {
-        Some(t) => std::borrow::Cow::Borrowed(t),
-        None => serde_json::from_slice::<Tag<'_>>(line)?.t,
-    };
+    let tag = tag_of(line)?;
     Ok(match tag.as_ref() {
         "ready" => Inbound::Ready(serde_json::from_slice(line)?),
         "started" => Inbound::Started {

@@ -170,3 +170,24 @@ fn outbound_lines_are_single_json_lines() {
         "{\"t\":\"shutdown\"}\n"
     );
 }
+
+#[test]
+fn a_call_is_known_by_its_tag_and_its_id_read_alone() {
+    for line in [
+        &br#"{"t":"call","id":3,"exec":7,"method":"ping","params":[[0],[0]]}"#[..],
+        br#"{"id":3,"params":{"t":"x"},"t":"call"}"#,
+        br#"{"t":"c\u0061ll","id":3}"#,
+    ] {
+        assert!(is_call(line), "{}", String::from_utf8_lossy(line));
+        assert_eq!(call_id(line), Some(3));
+    }
+    for line in [
+        &br#"{"t":"result","id":3,"ok":true}"#[..],
+        br#"{"params":{"t":"call"},"t":"ready"}"#,
+        b"not json",
+    ] {
+        assert!(!is_call(line), "{}", String::from_utf8_lossy(line));
+    }
+    assert_eq!(call_id(br#"{"t":"call","id":"x"}"#), None);
+    assert!(parse_call(br#"{"t":"started","id":1}"#).is_err());
+}

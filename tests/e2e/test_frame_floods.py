@@ -37,13 +37,14 @@ SETTINGS = {
 }
 
 # The formula of ARCHITECTURE.md, "Memory ceiling": bytes the bridge may grow by for sandbox input.
-JSON_AMPLIFICATION = 48  # serde_json values per byte of JSON text, worst case
+# A request is charged what its JSON takes once read (`bridge/json_cost.rs`), within F and P, so no
+# multiple of F or P for JSON values appears (it was 48·(F + P), and the real multiple was ~100).
 FIXED = 16 * MIB  # in-flight tasks, queues, tails, allocator slack
 
 
 def ceiling_bytes() -> int:
-    return (2 * MAX_FRAME + JSON_AMPLIFICATION * (MAX_FRAME + MAX_PENDING) + 2 * MAX_PENDING
-            + SNAPSHOT_MAX + 4 * MIB + 3 * MAX_FILES * IMAGES_MAX_BYTES + 36 * MAX_OUTPUT + FIXED)
+    return (3 * MAX_FRAME + 3 * MAX_PENDING + SNAPSHOT_MAX + 4 * MIB + 3 * MAX_FILES * IMAGES_MAX_BYTES
+            + 36 * MAX_OUTPUT + FIXED)
 
 
 RESULT_TEXT_BOUND = 3 * MAX_OUTPUT + 8 * KIB
@@ -202,6 +203,51 @@ def test_a_short_fuzz_of_every_frame_kind_leaves_the_bridge_serving(fb):
         assert len(r.text) < RESULT_TEXT_BOUND, f"round {round_}: result text of {len(r.text)} chars"
         assert fb.pid is not None and _hwm_kib(fb.pid) > 0
     _check_bounds(fb, "fuzz", log_before)
+
+
+TINY = PRELUDE + r"""
+n = {max_frame} - 1024
+def fill(open_, item, close):
+    return open_ + ','.join([item] * ((n - len(open_) - len(close)) // (len(item) + 1))) + close
+shapes = [
+    fill('[', '[]', ']'),
+    fill('[', '[0]', ']'),
+    fill('[', '{{"":0}}', ']'),
+    '{{' + ','.join('"%x":0' % i for i in range(n // 9)) + '}}',
+    '[' * 120 + fill('[', '[0]', ']')[:n - 300].rsplit(',', 1)[0] + ']' + ']' * 120,
+]
+import json as _json
+for s in shapes:
+    _json.loads(s)  # every shape is valid JSON
+def frames(i, s):
+    call = '{{"t":"call","id":%d,"exec":%d,"method":"ping","params":%s}}\n' % (3 * 10**9 + i, _ex, s)
+    ready = '{{"t":"ready","v":1,"posture":%s}}\n' % s
+    return (call + ready).encode()
+for s in shapes:
+    for start in range(0, 200, 8):
+        _w.write_now(b''.join(frames(i, s) for i in range(start, start + 8)))
+# Through the API: a request whose values would take more than the frame limit is refused, a
+# small one still works.
+from mcp import runtime
+try:
+    runtime.ping([0] * (n // 2))
+    print('big ping answered')
+except Exception as e:
+    print('big ping refused:', type(e).__name__, str(e)[:300])
+print('small ping', runtime.ping([0] * 100) == [0] * 100)
+"""
+
+
+@pytest.mark.timeout(600)
+def test_frames_of_many_tiny_values_stay_within_the_ceiling(fb):
+    """Call and ready frames near the frame limit made of tiny values (`[[],...]`, `[[0],...]`,
+    `{"k":0,...}`, nested 120 deep) take ~100x their text once parsed: fails on a bridge that
+    parses them before charging them (its peak grows past the ceiling)."""
+    log_before = fb.stderr_path.stat().st_size
+    r = fb.run(TINY.format(max_frame=MAX_FRAME), timeout=300, wait=400)
+    assert r.status == "ok" and "small ping True" in r.text, str(r)[:2000]
+    _check_bounds(fb, "tiny values", log_before)
+    assert "big ping refused: BridgeCallError" in r.text and "MCP_BRIDGE_MAX_FRAME" in r.text, r.text[:2000]
 
 
 NAMES = PRELUDE + r"""

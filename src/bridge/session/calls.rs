@@ -1,12 +1,14 @@
 //! `call` frames: sandbox code asking the host for something. Each is checked against the
-//! running exec, the in-flight cap and the request budget (bytes of `call` frames being
-//! handled), handled by the dispatcher on its own task, and its reply queued within the reply
-//! budget. Both budgets are `MCP_BRIDGE_MAX_PENDING_RESULTS` bytes.
+//! running exec, the in-flight cap, the frame limit and the request budget (what the `call`
+//! frames being handled hold), handled by the dispatcher on its own task, and its reply queued
+//! within the reply budget. Both budgets are `MCP_BRIDGE_MAX_PENDING_RESULTS` bytes. A request
+//! is charged what its parameters take once read (`json_cost.rs`), counted before they are
+//! read, not the length of their text.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS};
@@ -14,7 +16,8 @@ use super::state::Shared;
 use super::writer::Outgoing;
 use crate::bridge::dispatch::{CallContext, Dispatcher};
 use crate::bridge::error_kind::ErrorKind;
-use crate::bridge::protocol::{CallFrame, Outbound};
+use crate::bridge::json_cost;
+use crate::bridge::protocol::{call_id, parse_call, CallFrame, Outbound};
 
 /// What answering `call` frames needs; shared by both read loops.
 #[derive(Clone)]
@@ -29,6 +32,8 @@ pub(super) struct Calls {
     /// budget: a request's parameters are held until its reply is made.
     requests: Arc<Semaphore>,
     max_pending: usize,
+    /// `MCP_BRIDGE_MAX_FRAME`: no one request may hold more.
+    max_frame: usize,
 }
 
 impl Calls {
@@ -45,12 +50,60 @@ impl Calls {
             pending: Arc::new(Semaphore::new(limits.max_pending_results)),
             requests: Arc::new(Semaphore::new(limits.max_pending_results)),
             max_pending: limits.max_pending_results,
+            max_frame: limits.max_frame,
         }
     }
 
-    /// Answers one `call` frame of `bytes` bytes: at once when it is refused, else from a task
-    /// of its own.
-    pub(super) fn handle(&self, frame: CallFrame, bytes: usize, shared: &Shared) {
+    /// Answers one `call` line: at once when it is refused, else from a task of its own. What
+    /// the line takes read (`json_cost.rs`) is charged before it is read: a request over the
+    /// frame limit or the budget is refused having read only its `id`.
+    ///
+    /// # Errors
+    /// The message for a line that is not a well-formed `call` frame.
+    pub(super) fn handle_line(&self, line: &[u8], shared: &Shared) -> Result<(), String> {
+        let cost = json_cost::scan(line);
+        let held = cost.held();
+        let refuse_unread = |message: String| match call_id(line) {
+            Some(id) => self.refuse(id, message, shared),
+            None => shared.drop_frame(),
+        };
+        if held > self.max_frame {
+            refuse_unread(format!(
+                "this request was refused: its {} bytes of JSON ({} values) would take about \
+                 {held} bytes once read, more than MCP_BRIDGE_MAX_FRAME ({} bytes)",
+                cost.text,
+                cost.elements + cost.entries + 1,
+                self.max_frame
+            ));
+            return Ok(());
+        }
+        let share = u32::try_from(held).unwrap_or(u32::MAX);
+        let Ok(request) = self.requests.clone().try_acquire_many_owned(share) else {
+            refuse_unread(format!(
+                "this request (about {held} bytes once read) was refused: host requests in \
+                 flight would hold more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
+                self.max_pending
+            ));
+            return Ok(());
+        };
+        self.handle(parse_call(line)?, request, shared);
+        Ok(())
+    }
+
+    /// A `bad_request` reply to call `id`; dropped (and counted) when the write queue is full:
+    /// the sandbox is not reading its replies.
+    fn refuse(&self, id: u64, message: String, shared: &Shared) {
+        if self
+            .writer
+            .try_send(refusal(id, message).to_line().into())
+            .is_err()
+        {
+            shared.drop_frame();
+        }
+    }
+
+    /// Answers a `call` frame whose cost `request` holds.
+    fn handle(&self, frame: CallFrame, request: OwnedSemaphorePermit, shared: &Shared) {
         let CallFrame {
             id,
             exec,
@@ -64,33 +117,17 @@ impl Calls {
                 .filter(|r| r.id == exec)
                 .map(|r| (r.servers.clone(), r.deadline))
         };
-        let writer = self.writer.clone();
-        // A refusal that finds the write queue full is dropped (and counted): the sandbox is
-        // not reading its replies.
-        let refuse = |message: String| {
-            if writer
-                .try_send(refusal(id, message).to_line().into())
-                .is_err()
-            {
-                shared.drop_frame();
-            }
-        };
         let Some((servers, deadline)) = servers else {
-            return refuse("no run_python call is in progress".into());
+            return self.refuse(id, "no run_python call is in progress".into(), shared);
         };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            return refuse(format!(
-                "too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"
-            ));
+            return self.refuse(
+                id,
+                format!("too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"),
+                shared,
+            );
         };
-        let share = u32::try_from(bytes).unwrap_or(u32::MAX);
-        let Ok(request) = self.requests.clone().try_acquire_many_owned(share) else {
-            return refuse(format!(
-                "this request ({bytes} bytes) was refused: host requests in flight would hold \
-                 more than MCP_BRIDGE_MAX_PENDING_RESULTS ({} bytes)",
-                self.max_pending
-            ));
-        };
+        let writer = self.writer.clone();
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
         let task = async move {

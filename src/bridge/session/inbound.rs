@@ -12,8 +12,9 @@ use super::calls::Calls;
 use super::limits::SessionLimits;
 use super::state::Shared;
 use crate::bridge::error::BridgeError;
+use crate::bridge::json_cost;
 use crate::bridge::log_limit::clipped;
-use crate::bridge::protocol::{parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
+use crate::bridge::protocol::{is_call, parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
 use crate::lines::FrameEvent;
 
 /// What every frame handler needs; cloned into each read loop.
@@ -48,8 +49,19 @@ impl FrameSink {
                 return;
             }
         };
-        match parse_inbound(&line) {
-            Ok(Inbound::Ready(frame)) => ready(frame, shared),
+        if is_call(&line) {
+            if let Err(msg) = self.calls.handle_line(&line, shared) {
+                crate::limited_warn!(shared.log, "{msg}");
+                shared.fail_running(BridgeError::Protocol(msg));
+            }
+            return;
+        }
+        let parsed = parse_inbound(&line);
+        // The frame holds what it needs: the line goes before any of its JSON is read into a
+        // value (a `ready` frame's posture).
+        drop(line);
+        match parsed {
+            Ok(Inbound::Ready(frame)) => ready(frame, shared, self.max_frame),
             Ok(Inbound::Started { id }) => {
                 let mut running = shared.running.lock().expect("running lock");
                 match running.as_mut().filter(|r| r.id == id && !r.started) {
@@ -79,7 +91,8 @@ impl FrameSink {
                     }
                 }
             }
-            Ok(Inbound::Call(frame)) => self.calls.handle(frame, line.len(), shared),
+            // Taken by `handle_line` above.
+            Ok(Inbound::Call(_)) => shared.drop_frame(),
             Ok(Inbound::File(chunk)) => {
                 let mut files = shared.files.lock().expect("files lock");
                 match files.as_mut().filter(|f| f.exec() == chunk.exec) {
@@ -129,7 +142,8 @@ impl FrameSink {
 }
 
 /// Answers the boot handshake with the posture report, or why the entrypoint cannot serve.
-fn ready(frame: ReadyFrame, shared: &Shared) {
+/// The report is read into a value only here, and only when that takes at most `max_frame`.
+fn ready(frame: ReadyFrame, shared: &Shared, max_frame: usize) {
     // Only the first `ready` answers the handshake; sandbox code can forge more.
     let Some(tx) = shared.ready.lock().expect("ready lock").take() else {
         shared.drop_frame();
@@ -150,12 +164,21 @@ fn ready(frame: ReadyFrame, shared: &Shared) {
         (Some(ch), None) => tracing::debug!(channel = %clipped(ch), "sandbox ready"),
         _ => {}
     }
-    let result = if v == PROTOCOL_VERSION {
-        Ok(posture.unwrap_or_default())
-    } else {
+    let result = if v != PROTOCOL_VERSION {
         Err(format!(
             "entrypoint speaks protocol {v}, the bridge {PROTOCOL_VERSION}"
         ))
+    } else {
+        match posture {
+            None => Ok(serde_json::Value::Null),
+            Some(p) if json_cost::scan(p.text().as_bytes()).parsed() > max_frame => Err(format!(
+                "the entrypoint's posture report ({} bytes) is too large to read within \
+                 MCP_BRIDGE_MAX_FRAME ({max_frame} bytes)",
+                p.text().len()
+            )),
+            Some(p) => serde_json::from_str(p.text())
+                .map_err(|e| format!("the entrypoint's posture report is malformed: {e}")),
+        }
     };
     let _ = tx.send(result);
 }

@@ -21,6 +21,10 @@ use super::near::{closest, closest_argument};
 const MAX_PROBLEMS: usize = 10;
 /// Characters of an offending value shown at most.
 const MAX_VALUE_CHARS: usize = 40;
+/// Values in arguments past which only the first problem is looked for: the schema crate
+/// collects every error before handing out the first, and arguments from the sandbox can
+/// have millions of values, each a few errors.
+const MAX_LISTED_VALUES: usize = 10_000;
 
 /// Compiled argument checks for every server's tools, by server; shared by all calls.
 #[derive(Default)]
@@ -177,8 +181,16 @@ impl Check {
         let mut problems = Vec::new();
         if let Some(v) = &self.validator {
             if !v.is_valid(args) {
-                for err in v.iter_errors(args) {
+                if values_within(args, MAX_LISTED_VALUES) {
+                    for err in v.iter_errors(args) {
+                        describe(&err, args, &self.properties, &mut problems);
+                    }
+                } else if let Err(err) = v.validate(args) {
                     describe(&err, args, &self.properties, &mut problems);
+                    problems.push(format!(
+                        "(the arguments hold more than {MAX_LISTED_VALUES} values: only the first \
+                         problem was looked for)"
+                    ));
                 }
             }
         }
@@ -207,6 +219,23 @@ impl Check {
         }
         problems
     }
+}
+
+/// Whether `v` holds at most `max` values (itself included); stops counting past it.
+fn values_within(v: &Value, max: usize) -> bool {
+    fn count(v: &Value, left: &mut usize) -> bool {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        match v {
+            Value::Array(items) => items.iter().all(|i| count(i, left)),
+            Value::Object(map) => map.values().all(|i| count(i, left)),
+            _ => true,
+        }
+    }
+    let mut left = max;
+    count(v, &mut left)
 }
 
 /// One schema error as a line (or none, for failures that are ours rather than the caller's).

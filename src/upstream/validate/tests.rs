@@ -114,6 +114,23 @@ fn a_mistyped_argument_shows_type_and_value() {
 }
 
 #[test]
+fn arguments_of_many_values_get_their_first_problem_only() {
+    // 10,000 wrong items would be 10,000 errors held at once: only the first is looked for.
+    let labels = vec![json!(1); MAX_LISTED_VALUES];
+    let args = json!({"repo": "r", "title": "t", "options": {"draft": true, "labels": labels}});
+    let p = problems(issue_schema(), args);
+    assert_eq!(p.len(), 2, "{p:?}");
+    assert!(
+        p[0].contains("options.labels[0]") && p[0].contains("must be string"),
+        "{p:?}"
+    );
+    assert!(p[1].contains("only the first problem"), "{p:?}");
+    // Fewer values: every problem, as before.
+    let args = json!({"repo": "r", "title": "t", "options": {"draft": true, "labels": [1, 2]}});
+    assert_eq!(problems(issue_schema(), args).len(), 2);
+}
+
+#[test]
 fn nested_problems_name_the_path() {
     assert_eq!(
         problems(
