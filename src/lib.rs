@@ -22,13 +22,14 @@
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
 //! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
 //!   the background build a bridge starts when the image is missing (`image::Provisioner`).
-//! - [`servers_cli`], [`doctor`], [`image_cli`]: the `servers` (and `--allow`), `doctor` and
-//!   `image` commands; [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]:
+//! - [`servers_cli`], [`servers_allow`], [`doctor`], [`image_cli`]: the `servers` listing,
+//!   `servers --allow`, `doctor` and `image` commands; [`safe_line`]: the last escape before a
+//!   terminal (and the log writer); [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]:
 //!   registering the bridge in the MCP clients' files (`setup::run`).
 //!
 //! Dependencies point one way: `server → {bridge, format} → image → container` and
-//! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown` and `lines`
-//! are leaves. See ARCHITECTURE.md for the data flow of one call.
+//! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown`, `lines`,
+//! `shown` and `private_dir` are leaves. See ARCHITECTURE.md for the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]
 
 pub mod app;
