@@ -167,8 +167,7 @@ fn unsafe_names(method: &str, params: &Value) -> Result<(), CallError> {
         return Ok(());
     };
     let shown = clipped(value);
-    crate::limited_info!(
-        REFUSED_LOG,
+    crate::limited!(REFUSED_LOG, tracing::Level::INFO,
         "refused a host request whose {key} has control or invisible characters or is too long: \"{shown}\""
     );
     Err(CallError::bad_request(format!(

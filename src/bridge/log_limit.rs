@@ -90,35 +90,14 @@ impl LogLimit {
     }
 }
 
-/// Writes a `warn!` line through `limit`, with the count of lines left out before it.
+/// Writes a log line at `level` (`tracing::Level::WARN`, ...) through `limit`, with the count
+/// of lines left out before it.
 #[macro_export]
 #[doc(hidden)]
-macro_rules! limited_warn {
-    ($limit:expr, $($arg:tt)+) => {
+macro_rules! limited {
+    ($limit:expr, $level:expr, $($arg:tt)+) => {
         if let Some(suppressed) = $limit.admit() {
-            tracing::warn!(suppressed_before = suppressed, $($arg)+);
-        }
-    };
-}
-
-/// Writes an `info!` line through `limit`, with the count of lines left out before it.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! limited_info {
-    ($limit:expr, $($arg:tt)+) => {
-        if let Some(suppressed) = $limit.admit() {
-            tracing::info!(suppressed_before = suppressed, $($arg)+);
-        }
-    };
-}
-
-/// Writes a `debug!` line through `limit`, with the count of lines left out before it.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! limited_debug {
-    ($limit:expr, $($arg:tt)+) => {
-        if let Some(suppressed) = $limit.admit() {
-            tracing::debug!(suppressed_before = suppressed, $($arg)+);
+            tracing::event!($level, suppressed_before = suppressed, $($arg)+);
         }
     };
 }

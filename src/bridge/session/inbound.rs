@@ -51,7 +51,7 @@ impl FrameSink {
         };
         if is_call(&line) {
             if let Err(msg) = self.calls.handle_line(&line, shared) {
-                crate::limited_warn!(shared.log, "{msg}");
+                crate::limited!(shared.log, tracing::Level::WARN, "{msg}");
                 shared.fail_running(BridgeError::Protocol(msg));
             }
             return;
@@ -83,8 +83,9 @@ impl FrameSink {
                     other => {
                         *running = other;
                         shared.drop_frame();
-                        crate::limited_warn!(
+                        crate::limited!(
                             shared.log,
+                            tracing::Level::WARN,
                             id = frame.id,
                             "ignored a result for an exec that is not running"
                         );
@@ -99,8 +100,9 @@ impl FrameSink {
                     Some(cell) => cell.chunk(chunk),
                     None => {
                         shared.drop_frame();
-                        crate::limited_debug!(
+                        crate::limited!(
                             shared.log,
+                            tracing::Level::DEBUG,
                             exec = chunk.exec,
                             "ignored a file chunk for an exec that is not running"
                         );
@@ -134,7 +136,7 @@ impl FrameSink {
                 }
             }
             Err(msg) => {
-                crate::limited_warn!(shared.log, "{msg}");
+                crate::limited!(shared.log, tracing::Level::WARN, "{msg}");
                 shared.fail_running(BridgeError::Protocol(msg));
             }
         }
