@@ -4,12 +4,16 @@
 //! `PR_SET_PDEATHSIG` on Linux should the bridge be killed), and is never shared.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use tokio::process::{Child, Command};
 
 use super::RuntimeError;
 use crate::private_dir::{Access, CheckedDir, FIX_RUNTIME};
+
+/// The longest path a unix socket can be bound to on Linux (`sun_path` less its NUL).
+const MAX_SOCKET_PATH: usize = 107;
 
 /// How long to wait for a freshly started podman service to accept connections.
 pub const SERVICE_START_TIMEOUT_SECS: u64 = 15;
@@ -30,8 +34,17 @@ impl PodmanService {
     /// be spawned.
     pub fn spawn(dir: &Path) -> Result<Self, RuntimeError> {
         let dir = CheckedDir::open(dir, Access::Private, FIX_RUNTIME)?;
-        let name = format!("podman-{}.sock", std::process::id());
-        // Only this user can write in `dir`: a socket of this name is a leftover of ours.
+        // One name per service: a process may run two at once (the sandbox's engine connection
+        // and an image build's own), and one stopping must not remove the other's socket.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        // The first keeps the short name: socket paths are limited to ~107 bytes.
+        let name = match n {
+            0 => format!("podman-{}.sock", std::process::id()),
+            n => format!("podman-{}.{n}.sock", std::process::id()),
+        };
+        // Only this user can write in `dir`: a socket of this name is a leftover of ours (a
+        // process of this pid before).
         match dir.remove_file(&name) {
             Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
                 return Err(RuntimeError::Io {
@@ -42,6 +55,13 @@ impl PodmanService {
             _ => {}
         }
         let socket = dir.join(&name);
+        if socket.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(RuntimeError::NotFound(format!(
+                "the podman service's socket path {} is longer than a unix socket allows \
+                 ({MAX_SOCKET_PATH} bytes): set XDG_RUNTIME_DIR or TMPDIR to a shorter folder",
+                crate::shown::ShownPath(&socket)
+            )));
+        }
         let dir = dir.path();
         let mut cmd = Command::new("podman");
         cmd.args(["system", "service", "--time=0"])
@@ -119,3 +139,32 @@ fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_cmd: &mut Command) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_path_too_long_is_refused_before_podman_starts() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let deep = d.path().join("x".repeat(100));
+        let err = PodmanService::spawn(&deep).err().expect("refused");
+        assert!(err.to_string().contains("shorter folder"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn two_services_of_one_process_have_two_sockets() {
+        // Only the names: no podman needed. The second must not take (and later remove) the
+        // first's socket.
+        let d = tempfile::tempdir().expect("tempdir");
+        let (Ok(a), Ok(b)) = (
+            PodmanService::spawn(d.path()),
+            PodmanService::spawn(d.path()),
+        ) else {
+            return; // podman is not installed: nothing was spawned
+        };
+        assert_ne!(a.socket(), b.socket());
+        a.stop().await;
+        b.stop().await;
+    }
+}
