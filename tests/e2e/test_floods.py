@@ -82,7 +82,7 @@ def _relay_pids(bridge_pid: int, engine: str | None) -> list[int]:
         if exe == b"dockerd":
             dockerd.append(pid)
         elif exe == b"podman" and b"system" in argv and b"service" in argv:
-            if any(f"podman-{bridge_pid}.sock".encode() in a for a in argv):
+            if any(f"podman-{bridge_pid}.".encode() in a for a in argv):
                 own.append(pid)
             else:
                 services.append(pid)

@@ -174,8 +174,8 @@ def test_sigkilled_bridge_leftovers_are_removed_by_the_next_bridge(bridge_factor
         first.sigkill()
         assert helpers.poll(lambda: not helpers.pid_alive(dead_pid), timeout=10), "bridge survived SIGKILL"
         # Its private podman service must not outlive it either (PR_SET_PDEATHSIG).
-        service = helpers.poll(lambda: not _proc_cmdlines_containing(f"podman-{dead_pid}.sock"), timeout=10)
-        assert service, f"podman service of the killed bridge still runs: {_proc_cmdlines_containing(f'podman-{dead_pid}.sock')}"
+        service = helpers.poll(lambda: not _proc_cmdlines_containing(f"podman-{dead_pid}."), timeout=10)
+        assert service, f"podman service of the killed bridge still runs: {_proc_cmdlines_containing(f'podman-{dead_pid}.')}"
     finally:
         first.close()
 
@@ -266,7 +266,7 @@ def test_bridge_exit_removes_its_container(bridge_factory, helpers):
     assert exited, "the bridge did not exit after its stdin closed"
     gone = helpers.poll(lambda: not helpers.bridge_containers(pid), timeout=10)
     assert gone, f"containers left by bridge {pid}: {helpers.bridge_containers(pid)}\n{b.stderr_tail()}"
-    assert helpers.poll(lambda: not _proc_cmdlines_containing(f"podman-{pid}.sock"), timeout=10), (
+    assert helpers.poll(lambda: not _proc_cmdlines_containing(f"podman-{pid}."), timeout=10), (
         f"podman service of bridge {pid} still runs"
     )
     log = b.stderr_path.read_text(errors="replace")
@@ -366,8 +366,8 @@ SLEEP_THEN_DONE = "import time\ntime.sleep(3)\nprint('done')"
 
 
 def _podman_services_of(pid: int) -> list[int]:
-    """`podman system service` processes started by bridge `pid` (its socket is podman-<pid>.sock)."""
-    return [p for p, cmd in _proc_cmdlines_containing(f"podman-{pid}.sock")
+    """`podman system service` processes started by bridge `pid` (its sockets are podman-<pid>.sock, then podman-<pid>.<n>.sock)."""
+    return [p for p, cmd in _proc_cmdlines_containing(f"podman-{pid}.")
             if "system service" in cmd and pid_alive(p)]
 
 

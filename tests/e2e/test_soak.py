@@ -106,5 +106,5 @@ def test_soak_2000_mixed_runs(bridge_factory, stub_ready, helpers):
         "no sandbox container left"
     assert helpers.poll(lambda: not _stub_pids(marker), timeout=20), "no downstream server left"
     own_service = [p for p, argv in processes() if b"system" in argv and b"service" in argv
-                   and any(f"podman-{pid}.sock".encode() in a for a in argv)]
+                   and any(f"podman-{pid}.".encode() in a for a in argv)]
     assert not own_service, f"the bridge's podman service is still running: {own_service}"
