@@ -11,8 +11,10 @@ podman service with its socket in the private folder, and again on docker).
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -84,15 +86,20 @@ def test_a_private_folder_another_user_made_first_is_refused(helpers, cli_env, c
     assert stat.S_IMODE(planted.stat().st_mode) == 0o777, "its mode was left alone"
 
     # The same folder name in a fresh temp folder: made 0700 by the bridge, which then works
-    # (its podman service's socket and the frame channel's socket live there).
-    fresh = _tmpdir(tmp_path / "fresh")
-    p = _exec(helpers, _env(helpers, cli_env, fresh, tmp_path / "state"), cli_cwd)
-    assert p.returncode == 0 and p.stdout.strip() == "ran", _show(p)
-    private = fresh / f"mcp-code-bridge-{os.geteuid()}"
-    mine = private.stat()
-    assert (mine.st_uid, stat.S_IMODE(mine.st_mode)) == (os.geteuid(), 0o700)
-    if "started a podman API service" in p.stderr:  # no podman socket was running: its own one
-        assert f"socket={private}/podman-" in p.stderr, _show(p)
+    # (its podman service's socket and the frame channel's socket live there). A short path:
+    # a unix socket's path is limited to 107 bytes, and pytest's tmp_path is long.
+    short = Path(tempfile.mkdtemp(prefix="pd-", dir="/tmp"))
+    try:
+        fresh = _tmpdir(short)
+        p = _exec(helpers, _env(helpers, cli_env, fresh, tmp_path / "state"), cli_cwd)
+        assert p.returncode == 0 and p.stdout.strip() == "ran", _show(p)
+        private = fresh / f"mcp-code-bridge-{os.geteuid()}"
+        mine = private.stat()
+        assert (mine.st_uid, stat.S_IMODE(mine.st_mode)) == (os.geteuid(), 0o700)
+        if "started a podman API service" in p.stderr:  # no podman socket was running: its own
+            assert f"socket={private}/podman-" in p.stderr, _show(p)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_a_link_in_place_of_the_private_folder_is_refused(helpers, cli_env, cli_cwd, tmp_path):
