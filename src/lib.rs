@@ -22,10 +22,9 @@
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
 //! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
 //!   the background build a bridge starts when the image is missing (`image::Provisioner`).
-//! - [`servers_cli`], [`servers_allow`], [`doctor`], [`image_cli`]: the `servers` listing,
-//!   `servers --allow`, `doctor` and `image` commands; [`safe_line`]: the last escape before a
-//!   terminal (and the log writer); [`exec_cli`]: what `exec` prints where, and its exit codes; [`setup`]:
-//!   registering the bridge in the MCP clients' files (`setup::run`).
+//! - [`cli`]: the commands that speak to a person (`servers`, `servers --allow`, `doctor`,
+//!   `image`, `setup`, `exec`) and the last escape before a terminal (`cli::safe_line`, also the
+//!   log writer).
 //!
 //! Dependencies point one way: `server → {bridge, format} → image → container` and
 //! `app → upstream → bridge` (the `HostCalls` trait); `config`, `report`, `shutdown`, `lines`,
@@ -34,22 +33,16 @@
 
 pub mod app;
 pub mod bridge;
+pub mod cli;
 pub mod config;
 pub mod container;
-pub mod doctor;
-pub mod exec_cli;
 pub mod format;
 pub mod image;
-pub mod image_cli;
 pub mod lines;
 pub mod outbox;
 pub mod private_dir;
 pub mod report;
-pub mod safe_line;
 pub mod server;
-pub mod servers_allow;
-pub mod servers_cli;
-pub mod setup;
 pub mod shown;
 pub mod shutdown;
 pub mod upstream;

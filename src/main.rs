@@ -7,15 +7,20 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::bridge::{Progress, RunRequest};
+use mcp_code_bridge::cli::exec as exec_cli;
+use mcp_code_bridge::cli::image::{self as image_cli, BuildArgs};
 use mcp_code_bridge::config::{Client, RuntimeChoice, Settings};
 use mcp_code_bridge::image::Route;
-use mcp_code_bridge::image_cli::{self, BuildArgs};
-use mcp_code_bridge::{exec_cli, server, shutdown};
+use mcp_code_bridge::{server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
 #[derive(Parser)]
 #[command(version, about)]
 struct Cli {
+    /// Log what the bridge does (info) to stderr; `servers`, `doctor`, `image` and `setup`
+    /// otherwise print only their answer and warnings. MCP_BRIDGE_LOG_LEVEL, when set, decides.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -170,12 +175,19 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!(
                 "mcp-code-bridge: configuration error: {}",
-                mcp_code_bridge::safe_line::safe_line(&e.to_string())
+                mcp_code_bridge::cli::safe_line::safe_line(&e.to_string())
             );
             return ExitCode::from(exec_cli::EXIT_USAGE);
         }
     };
-    init_logging(&settings.log_level);
+    // `run` and `exec` log what they do; the other commands print their answer to a person.
+    let level = match (&settings.log_level, &cli.command) {
+        (Some(level), _) => level.as_str(),
+        (None, Command::Run | Command::Exec { .. }) => "info",
+        (None, _) if cli.verbose => "info",
+        (None, _) => "warn",
+    };
+    init_logging(level);
     for note in settings.data.mounts.iter().flat_map(|m| &m.unchecked) {
         tracing::warn!(
             "MCP_BRIDGE_MOUNTS: {note}; sockets and FIFOs there were not looked for (the \
@@ -198,7 +210,7 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!(
                 "mcp-code-bridge: {}",
-                mcp_code_bridge::safe_line::safe_line(&format!("{e:#}"))
+                mcp_code_bridge::cli::safe_line::safe_line(&format!("{e:#}"))
             );
             failure
         }
@@ -222,15 +234,15 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             json,
         } => exec(settings, code, servers, timeout, json).await,
         Command::Servers { allow, .. } if allow.is_empty() => {
-            Ok(mcp_code_bridge::servers_cli::list(&settings))
+            Ok(mcp_code_bridge::cli::servers::list(&settings))
         }
         Command::Servers { allow, from, yes } => {
-            let args = mcp_code_bridge::servers_allow::AllowArgs {
+            let args = mcp_code_bridge::cli::servers_allow::AllowArgs {
                 names: allow,
                 from,
                 yes,
             };
-            Ok(mcp_code_bridge::servers_allow::allow(&settings, &args))
+            Ok(mcp_code_bridge::cli::servers_allow::allow(&settings, &args))
         }
         Command::Setup {
             clients,
@@ -240,7 +252,7 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             yes,
             dry_run,
         } => {
-            let opts = mcp_code_bridge::setup::Options {
+            let opts = mcp_code_bridge::cli::setup::Options {
                 clients: clients.into_iter().map(Client::from).collect(),
                 name,
                 command,
@@ -248,13 +260,13 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
                 yes,
                 dry_run,
             };
-            Ok(mcp_code_bridge::setup::run(&settings, &opts))
+            Ok(mcp_code_bridge::cli::setup::run(&settings, &opts))
         }
         Command::Image { engine, action } => {
             Ok(ExitCode::from(image(settings, engine, action).await))
         }
         Command::Doctor => {
-            let (report, ok) = mcp_code_bridge::doctor::doctor(settings).await;
+            let (report, ok) = mcp_code_bridge::cli::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.
             let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), report.as_bytes());
             Ok(if ok {
@@ -379,7 +391,7 @@ fn init_logging(level: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(mcp_code_bridge::safe_line::SafeStderr)
+        .with_writer(mcp_code_bridge::cli::safe_line::SafeStderr)
         .with_ansi(false)
         .with_target(false)
         .init();

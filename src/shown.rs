@@ -33,7 +33,7 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
 
 /// `text` with every unsafe character not in `keep` escaped as `\u{..}` (`\n`, `\r`, `\t` by
 /// their names); a backslash doubled when `double_backslash`, else left as it is (for text whose
-/// untrusted pieces were escaped already: `crate::safe_line`).
+/// untrusted pieces were escaped already: `crate::cli::safe_line`).
 pub fn escape<'a>(text: &'a str, keep: &[char], double_backslash: bool) -> Cow<'a, str> {
     let bad = |c: char| (is_unsafe(c) && !keep.contains(&c)) || (double_backslash && c == '\\');
     if !text.chars().any(bad) {

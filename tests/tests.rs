@@ -35,6 +35,8 @@ mod data_in;
 mod files_out;
 // Folders of the bridge another local user made first or can write to: refused, never used.
 mod private_dirs;
+// The module tree: no import cycle between the parts of any folder.
+mod module_tree;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;

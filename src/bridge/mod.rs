@@ -7,26 +7,23 @@
 
 mod channel;
 mod dispatch;
-mod engine_loss;
 pub mod entrypoint;
 mod error;
 mod error_kind;
-mod host_method;
-pub mod json_cost;
 pub mod log_limit;
-mod output;
 pub mod posture;
 mod progress;
 mod protocol;
 mod sandbox;
 mod session;
 mod snapshot;
-mod state_frames;
 
-pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, LoadedTools, NoHostCalls};
+pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, HostMethod, NoHostCalls};
 pub use error::BridgeError;
 pub use error_kind::ErrorKind;
-pub use host_method::HostMethod;
 pub use progress::Progress;
-pub use protocol::{parse_inbound, CallFrame, Inbound, Outbound, ReadyFrame, ResultFrame};
+pub use protocol::{
+    parse_inbound, CallFrame, Inbound, LoadedTools, Outbound, ReadyFrame, ResultFrame,
+};
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};
+pub use session::json_cost;

@@ -33,6 +33,7 @@ mod exec;
 mod image_wait;
 mod keep;
 mod orphans;
+mod output;
 mod start;
 
 /// How long interrupted code gets to stop before the sandbox is killed.

@@ -112,8 +112,9 @@ pub struct Settings {
     pub progress_interval: Duration,
     /// `MCP_BRIDGE_OUTPUT_MODE`.
     pub output_mode: OutputMode,
-    /// `MCP_BRIDGE_LOG_LEVEL` (a tracing filter directive).
-    pub log_level: String,
+    /// `MCP_BRIDGE_LOG_LEVEL` (a tracing filter directive), when set; unset, `run` and `exec`
+    /// log at `info` and the commands that speak to a person at `warn`.
+    pub log_level: Option<String>,
     /// `MCP_BRIDGE_MAX_OUTPUT`: characters kept per output stream before cutting.
     pub max_output: usize,
     /// `MCP_BRIDGE_MAX_FRAME`: the largest frame accepted from the sandbox, in bytes.
@@ -225,13 +226,15 @@ impl Settings {
         }
         let idle = secs("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", 300, true)?;
         let snapshot_timeout = secs("MCP_BRIDGE_SNAPSHOT_TIMEOUT", 30, false)?;
-        let log_level = var("MCP_BRIDGE_LOG_LEVEL").unwrap_or_else(|| "info".into());
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&log_level) {
-            return Err(ConfigError::BadEnv {
-                var: "MCP_BRIDGE_LOG_LEVEL",
-                value: log_level,
-                reason: e.to_string(),
-            });
+        let log_level = var("MCP_BRIDGE_LOG_LEVEL");
+        if let Some(level) = &log_level {
+            if let Err(e) = tracing_subscriber::EnvFilter::try_new(level) {
+                return Err(ConfigError::BadEnv {
+                    var: "MCP_BRIDGE_LOG_LEVEL",
+                    value: level.clone(),
+                    reason: e.to_string(),
+                });
+            }
         }
         let home = var("HOME").map(PathBuf::from).or_else(dirs::home_dir);
         let state_dir = var("MCP_BRIDGE_STATE_DIR")

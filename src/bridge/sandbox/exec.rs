@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::output::shape_result;
 use super::{Actor, Retry, RunRequest, INTERRUPT_GRACE_MS, PROGRESS_TAIL};
 use crate::bridge::error::BridgeError;
-use crate::bridge::output::shape_result;
 use crate::report::{RunReport, RunStatus};
 
 impl Actor {

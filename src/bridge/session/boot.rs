@@ -13,6 +13,7 @@ use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
 use super::calls::Calls;
+use super::engine_loss;
 use super::inbound::FrameSink;
 use super::limits::{SessionLimits, BOOT_TIMEOUT_SECS, WRITE_QUEUE};
 use super::reader::{read_loop, socket_read_loop};
@@ -21,7 +22,6 @@ use super::waiter::wait_loop;
 use super::writer::{write_line, write_loop, Outgoing};
 use crate::bridge::channel::{ChannelListener, SOCKET_NAME};
 use crate::bridge::dispatch::Dispatcher;
-use crate::bridge::engine_loss;
 use crate::bridge::entrypoint;
 use crate::bridge::error::BridgeError;
 use crate::bridge::posture::{self, Expected};

@@ -11,12 +11,12 @@ use serde_json::Value;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
+use super::json_cost;
 use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS};
 use super::state::Shared;
 use super::writer::Outgoing;
 use crate::bridge::dispatch::{CallContext, Dispatcher};
 use crate::bridge::error_kind::ErrorKind;
-use crate::bridge::json_cost;
 use crate::bridge::protocol::{call_id, parse_call, CallFrame, Outbound};
 
 /// What answering `call` frames needs; shared by both read loops.

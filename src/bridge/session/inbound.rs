@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use super::calls::Calls;
+use super::json_cost;
 use super::limits::SessionLimits;
 use super::state::Shared;
 use crate::bridge::error::BridgeError;
-use crate::bridge::json_cost;
 use crate::bridge::log_limit::clipped;
 use crate::bridge::protocol::{is_call, parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
 use crate::lines::FrameEvent;

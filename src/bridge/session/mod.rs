@@ -12,7 +12,9 @@
 mod boot;
 mod calls;
 mod cell_progress;
+mod engine_loss;
 mod inbound;
+pub mod json_cost;
 mod keeping;
 mod limits;
 mod reader;
@@ -34,10 +36,11 @@ use tracing::Instrument;
 use base64::Engine as _;
 
 use super::channel::ChannelListener;
-use super::dispatch::{Dispatcher, LoadedTools};
+use super::dispatch::Dispatcher;
 use super::error::{explain_exit, BridgeError};
 use super::posture::Expected;
 use super::progress::Progress;
+use super::protocol::LoadedTools;
 use super::protocol::{ExecTools, Outbound, RestoredFrame, ResultFrame};
 use crate::container::{ContainerRuntime, SandboxSpec};
 use crate::outbox::{CellFiles, Outbox};

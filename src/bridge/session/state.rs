@@ -9,9 +9,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{oneshot, watch};
 
 use super::cell_progress::CellProgress;
+use super::engine_loss::EngineLink;
 use super::keeping::Keeping;
 use super::limits::{STDERR_LINE_MAX, STDERR_TAIL_LINES};
-use crate::bridge::engine_loss::EngineLink;
 use crate::bridge::error::{explain_exit, BridgeError};
 use crate::bridge::log_limit::LogLimit;
 use crate::bridge::protocol::ResultFrame;

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::engine_loss;
 use super::limits::EXIT_CODE_WAIT_MS;
 use super::state::Shared;
-use crate::bridge::engine_loss;
 use crate::container::ContainerRuntime;
 
 /// Waits for container `id` to exit; sends its code on `exit_tx` (-1 when unknown).

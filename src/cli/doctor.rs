@@ -10,11 +10,11 @@ use serde_json::Value;
 use crate::app::App;
 use crate::bridge::posture::{evaluate, Check, Expected};
 use crate::bridge::{Progress, RunRequest};
+use crate::cli::safe_line::safe_line;
 use crate::config::Settings;
 use crate::container::{connect, ImageInfo};
 use crate::image::status::{recipe_line, recipe_of, when_missing, Recipe};
 use crate::report::RunStatus;
-use crate::safe_line::safe_line;
 
 /// Sandbox code that reports the posture plus active probes as one JSON line.
 const PROBE: &str = r#"

@@ -75,7 +75,7 @@ mod tests {
     use super::*;
 
     fn python_host_methods() -> Vec<String> {
-        let source = include_str!("../../entrypoint/runtime.py");
+        let source = include_str!("../../../entrypoint/runtime.py");
         let start = source
             .find("\nHOST_METHODS = (")
             .expect("runtime.py defines HOST_METHODS = (...)");

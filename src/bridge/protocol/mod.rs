@@ -9,11 +9,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::dispatch::LoadedTools;
 use super::error_kind::ErrorKind;
 use super::log_limit::clipped;
-pub use super::state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};
 use crate::outbox::{Delivery, FileChunk};
+
+mod state_frames;
+
+pub use state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};
+
+/// The tools of the servers loaded for a run, by server name: for each, a JSON array of tool
+/// entries (a name, or `{"name", "doc", "params", "returns"}` for the proxy's signature), shared
+/// while the server's tool list is unchanged, so a session can tell what it already sent.
+pub type LoadedTools = BTreeMap<String, Arc<RawValue>>;
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -382,5 +389,4 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
 }
 
 #[cfg(test)]
-#[path = "protocol_tests.rs"]
 mod tests;

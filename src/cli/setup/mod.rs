@@ -32,8 +32,8 @@ use std::process::ExitCode;
 
 pub use error::SetupError;
 
+use crate::cli::safe_line::{safe_diff, safe_line};
 use crate::config::{Client, Settings};
-use crate::safe_line::{safe_diff, safe_line};
 use crate::shown::ShownPath;
 use plan::{Change, Plan, Request};
 

@@ -9,11 +9,11 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 
+use crate::cli::safe_line::safe_line;
 use crate::config::{
     discover, pick, project_definitions, AllowList, Approval, Consent, PickError, ProjectEntry,
     Settings,
 };
-use crate::safe_line::safe_line;
 use crate::shown::{Shown, ShownPath};
 
 /// What `servers --allow` was asked.

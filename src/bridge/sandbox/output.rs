@@ -4,7 +4,7 @@
 //! stream and counts what it dropped; the host puts a marker at the cut and, since the
 //! entrypoint is untrusted, cuts again anything still over the limit.
 
-use super::protocol::ResultFrame;
+use crate::bridge::protocol::ResultFrame;
 use crate::report::{RunReport, RunStatus, SystemExit};
 
 /// Shapes one result frame into a report, with cut markers.

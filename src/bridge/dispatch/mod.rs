@@ -4,18 +4,20 @@
 //! its parameters before anything is routed, and is where allowlists, argument validation and
 //! audit belong. Built-in methods are answered here; the rest go to a [`HostCalls`] backend.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
-use super::host_method::HostMethod;
 use super::log_limit::{clipped, LogLimit};
 use super::snapshot::SnapshotStore;
 use crate::shown::is_unsafe;
+
+mod host_method;
+
+use super::protocol::LoadedTools;
+pub use host_method::HostMethod;
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
@@ -44,11 +46,6 @@ impl CallError {
         }
     }
 }
-
-/// The tools of the servers loaded for a run, by server name: for each, a JSON array of tool
-/// entries (a name, or `{"name", "doc", "params", "returns"}` for the proxy's signature), shared
-/// while the server's tool list is unchanged, so a session can tell what it already sent.
-pub type LoadedTools = BTreeMap<String, Arc<RawValue>>;
 
 /// A backend answering host methods (MCP servers, discovery helpers).
 #[async_trait::async_trait]

@@ -6,8 +6,8 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::cli::safe_line::safe_line;
 use crate::config::{discover, Consent, ServerSpec, Settings};
-use crate::safe_line::safe_line;
 use crate::shown::{Shown, ShownPath};
 use crate::upstream::UpstreamPool;
 

@@ -110,7 +110,7 @@ pub fn write_plain(
     for why in &report.files_refused {
         text.push_str(&format!(
             "mcp-code-bridge: {}\n",
-            crate::safe_line::safe_line(why)
+            crate::cli::safe_line::safe_line(why)
         ));
     }
     if let Some(error) = error_text(report) {
@@ -123,7 +123,7 @@ pub fn write_plain(
             RunStatus::SandboxError => text.push_str("mcp-code-bridge: sandbox error: "),
             RunStatus::Ok | RunStatus::Error => {}
         }
-        text.push_str(&crate::safe_line::safe_text(error));
+        text.push_str(&crate::cli::safe_line::safe_text(error));
         if !text.ends_with('\n') {
             text.push('\n');
         }
