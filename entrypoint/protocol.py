@@ -16,7 +16,7 @@ from .errors import BridgeCallError, from_reply
 from .values import Record
 
 # -- the frames the entrypoint sends (ARCHITECTURE.md, "Container → host"; parsed by
-# src/bridge/protocol.rs). Built only here; "t" comes first, the host's fast tag check expects it.
+# src/bridge/protocol/). Built only here; "t" comes first, the host's fast tag check expects it.
 
 VERSION = 1  # the protocol version sent in `ready` (PROTOCOL_VERSION on the host)
 

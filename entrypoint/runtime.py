@@ -17,7 +17,7 @@ from . import values
 from .errors import BridgeCallError
 
 # The host methods sandbox code may call (ARCHITECTURE.md, "Host methods"): the one list on this
-# side; HostMethod::ALL in src/bridge/protocol.rs is the other, and a Rust test holds them equal.
+# side; HostMethod::ALL in src/bridge/dispatch/host_method.rs is the other, and a Rust test holds them equal.
 HOST_METHODS = (
     "call_tool",
     "list_servers",

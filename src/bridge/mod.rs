@@ -1,7 +1,7 @@
 //! The bridge layer: sandbox sessions, their frame protocol, and requests from sandbox code.
 //!
 //! `sandbox.rs` (the actor) drives `session/` (one container: its tasks and frames) which speaks
-//! `protocol.rs` frames reassembled by `crate::lines`; `dispatch.rs` is the one place sandbox
+//! `protocol/` frames reassembled by `crate::lines`; `dispatch/` is the one place sandbox
 //! requests pass; `channel.rs` is the optional socket that carries frames instead of stdio.
 //! Knows containers only through the `container::ContainerRuntime` trait.
 

@@ -1,6 +1,6 @@
 //! `mcp-code-bridge servers`: lists the discovered servers with their provenance and state,
 //! notes and problems, every piece from a config file escaped (`crate::shown`). Starts nothing.
-//! `--allow` is `servers_allow.rs`.
+//! `--allow` is `cli/servers_allow.rs`.
 
 use std::io::Write;
 use std::process::ExitCode;

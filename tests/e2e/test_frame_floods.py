@@ -37,7 +37,7 @@ SETTINGS = {
 }
 
 # The formula of ARCHITECTURE.md, "Memory ceiling": bytes the bridge may grow by for sandbox input.
-# A request is charged what its JSON takes once read (`bridge/json_cost.rs`), within F and P, so no
+# A request is charged what its JSON takes once read (`bridge/session/json_cost.rs`), within F and P, so no
 # multiple of F or P for JSON values appears (it was 48·(F + P), and the real multiple was ~100).
 FIXED = 16 * MIB  # in-flight tasks, queues, tails, allocator slack
 
