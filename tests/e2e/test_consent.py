@@ -10,8 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import cli_env_for as cli_env
-from conftest import home_env, processes, servers_cli
+from helpers_cli import cli_env_for as cli_env
+from helpers_cli import home_env, servers_cli
+from helpers_host import processes
 
 import servers as S
 

@@ -32,7 +32,7 @@ import re
 import time
 
 import pytest
-from conftest import poll, processes
+from helpers_host import poll, processes
 
 MIB = 1 << 20
 GIB = 1 << 30

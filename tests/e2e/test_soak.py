@@ -12,7 +12,7 @@ import random
 import time
 
 import pytest
-from conftest import pid_alive, processes
+from helpers_host import pid_alive, processes
 
 import servers as S
 
