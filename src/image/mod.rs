@@ -1,7 +1,7 @@
 //! The sandbox image: its recipes, compiled in (`recipe.rs`), building it on the engine in use
 //! (`build.rs`: the registry recipe through the engine's build, the Debian recipe `debian.rs`
 //! on the host, or a user's root filesystem tarball, loaded as a docker-archive `archive.rs`),
-//! and the background build a bridge starts when the image is missing (`provision.rs`, one at a
+//! and the background build a bridge starts when the image is missing (`provision/`, one at a
 //! time per user through `lock.rs`). `status.rs` describes an image for `image status` and
 //! `doctor`. The Debian recipe runs on the host only on `image build` or with
 //! `MCP_BRIDGE_IMAGE_HOST_BUILD=1`; its cached tarball is loaded only as recorded (`cached.rs`),

@@ -1,6 +1,6 @@
 //! The frames of a cell's progress and of the namespace snapshot, as the entrypoint sends them
 //! (ARCHITECTURE.md, "frame protocol"; `entrypoint/protocol.py` builds them). Pure serde types:
-//! `protocol.rs` reads the tag and hands the line here. Every field comes from the sandbox and
+//! `inbound.rs` reads the tag and hands the line here. Every field comes from the sandbox and
 //! is bounded only by the frame limit: users of these types cut what they keep.
 
 use std::fmt;
