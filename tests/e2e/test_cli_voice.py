@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from conftest import cli_env_for
+from helpers_cli import cli_env_for
 
 INFO = re.compile(r"\bINFO\b")
 
