@@ -324,7 +324,7 @@ async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work(lane: bool)
 }
 
 async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
-    use mcp_code_bridge::bridge::{CallContext, HostCalls};
+    use mcp_code_bridge::bridge::{BackendCall, CallContext, HostCalls, ToolCall};
     use mcp_code_bridge::upstream::UpstreamHostCalls;
 
     let d = tempfile::tempdir().expect("tempdir");
@@ -339,8 +339,11 @@ async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
     let call = |tool: &str, args: serde_json::Value| {
         host.call(
             &ctx,
-            "call_tool",
-            json!({"server": "my-stub", "tool": tool, "arguments": args}),
+            BackendCall::CallTool(ToolCall {
+                server: "my-stub".into(),
+                tool: tool.into(),
+                arguments: obj(args),
+            }),
         )
     };
     let err = call("add", json!({"a": "1", "bb": 2}))

@@ -2,7 +2,8 @@
 //!
 //! `sandbox.rs` (the actor) drives `session/` (one container: its tasks and frames) which speaks
 //! `protocol/` frames reassembled by `crate::lines`; `dispatch/` is the one place sandbox
-//! requests pass; `channel.rs` is the optional socket that carries frames instead of stdio.
+//! requests pass (parsed once into a typed `HostRequest`, seen by a `CallHook`); `snapshot/`
+//! owns the saved namespace; `channel.rs` is the optional socket that carries frames instead of stdio.
 //! Knows containers only through the `container::ContainerRuntime` trait.
 
 mod channel;
@@ -18,7 +19,10 @@ mod sandbox;
 mod session;
 mod snapshot;
 
-pub use dispatch::{CallContext, CallError, Dispatcher, HostCalls, HostMethod, NoHostCalls};
+pub use dispatch::{
+    Answered, BackendCall, CallContext, CallError, CallHook, Detail, Dispatcher, HostCalls,
+    HostMethod, HostRequest, LoadError, NoHostCalls, ToolCall, MAX_SEARCH_LIMIT,
+};
 pub use error::BridgeError;
 pub use error_kind::ErrorKind;
 pub use progress::Progress;

@@ -5,8 +5,8 @@
 //! counts against its timeout. The actor creates the sandbox lazily, interrupts code that
 //! overruns its deadline (killing the sandbox if the interrupt is ignored), replaces a dead
 //! sandbox on the next run and tells that run its state was reset, and stops the sandbox when
-//! idle, saving the user's namespace first and restoring it into the next sandbox
-//! (`sandbox/keep.rs`). While a cell runs for a client that asked for progress, it polls the
+//! idle, saving the user's namespace first and restoring it into the next sandbox (through
+//! `snapshot::Snapshots`, the feature's one owner). While a cell runs for a client that asked for progress, it polls the
 //! cell's output. Callers hold a cheap [`Sandbox`] handle.
 
 use std::sync::Arc;
@@ -20,8 +20,8 @@ use tokio_util::task::TaskTracker;
 use super::dispatch::Dispatcher;
 use super::error::{explain_exit, BridgeError};
 use super::progress::Progress;
-use super::session::Session;
-use super::snapshot::{fresh_sandbox, RestoreOutcome, SnapshotStore};
+use super::session::{FrameIds, Session};
+use super::snapshot::{AfterRestore, Snapshots};
 use crate::config::Settings;
 use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner};
 use crate::outbox::Outbox;
@@ -31,7 +31,6 @@ use engine::Engine;
 mod engine;
 mod exec;
 mod image_wait;
-mod keep;
 mod orphans;
 mod output;
 mod start;
@@ -114,7 +113,7 @@ impl Sandbox {
             tracker.clone(),
             ct.clone(),
         );
-        let store = Arc::new(SnapshotStore::new(&settings.state_dir));
+        let snapshots = Snapshots::new(settings.clone(), ct.clone());
         let actor = Actor {
             engine: Engine::new(
                 settings.clone(),
@@ -124,13 +123,11 @@ impl Sandbox {
                 outbox,
             ),
             settings: settings.clone(),
-            dispatcher: dispatcher.with_snapshots(store.clone()),
+            dispatcher: dispatcher.with_saved(snapshots.saved_namespace()),
             session: None,
             notice: None,
-            store,
-            restored: None,
-            restored_before: false,
-            next_exec: 1,
+            snapshots,
+            ids: FrameIds::new(),
             respawn_due: false,
             last_used: Instant::now(),
             ct,
@@ -191,14 +188,10 @@ struct Actor {
     session: Option<Session>,
     /// Why the sandbox the next run gets is a fresh one (its notice says so).
     notice: Option<String>,
-    /// The snapshot of the user's namespace (saved at an idle stop).
-    store: Arc<SnapshotStore>,
-    /// What restoring the snapshot into the fresh sandbox gave, for the next run's notice.
-    restored: Option<RestoreOutcome>,
-    /// The snapshot on disk was restored once already: a later restore brings back values
-    /// older than the lost sandbox's.
-    restored_before: bool,
-    next_exec: u64,
+    /// The snapshot of the user's namespace (saved at an idle stop, restored after).
+    snapshots: Snapshots,
+    /// Ids of the exec, save and restore frames.
+    ids: FrameIds,
     /// A sandbox was lost (killed after a timeout, died): start its replacement as soon as
     /// no call is waiting, so the next call does not pay for it (`MCP_BRIDGE_PREWARM`).
     respawn_due: bool,
@@ -209,10 +202,7 @@ struct Actor {
 
 impl Actor {
     async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
-        let gone = self.store.remove_dead();
-        if gone > 0 {
-            tracing::info!(removed = gone, "removed snapshots of bridges that are gone");
-        }
+        self.snapshots.remove_dead();
         loop {
             let idle_deadline = match (&self.session, self.settings.idle_timeout) {
                 (Some(_), Some(idle)) => Some(self.last_used + idle),
@@ -246,7 +236,7 @@ impl Actor {
         }
         self.engine.close().await;
         // The snapshot is the user's data, and a new bridge is a new conversation: not kept.
-        self.store.discard();
+        self.snapshots.discard();
         tracing::debug!("sandbox actor stopped");
     }
 
@@ -261,7 +251,7 @@ impl Actor {
         tracing::info!("stopping the idle sandbox");
         let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
         let why = format!("The sandbox was stopped after {idle} s idle and started afresh");
-        self.notice = Some(match self.save_namespace(&s).await {
+        self.notice = Some(match self.snapshots.save(&s, &mut self.ids).await {
             Ok(()) => why,
             Err(reason) => format!("{why}; its variables could not be saved ({reason})"),
         });
@@ -313,7 +303,7 @@ impl Actor {
         }
         let startup = Instant::now();
         if self.session.is_none() {
-            req.progress.report(if self.store.saved_at().is_some() {
+            req.progress.report(if self.snapshots.is_kept() {
                 "starting the sandbox and restoring saved variables"
             } else {
                 "starting the sandbox"
@@ -352,12 +342,9 @@ impl Actor {
                 }
             }
         };
-        let restored = self.restored.take();
-        if report.notice.is_none() && (notice.is_some() || restored.is_some()) {
-            let why = notice
-                .as_deref()
-                .unwrap_or("The sandbox was started afresh");
-            report.notice = Some(fresh_sandbox(why, restored.as_ref()));
+        let fresh = self.snapshots.notice(notice.as_deref());
+        if report.notice.is_none() {
+            report.notice = fresh;
         }
         self.forget_engine_if_lost().await;
         Ok(report)
@@ -377,6 +364,23 @@ impl Actor {
         }
         self.session = Some(self.engine.start_sandbox(&self.dispatcher).await?);
         self.restore_namespace().await
+    }
+
+    /// Restores the kept snapshot into the sandbox just started; when that sandbox dies or
+    /// hangs while restoring, it is replaced by one without the snapshot.
+    ///
+    /// # Errors
+    /// Only when starting the replacement sandbox fails.
+    async fn restore_namespace(&mut self) -> Result<(), BridgeError> {
+        let session = self.session.as_ref().expect("a session was just started");
+        if self.snapshots.restore(session, &mut self.ids).await == AfterRestore::Keep {
+            return Ok(());
+        }
+        if let Some(s) = self.session.take() {
+            s.kill().await;
+        }
+        self.session = Some(self.engine.start_sandbox(&self.dispatcher).await?);
+        Ok(())
     }
 
     /// Why a sandbox that ended between calls was replaced (the start of its notice).

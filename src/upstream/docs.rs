@@ -4,30 +4,7 @@
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 
-/// `summary` (name + one line) or `full` (adds schema and signature).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detail {
-    /// Name and first line of the description.
-    Summary,
-    /// Everything.
-    Full,
-}
-
-impl Detail {
-    /// Parses `"summary"` / `"full"`.
-    ///
-    /// # Errors
-    /// A message for any other value.
-    pub fn parse(v: Option<&str>) -> Result<Detail, String> {
-        match v.unwrap_or("summary") {
-            "summary" => Ok(Detail::Summary),
-            "full" => Ok(Detail::Full),
-            other => Err(format!(
-                "detail must be \"summary\" or \"full\", not {other:?}"
-            )),
-        }
-    }
-}
+pub use crate::bridge::Detail;
 
 /// The first line of a tool's description, trimmed to 200 characters.
 pub fn one_line(tool: &Tool) -> String {
@@ -304,6 +281,5 @@ mod tests {
         assert_eq!(summary["tool"], "create_issue");
         assert_eq!(summary["toolAlias"], "create_issue");
         assert_eq!(summary["serverAlias"], "my_gh");
-        assert!(Detail::parse(Some("verbose")).is_err());
     }
 }

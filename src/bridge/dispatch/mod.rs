@@ -1,8 +1,10 @@
 //! Requests from sandbox code to the host: the single place every `call` frame passes.
 //!
-//! [`Dispatcher::handle`] is the policy hook: it sees the exec's loaded servers, the method and
-//! its parameters before anything is routed, and is where allowlists, argument validation and
-//! audit belong. Built-in methods are answered here; the rest go to a [`HostCalls`] backend.
+//! [`Dispatcher::handle`] parses the frame's method and params once into a [`HostRequest`]
+//! (`request.rs`; names that must not reach a terminal are refused first, `names.rs`), shows
+//! it to the [`CallHook`] if one is installed (`hook.rs`: the seam for allow lists, approvals,
+//! audit and budgets), answers the built-ins (`ping`, `reset`) and sends the rest to the
+//! [`HostCalls`] backend as a typed [`BackendCall`]; the hook then hears the typed outcome.
 
 use std::sync::Arc;
 
@@ -10,14 +12,16 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
-use super::log_limit::{clipped, LogLimit};
-use super::snapshot::SnapshotStore;
-use crate::shown::is_unsafe;
-
-mod host_method;
-
 use super::protocol::LoadedTools;
+
+mod hook;
+mod host_method;
+mod names;
+mod request;
+
+pub use hook::{Answered, CallHook};
 pub use host_method::HostMethod;
+pub use request::{BackendCall, Detail, HostRequest, ToolCall, MAX_SEARCH_LIMIT};
 
 /// What the host knows about the exec a request came from.
 #[derive(Debug, Clone)]
@@ -47,18 +51,33 @@ impl CallError {
     }
 }
 
+/// Why the servers a run names could not be loaded ([`HostCalls::load`]); the run reports it.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The run named a server, and no servers are configured.
+    #[error("unknown MCP server '{server}': no servers are configured")]
+    NoServers {
+        /// The first server named.
+        server: String,
+    },
+    /// The backend could not start or list a server (its own error, e.g. `UpstreamError`).
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// A backend answering host methods (MCP servers, discovery helpers).
 #[async_trait::async_trait]
 pub trait HostCalls: Send + Sync + 'static {
     /// Starts (if needed) the servers a run names and returns their tool names.
-    async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, String>;
-    /// Answers `method` with `params`.
-    async fn call(
-        &self,
-        ctx: &CallContext,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, CallError>;
+    ///
+    /// # Errors
+    /// The [`LoadError`] naming the server that could not be loaded.
+    async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, LoadError>;
+    /// Answers `call`, parsed and passed by the dispatcher.
+    ///
+    /// # Errors
+    /// A [`CallError`] raised in the sandbox as an exception of its kind.
+    async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError>;
 }
 
 /// A backend with no servers and no methods beyond the built-ins.
@@ -66,33 +85,36 @@ pub struct NoHostCalls;
 
 #[async_trait::async_trait]
 impl HostCalls for NoHostCalls {
-    async fn load(&self, servers: &[String], _deadline: Instant) -> Result<LoadedTools, String> {
+    async fn load(&self, servers: &[String], _deadline: Instant) -> Result<LoadedTools, LoadError> {
         match servers.first() {
             None => Ok(LoadedTools::new()),
-            Some(s) => Err(format!(
-                "unknown MCP server '{s}': no servers are configured"
-            )),
+            Some(s) => Err(LoadError::NoServers { server: s.clone() }),
         }
     }
 
-    async fn call(
-        &self,
-        _ctx: &CallContext,
-        method: &str,
-        _params: Value,
-    ) -> Result<Value, CallError> {
+    async fn call(&self, _ctx: &CallContext, call: BackendCall) -> Result<Value, CallError> {
         Err(CallError::bad_request(format!(
-            "unknown host method '{method}'"
+            "unknown host method '{}'",
+            call.method().name()
         )))
     }
+}
+
+/// What `reset` drops: the namespace snapshot kept for an idle stop. The snapshot feature's
+/// owner (`snapshot::Snapshots`) implements it; the dispatcher knows no more of snapshots.
+pub trait SavedNamespace: Send + Sync + 'static {
+    /// Drops the saved namespace; true when there was one.
+    fn forget(&self) -> bool;
 }
 
 /// Routes sandbox requests; cheap to clone.
 #[derive(Clone)]
 pub struct Dispatcher {
     backend: Arc<dyn HostCalls>,
-    /// The namespace snapshot `reset` drops.
-    snapshots: Option<Arc<SnapshotStore>>,
+    /// The saved namespace `reset` drops.
+    saved: Option<Arc<dyn SavedNamespace>>,
+    /// Sees every parsed request before it is routed, and its outcome.
+    hook: Option<Arc<dyn CallHook>>,
 }
 
 impl Dispatcher {
@@ -100,14 +122,23 @@ impl Dispatcher {
     pub fn new(backend: Arc<dyn HostCalls>) -> Self {
         Dispatcher {
             backend,
-            snapshots: None,
+            saved: None,
+            hook: None,
         }
     }
 
-    /// The same, with `store` as the snapshot `reset` drops.
-    pub(super) fn with_snapshots(self, store: Arc<SnapshotStore>) -> Self {
+    /// The same, with `saved` as what `reset` drops.
+    pub(super) fn with_saved(self, saved: Arc<dyn SavedNamespace>) -> Self {
         Dispatcher {
-            snapshots: Some(store),
+            saved: Some(saved),
+            ..self
+        }
+    }
+
+    /// The same, with `hook` called before and after every request (replacing any other).
+    pub fn with_hook(self, hook: Arc<dyn CallHook>) -> Self {
+        Dispatcher {
+            hook: Some(hook),
             ..self
         }
     }
@@ -115,75 +146,101 @@ impl Dispatcher {
     /// Loads the servers a run names; see [`HostCalls::load`].
     ///
     /// # Errors
-    /// A message naming the server that could not be loaded.
-    pub async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, String> {
+    /// The [`LoadError`] naming the server that could not be loaded.
+    pub async fn load(
+        &self,
+        servers: &[String],
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
         self.backend.load(servers, deadline).await
     }
 
-    /// Handles one request from sandbox code.
+    /// Handles one request from sandbox code: `method` and `params` of its `call` frame.
     ///
     /// # Errors
-    /// A [`CallError`] raised in the sandbox as an exception of its kind.
+    /// A [`CallError`] raised in the sandbox as an exception of its kind: `bad_request` when
+    /// the request does not parse (the hook never sees it), else the hook's refusal or the
+    /// handler's error.
     pub async fn handle(
         &self,
         ctx: &CallContext,
         method: &str,
         params: Value,
     ) -> Result<Value, CallError> {
-        if method == HostMethod::Ping.name() {
-            return Ok(params);
+        let request = parse(method, params)?;
+        let kind = request.method();
+        let began = Instant::now();
+        let refused = self
+            .hook
+            .as_ref()
+            .and_then(|h| h.before(ctx, &request).err());
+        let outcome = match refused {
+            Some(err) => Err(err),
+            None => self.answer(ctx, request).await,
+        };
+        if let Some(hook) = &self.hook {
+            let answered = Answered {
+                method: kind,
+                outcome: &outcome,
+                elapsed: began.elapsed(),
+            };
+            hook.after(ctx, &answered);
         }
-        unsafe_names(method, &params)?;
-        if method == HostMethod::Reset.name() {
-            // The sandbox empties its namespace once this answer arrives.
-            let dropped = self.snapshots.as_ref().is_some_and(|s| s.discard());
-            return Ok(serde_json::json!({ "snapshot_dropped": dropped }));
+        outcome
+    }
+
+    /// Answers a request: the built-ins here, the rest by the backend.
+    async fn answer(&self, ctx: &CallContext, request: HostRequest) -> Result<Value, CallError> {
+        match request {
+            HostRequest::Ping(params) => Ok(params),
+            HostRequest::Reset => {
+                // The sandbox empties its namespace once this answer arrives.
+                let dropped = self.saved.as_ref().is_some_and(|s| s.forget());
+                Ok(serde_json::json!({ "snapshot_dropped": dropped }))
+            }
+            HostRequest::Backend(call) => self.backend.call(ctx, call).await,
         }
-        self.backend.call(ctx, method, params).await
     }
 }
 
-/// Log lines about refused requests, rate-limited across sessions.
-static REFUSED_LOG: LogLimit = LogLimit::new();
-
-/// Longest server, tool or method name a request may carry, in bytes.
-const NAME_MAX: usize = 256;
-
-/// Refuses a request whose method or server, tool or name parameter holds a character that
-/// must not reach a terminal (`crate::shown::is_unsafe`) or is over [`NAME_MAX`] bytes: no
-/// configured name is like that, and such a name would otherwise be echoed into messages
-/// and logs. The refusal shows the names escaped and cut.
-fn unsafe_names(method: &str, params: &Value) -> Result<(), CallError> {
-    let named = ["server", "tool", "name"]
-        .into_iter()
-        .filter_map(|key| Some((key, params.get(key)?.as_str()?)));
-    let bad = std::iter::once(("method", method))
-        .chain(named)
-        .find(|(_, v)| v.len() > NAME_MAX || v.chars().any(is_unsafe));
-    let Some((key, value)) = bad else {
-        return Ok(());
-    };
-    let shown = clipped(value);
-    crate::limited!(REFUSED_LOG, tracing::Level::INFO,
-        "refused a host request whose {key} has control or invisible characters or is too long: \"{shown}\""
-    );
-    Err(CallError::bad_request(format!(
-        "the {key} \"{shown}\" has control, bidirectional or invisible characters, or is longer \
-         than {NAME_MAX} bytes: no server, tool or host method is named like that"
-    )))
+/// The request a `call` frame makes. `ping` echoes anything; every other request is checked
+/// for names that must not reach a terminal before it is parsed.
+fn parse(method: &str, params: Value) -> Result<HostRequest, CallError> {
+    if method == HostMethod::Ping.name() {
+        return Ok(HostRequest::Ping(params));
+    }
+    names::unsafe_names(method, &params)?;
+    HostRequest::parse(method, params)
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
     use super::*;
+    use crate::shown::is_unsafe;
+
+    fn ctx() -> CallContext {
+        CallContext {
+            servers: Arc::from(Vec::new()),
+            deadline: Instant::now(),
+        }
+    }
+
+    /// A saved namespace that is there until forgotten.
+    struct Saved(AtomicBool);
+
+    impl SavedNamespace for Saved {
+        fn forget(&self) -> bool {
+            self.0.swap(false, Ordering::Relaxed)
+        }
+    }
 
     #[tokio::test]
     async fn builtins_and_unknown_methods() {
         let d = Dispatcher::new(Arc::new(NoHostCalls));
-        let ctx = CallContext {
-            servers: Arc::from(Vec::new()),
-            deadline: Instant::now(),
-        };
+        let ctx = ctx();
         let echoed = d.handle(&ctx, "ping", serde_json::json!({"x": 1})).await;
         assert_eq!(echoed, Ok(serde_json::json!({"x": 1})));
         let err = d
@@ -211,20 +268,69 @@ mod tests {
                 err.message
             );
         }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Arc::new(SnapshotStore::new(dir.path()));
-        let mut w = store.writer().expect("writer");
-        w.write(b"x").await.expect("write");
-        store.commit(w).await.expect("commit");
-        let d = d.with_snapshots(store.clone());
+        let r = d.handle(&ctx, "reset", Value::Null).await;
+        assert_eq!(r, Ok(serde_json::json!({"snapshot_dropped": false})));
+        let saved = Arc::new(Saved(AtomicBool::new(true)));
+        let d = d.with_saved(saved.clone());
         let r = d.handle(&ctx, "reset", Value::Null).await;
         assert_eq!(r, Ok(serde_json::json!({"snapshot_dropped": true})));
-        assert!(store.open().is_none() && !store.path().exists());
-        assert!(d.load(&["gh".to_string()], Instant::now()).await.is_err());
+        assert!(!saved.0.load(Ordering::Relaxed));
+        let err = d.load(&["gh".to_string()], Instant::now()).await;
+        assert!(matches!(err, Err(LoadError::NoServers { server }) if server == "gh"));
         assert!(d
             .load(&[], Instant::now())
             .await
             .expect("no servers")
             .is_empty());
+    }
+
+    /// Records what it sees; refuses `list_servers`.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl CallHook for Recorder {
+        fn before(&self, _ctx: &CallContext, request: &HostRequest) -> Result<(), CallError> {
+            let mut seen = self.0.lock().expect("lock");
+            seen.push(format!("before {}", request.method().name()));
+            match request {
+                HostRequest::Backend(BackendCall::ListServers) => {
+                    Err(CallError::bad_request("not allowed"))
+                }
+                _ => Ok(()),
+            }
+        }
+
+        fn after(&self, _ctx: &CallContext, answered: &Answered<'_>) {
+            let ok = answered.outcome.is_ok();
+            let line = format!("after {} {ok} {}", answered.method.name(), answered.bytes());
+            self.0.lock().expect("lock").push(line);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_hook_sees_every_parsed_request_and_its_outcome_and_may_refuse() {
+        let hook = Arc::new(Recorder::default());
+        let d = Dispatcher::new(Arc::new(NoHostCalls)).with_hook(hook.clone());
+        let ctx = ctx();
+        let ping = d.handle(&ctx, "ping", serde_json::json!([1, 2])).await;
+        assert_eq!(ping, Ok(serde_json::json!([1, 2])));
+        let refused = d.handle(&ctx, "list_servers", Value::Null).await;
+        assert_eq!(refused, Err(CallError::bad_request("not allowed")));
+        let unparsed = d.handle(&ctx, "list_tools", Value::Null).await;
+        assert!(unparsed.is_err());
+        let reset = d.handle(&ctx, "reset", Value::Null).await;
+        assert!(reset.is_ok());
+        let seen = hook.0.lock().expect("lock").clone();
+        assert_eq!(
+            seen,
+            [
+                "before ping",
+                "after ping true 5",
+                "before list_servers",
+                "after list_servers false 0",
+                "before reset",
+                "after reset true 26",
+            ]
+        );
     }
 }

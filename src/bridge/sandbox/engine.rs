@@ -41,7 +41,8 @@ pub(super) struct Engine {
     /// Builds the image when it is missing.
     provisioner: Provisioner,
     pub(super) owner: Owner,
-    tracker: TaskTracker,
+    /// The bridge's tasks (a sandbox's request tasks go on it too).
+    pub(super) tracker: TaskTracker,
     conn: Option<Connection>,
     /// Which frame channel new sandboxes are offered.
     pub(super) channel: FrameChannel,

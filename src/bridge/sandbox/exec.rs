@@ -14,12 +14,12 @@ use crate::report::{RunReport, RunStatus};
 impl Actor {
     pub(super) async fn exec(&mut self, req: &RunRequest, deadline: Instant) -> Retry {
         let secs = req.timeout.as_secs();
-        let id = self.take_id();
+        let id = self.ids.next();
         let limit = self.settings.max_output;
         let servers: Arc<[String]> = req.servers.clone().into();
         let tools = match self.dispatcher.load(&req.servers, deadline).await {
             Ok(t) => t,
-            Err(msg) => return Retry::No(RunReport::failed(RunStatus::Error, msg)),
+            Err(err) => return Retry::No(RunReport::failed(RunStatus::Error, err.to_string())),
         };
         let session = self.session.as_ref().expect("ensure_session succeeded");
         let mut rx = match session

@@ -10,7 +10,7 @@ use crate::bridge::dispatch::Dispatcher;
 use crate::bridge::entrypoint;
 use crate::bridge::error::BridgeError;
 use crate::bridge::posture::Expected;
-use crate::bridge::session::{Session, SessionLimits};
+use crate::bridge::session::{CallRoute, Session, SessionLimits};
 use crate::container::{private_dir, ContainerRuntime, SandboxSpec};
 use crate::private_dir::{Access, CheckedDir, FIX_RUNTIME};
 use crate::shown::ShownPath;
@@ -61,7 +61,10 @@ impl Engine {
         let mut started = Session::start(
             runtime.clone(),
             &spec,
-            dispatcher.clone(),
+            CallRoute {
+                dispatcher: dispatcher.clone(),
+                tracker: self.tracker.clone(),
+            },
             limits,
             channel.map(|(l, _)| l),
             expected.as_ref(),
@@ -81,7 +84,10 @@ impl Engine {
             started = Session::start(
                 runtime.clone(),
                 &spec,
-                dispatcher.clone(),
+                CallRoute {
+                    dispatcher: dispatcher.clone(),
+                    tracker: self.tracker.clone(),
+                },
                 limits,
                 None,
                 expected.as_ref(),

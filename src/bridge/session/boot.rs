@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot, watch};
+use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument;
 
-use super::calls::Calls;
+use super::calls::{CallRoute, Calls};
 use super::engine_loss;
 use super::inbound::FrameSink;
 use super::limits::{SessionLimits, BOOT_TIMEOUT_SECS, WRITE_QUEUE};
@@ -21,7 +22,6 @@ use super::state::{Death, Shared};
 use super::waiter::wait_loop;
 use super::writer::{write_line, write_loop, Outgoing};
 use crate::bridge::channel::{ChannelListener, SOCKET_NAME};
-use crate::bridge::dispatch::Dispatcher;
 use crate::bridge::entrypoint;
 use crate::bridge::error::BridgeError;
 use crate::bridge::posture::{self, Expected};
@@ -37,11 +37,14 @@ pub(super) struct Booted {
     /// The container's stdin, held open while frames use the socket channel.
     pub(super) stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
     pub(super) tasks: Vec<AbortOnDropHandle<()>>,
+    /// Ends the session's request tasks when dropped.
+    pub(super) calls_end: DropGuard,
 }
 
 /// Attaches to and starts container `id`, boots the entrypoint (offering `channel`, the
 /// listener and the directory it is mounted at inside) and waits for `ready`. The tasks are
-/// spawned in the current span; they end when the returned value (or the error) is dropped.
+/// spawned in the current span; they end when the returned value (or the error) is dropped,
+/// and so do the tasks answering the sandbox's requests (spawned on `route`'s tracker).
 /// Files the execs deliver go to `outbox`.
 ///
 /// # Errors
@@ -50,7 +53,7 @@ pub(super) struct Booted {
 pub(super) async fn boot(
     runtime: &Arc<dyn ContainerRuntime>,
     id: &str,
-    dispatcher: Dispatcher,
+    route: CallRoute,
     limits: SessionLimits,
     channel: Option<(ChannelListener, String)>,
     expected: Option<&Expected>,
@@ -68,7 +71,9 @@ pub(super) async fn boot(
     let shared = Shared::new(limits.memory_bytes, ready_tx, death_tx, outbox);
     let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
     let (exit_tx, exit_rx) = watch::channel(None);
-    let calls = Calls::new(writer.clone(), dispatcher, limits);
+    let calls_end = CancellationToken::new();
+    let calls = Calls::new(writer.clone(), route, limits, calls_end.clone());
+    let calls_end = calls_end.drop_guard();
     let sink = FrameSink::new(shared.clone(), calls, limits);
     let mut tasks = vec![
         spawn(wait_loop(
@@ -134,6 +139,7 @@ pub(super) async fn boot(
         death,
         stdin: keep_stdin,
         tasks,
+        calls_end,
     };
     tracing::debug!(
         ms = began.elapsed().as_millis() as u64,

@@ -1,6 +1,7 @@
 //! `call` frames: sandbox code asking the host for something. Each is checked against the
 //! running exec, the in-flight cap, the frame limit and the request budget (what the `call`
-//! frames being handled hold), handled by the dispatcher on its own task, and its reply queued
+//! frames being handled hold), handled by the dispatcher on a task of its own (on the bridge's
+//! task tracker, ended with the session), and its reply queued
 //! within the reply budget. Both budgets are `MCP_BRIDGE_MAX_PENDING_RESULTS` bytes. A request
 //! is charged what its parameters take once read (`json_cost.rs`), counted before they are
 //! read, not the length of their text.
@@ -9,6 +10,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::json_cost;
@@ -19,11 +22,24 @@ use crate::bridge::dispatch::{CallContext, Dispatcher};
 use crate::bridge::error_kind::ErrorKind;
 use crate::bridge::protocol::{call_id, parse_call, CallFrame, Outbound};
 
+/// Where a session's `call` frames go: answered by `dispatcher`, each on a task of `tracker`
+/// (the bridge's, which shutdown waits for).
+#[derive(Clone)]
+pub struct CallRoute {
+    /// The one place every sandbox request passes.
+    pub dispatcher: Dispatcher,
+    /// Where the request tasks are spawned.
+    pub tracker: TaskTracker,
+}
+
 /// What answering `call` frames needs; shared by both read loops.
 #[derive(Clone)]
 pub(super) struct Calls {
     writer: mpsc::Sender<Outgoing>,
     dispatcher: Dispatcher,
+    tracker: TaskTracker,
+    /// Cancelled when the session ends: its requests' answers have nowhere to go.
+    ended: CancellationToken,
     /// In-flight sandbox requests, shared by both channels.
     in_flight: Arc<Semaphore>,
     /// Bytes of replies queued but not yet written to the sandbox (one permit per byte).
@@ -37,15 +53,18 @@ pub(super) struct Calls {
 }
 
 impl Calls {
-    /// Calls answered through `dispatcher`, their replies queued on `writer`.
+    /// Calls answered through `route`, their replies queued on `writer`, until `ended`.
     pub(super) fn new(
         writer: mpsc::Sender<Outgoing>,
-        dispatcher: Dispatcher,
+        route: CallRoute,
         limits: SessionLimits,
+        ended: CancellationToken,
     ) -> Self {
         Calls {
             writer,
-            dispatcher,
+            dispatcher: route.dispatcher,
+            tracker: route.tracker,
+            ended,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS)),
             pending: Arc::new(Semaphore::new(limits.max_pending_results)),
             requests: Arc::new(Semaphore::new(limits.max_pending_results)),
@@ -154,7 +173,14 @@ impl Calls {
             let _ = writer.send(out).await;
             drop(permit);
         };
-        tokio::spawn(task.in_current_span());
+        let ended = self.ended.clone();
+        let task = async move {
+            tokio::select! {
+                _ = ended.cancelled() => {}
+                _ = task => {}
+            }
+        };
+        self.tracker.spawn(task.in_current_span());
     }
 }
 

@@ -36,7 +36,6 @@ use tracing::Instrument;
 use base64::Engine as _;
 
 use super::channel::ChannelListener;
-use super::dispatch::Dispatcher;
 use super::error::{explain_exit, BridgeError};
 use super::posture::Expected;
 use super::progress::Progress;
@@ -48,9 +47,33 @@ use cell_progress::CellProgress;
 use state::{Running, Shared};
 use writer::Outgoing;
 
+pub use calls::CallRoute;
 pub use keeping::SaveEvent;
 pub use limits::SessionLimits;
 pub use state::Death;
+
+/// Ids of the exec, save and restore frames sent to the actor's sessions: each one new.
+#[derive(Debug)]
+pub struct FrameIds(u64);
+
+impl FrameIds {
+    /// Ids from 1.
+    pub fn new() -> Self {
+        FrameIds(1)
+    }
+
+    /// The next id.
+    pub fn next(&mut self) -> u64 {
+        self.0 += 1;
+        self.0 - 1
+    }
+}
+
+impl Default for FrameIds {
+    fn default() -> Self {
+        FrameIds::new()
+    }
+}
 
 /// Characters of the container id shown in the session's span.
 const SPAN_ID_CHARS: usize = 12;
@@ -65,6 +88,8 @@ pub struct Session {
     /// The container's stdin, held open while frames use the socket channel.
     _stdin: Mutex<Option<Pin<Box<dyn AsyncWrite + Send>>>>,
     _tasks: Vec<AbortOnDropHandle<()>>,
+    /// Ends the tasks answering the sandbox's requests when the session goes.
+    _calls_end: tokio_util::sync::DropGuard,
     /// Per server: the tool entries this sandbox was last sent (later execs leave the server out
     /// of `tools` while they are unchanged).
     sent_tools: Mutex<HashMap<String, Arc<RawValue>>>,
@@ -87,7 +112,7 @@ impl Session {
     pub async fn start(
         runtime: Arc<dyn ContainerRuntime>,
         spec: &SandboxSpec,
-        dispatcher: Dispatcher,
+        route: CallRoute,
         limits: SessionLimits,
         channel: Option<ChannelListener>,
         expected: Option<&Expected>,
@@ -104,7 +129,7 @@ impl Session {
             "session",
             container = id.get(..SPAN_ID_CHARS).unwrap_or(&id)
         );
-        let booted = boot::boot(&runtime, &id, dispatcher, limits, channel, expected, outbox)
+        let booted = boot::boot(&runtime, &id, route, limits, channel, expected, outbox)
             .instrument(span)
             .await;
         match booted {
@@ -116,6 +141,7 @@ impl Session {
                 death: b.death,
                 _stdin: Mutex::new(b.stdin),
                 _tasks: b.tasks,
+                _calls_end: b.calls_end,
                 sent_tools: Mutex::new(HashMap::new()),
                 restore_budget: Arc::new(Semaphore::new(RESTORE_IN_FLIGHT)),
             }),

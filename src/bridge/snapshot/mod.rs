@@ -1,10 +1,11 @@
 //! Keeping the user's namespace across sandboxes (ARCHITECTURE.md, "State that outlives the
-//! sandbox"): `store.rs` owns the snapshot file, `notice.rs` words what a fresh sandbox's first
-//! result says about it. The sandbox actor (`sandbox/keep.rs`) saves and restores; the session
-//! (`session/keeping.rs`) carries the frames.
+//! sandbox"): `keeper.rs` ([`Snapshots`]) is the one owner of the feature (taking, keeping,
+//! restoring, dropping on `reset`, reporting); `store.rs` owns the snapshot file, `notice.rs`
+//! words what a fresh sandbox's first result says about it. The sandbox actor calls
+//! [`Snapshots`]; the session (`session/keeping.rs`) carries the frames.
 
+mod keeper;
 mod notice;
 mod store;
 
-pub use notice::{fresh_sandbox, RestoreOutcome};
-pub use store::SnapshotStore;
+pub use keeper::{AfterRestore, Snapshots};

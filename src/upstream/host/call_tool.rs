@@ -1,0 +1,93 @@
+//! `call_tool`: the hot path of proxied calls. A run may only call tools of the servers it
+//! loaded; arguments are checked against the running server's input schema before the call.
+
+use serde_json::Value;
+
+use super::UpstreamHostCalls;
+use crate::bridge::{CallContext, CallError, ToolCall};
+use crate::upstream::docs::alias;
+use crate::upstream::validate::Rejection;
+use crate::upstream::{result, UpstreamError};
+
+impl UpstreamHostCalls {
+    /// Calls `call.tool` of `call.server` with its arguments, by the run's deadline.
+    pub(super) async fn call_tool(
+        &self,
+        ctx: &CallContext,
+        call: ToolCall,
+    ) -> Result<Value, CallError> {
+        let ToolCall {
+            server,
+            tool,
+            mut arguments,
+        } = call;
+        let (server, tool) = (server.as_str(), tool.as_str());
+        let up = self.pool.get(server)?;
+        if up.spec.tool_disabled(tool) {
+            return Err(UpstreamError::ToolDisabled {
+                server: server.into(),
+                tool: tool.into(),
+                file: up.spec.source.display().to_string(),
+            }
+            .into());
+        }
+        if !ctx.servers.iter().any(|s| s == server) {
+            return Err(UpstreamError::NotLoaded {
+                name: server.into(),
+                loaded: ctx.servers.to_vec(),
+            }
+            .into());
+        }
+        // Checked against the tool list of the running server; when it is not running (it
+        // crashed since the run loaded it) the call restarts it and goes unchecked.
+        if let Some(live) = up.live_now() {
+            let args = Value::Object(arguments);
+            let checked = self.validators.check(server, &live.tools, tool, &args);
+            let Value::Object(args) = args else {
+                unreachable!("arguments are an object")
+            };
+            arguments = args;
+            match checked {
+                Ok(()) => {}
+                Err(Rejection::UnknownTool) => {
+                    return Err(UpstreamError::UnknownTool {
+                        server: server.into(),
+                        tool: tool.into(),
+                        available: live.tools.iter().map(|t| t.name.to_string()).collect(),
+                    }
+                    .into())
+                }
+                Err(Rejection::Invalid {
+                    signature,
+                    problems,
+                }) => {
+                    return Err(UpstreamError::InvalidArguments {
+                        call: format!("mcp_{}.{}", alias(server), alias(tool)),
+                        signature,
+                        problems,
+                    }
+                    .into())
+                }
+            }
+        }
+        let r = up.call(tool, arguments, ctx.deadline).await?;
+        if r.is_error == Some(true) {
+            return Err(UpstreamError::Tool {
+                server: server.into(),
+                tool: tool.into(),
+                message: result::error_text(&r),
+            }
+            .into());
+        }
+        let value = result::to_value(r);
+        if !result::maybe_wrapped(&value) {
+            return Ok(value);
+        }
+        // Rare: `{"result": v}`; the tool's output schema tells whether FastMCP wrapped `v`.
+        let live = up.live_now();
+        let def = live
+            .as_ref()
+            .and_then(|l| l.tools.iter().find(|t| t.name == tool));
+        Ok(result::unwrap_fastmcp(value, def))
+    }
+}

@@ -1,0 +1,54 @@
+//! `load`: the servers a run names, started if needed, and their tool lists as the exec frame
+//! carries them (one `docs::proxy_entry` per tool, serialized once per tool list).
+
+use std::sync::Arc;
+
+use rmcp::model::Tool;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::UpstreamHostCalls;
+use crate::bridge::{LoadError, LoadedTools};
+use crate::upstream::docs;
+
+/// A server's tool list and its exec-frame entries.
+pub(super) type ProxyEntries = (Arc<Vec<Tool>>, Arc<RawValue>);
+
+impl UpstreamHostCalls {
+    /// Starts (if needed) the servers a run names; their entries are rebuilt only when a
+    /// server's tool list changed.
+    pub(super) async fn load_servers(
+        &self,
+        servers: &[String],
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
+        let lists = self
+            .pool
+            .load(servers, deadline)
+            .await
+            .map_err(|e| LoadError::Backend(Box::new(e)))?;
+        let mut entries = self.proxy_entries.lock().expect("proxy entries lock");
+        Ok(lists
+            .into_iter()
+            .map(|(server, tools)| {
+                let json = match entries.get(&server) {
+                    Some((list, json)) if Arc::ptr_eq(list, &tools) => json.clone(),
+                    _ => {
+                        let json = proxy_entries(&tools);
+                        entries.insert(server.clone(), (tools, json.clone()));
+                        json
+                    }
+                };
+                (server, json)
+            })
+            .collect())
+    }
+}
+
+/// A tool list as the exec frame carries it: one `docs::proxy_entry` per tool, serialized once.
+fn proxy_entries(tools: &[Tool]) -> Arc<RawValue> {
+    let list: Vec<Value> = tools.iter().map(docs::proxy_entry).collect();
+    let text = serde_json::to_string(&list).expect("JSON values serialize");
+    Arc::from(RawValue::from_string(text).expect("serde_json wrote valid JSON"))
+}

@@ -1,0 +1,123 @@
+//! [`UpstreamHostCalls`]: the host methods sandbox code calls, answered over the upstream
+//! pool. The dispatcher hands each one over parsed ([`BackendCall`]); each method has its own
+//! handler: `call_tool.rs` (proxied calls, with the policy that a run only calls tools of the
+//! servers it loaded), `servers.rs` (what servers there are), `tool_docs.rs` (a server's
+//! tools and their docs), `search_docs.rs` (the search over every known tool), and `load.rs`
+//! (the servers a run loads, as its exec frame carries them).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::validate::Validators;
+use super::{UpstreamError, UpstreamPool};
+use crate::bridge::{BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools};
+
+mod call_tool;
+mod load;
+mod search_docs;
+mod servers;
+mod tool_docs;
+
+/// Host methods backed by the upstream pool.
+pub struct UpstreamHostCalls {
+    pool: Arc<UpstreamPool>,
+    search: tokio::sync::Mutex<Option<Arc<search_docs::SearchIndex>>>,
+    validators: Validators,
+    /// Per server: the tool list last loaded and its exec-frame entries (rebuilt on change).
+    proxy_entries: std::sync::Mutex<HashMap<String, load::ProxyEntries>>,
+}
+
+impl UpstreamHostCalls {
+    /// A backend over `pool`.
+    pub fn new(pool: Arc<UpstreamPool>) -> Self {
+        UpstreamHostCalls {
+            pool,
+            search: tokio::sync::Mutex::new(None),
+            validators: Validators::new(),
+            proxy_entries: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl From<UpstreamError> for CallError {
+    fn from(e: UpstreamError) -> Self {
+        CallError {
+            kind: e.kind(),
+            message: e.to_string(),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl HostCalls for UpstreamHostCalls {
+    async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, LoadError> {
+        self.load_servers(servers, deadline).await
+    }
+
+    async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError> {
+        // The other methods' futures are boxed: they may start servers, and their state
+        // (kilobytes) would otherwise be part of, and be copied with, every `call_tool`.
+        match call {
+            BackendCall::CallTool(call) => self.call_tool(ctx, call).await,
+            BackendCall::ListServers => Ok(self.list_servers()),
+            BackendCall::DiscoveredServers => self.discovered_servers(),
+            BackendCall::ListTools { server } => Box::pin(self.list_tools(ctx, &server)).await,
+            BackendCall::QueryToolDocs {
+                server,
+                tool,
+                detail,
+            } => Box::pin(self.query_tool_docs(ctx, &server, tool.as_deref(), detail)).await,
+            BackendCall::SearchToolDocs {
+                query,
+                limit,
+                detail,
+            } => Ok(Box::pin(self.search_tool_docs(ctx, &query, limit, detail)).await),
+            BackendCall::DescribeServer { name } => {
+                Box::pin(self.describe_server(ctx, &name)).await
+            }
+            BackendCall::ListLoadedServerMetadata => self.list_loaded_server_metadata(ctx),
+            BackendCall::CapabilitySummary => Ok(self.capability_summary(ctx)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::ToolCall;
+
+    #[test]
+    fn a_call_tool_future_is_small() {
+        // The discovery methods may start servers; their state must not ride along (and be
+        // copied) on every proxied call.
+        let servers = Arc::new(crate::config::Servers::default());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let calls = UpstreamHostCalls::new(Arc::new(UpstreamPool::new(servers, dir.path())));
+        let ctx = CallContext {
+            servers: Arc::from(Vec::new()),
+            deadline: Instant::now(),
+        };
+        let call = calls.call(
+            &ctx,
+            BackendCall::CallTool(ToolCall {
+                server: String::new(),
+                tool: String::new(),
+                arguments: serde_json::Map::new(),
+            }),
+        );
+        assert!(
+            std::mem::size_of_val(&*call) <= 2048,
+            "{} bytes",
+            std::mem::size_of_val(&*call)
+        );
+    }
+
+    #[test]
+    fn aliases() {
+        assert_eq!(super::super::docs::alias("my-server.v2"), "my_server_v2");
+        assert_eq!(super::super::docs::alias("1st"), "_1st");
+    }
+}

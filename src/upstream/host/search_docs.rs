@@ -1,0 +1,132 @@
+//! `search_tool_docs`: a ranked search over every known tool list, waiting (until shortly
+//! before the run's deadline) for the first indexing pass, and saying which servers it cannot
+//! see yet and why. The index is rebuilt only when a tool list changed.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::Tool;
+use serde_json::{json, Value};
+use tokio::time::Instant;
+
+use super::UpstreamHostCalls;
+use crate::bridge::{CallContext, Detail};
+use crate::upstream::docs;
+use crate::upstream::search::{self, Entry};
+use crate::upstream::UpstreamPool;
+
+/// How long before a run's deadline a search stops waiting for indexing.
+const INDEX_WAIT_MARGIN: Duration = Duration::from_secs(1);
+
+/// The search index over every known tool list, with the lists it was built from.
+pub(super) struct SearchIndex {
+    /// The tool lists, by server (identity is the cache key).
+    lists: Vec<(String, Arc<Vec<Tool>>)>,
+    /// Per index entry: (server, its tools, position in them).
+    refs: Vec<(String, Arc<Vec<Tool>>, usize)>,
+    index: search::Index,
+}
+
+impl UpstreamHostCalls {
+    /// `search_tool_docs`: the `limit` best matches for `query`, each with a score in (0, 1),
+    /// and the servers the search could not see.
+    pub(super) async fn search_tool_docs(
+        &self,
+        ctx: &CallContext,
+        query: &str,
+        limit: usize,
+        detail: Detail,
+    ) -> Value {
+        let not_indexed = self.wait_for_index(ctx.deadline).await;
+        let index = self.search_index().await;
+        let ranked = index.index.rank(query, limit);
+        let results: Vec<Value> = ranked
+            .into_iter()
+            .map(|(i, score)| {
+                let (server, tools, t) = &index.refs[i];
+                let mut d = docs::doc(server, &tools[*t], detail);
+                // Shown in (0, 1), order kept: a ranking score has no upper bound.
+                let shown = score / (1.0 + score);
+                d["score"] = json!((shown * 1000.0).round() / 1000.0);
+                d
+            })
+            .collect();
+        json!({"results": results, "not_indexed": not_indexed})
+    }
+
+    /// The index over the tools known now, rebuilt only when a tool list changed.
+    async fn search_index(&self) -> Arc<SearchIndex> {
+        let known = self.pool.known_tools();
+        let mut slot = self.search.lock().await;
+        if let Some(ix) = slot.as_ref() {
+            let same = ix.lists.len() == known.len()
+                && ix
+                    .lists
+                    .iter()
+                    .zip(&known)
+                    .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y));
+            if same {
+                return ix.clone();
+            }
+        }
+        let mut refs = Vec::new();
+        let mut entries = Vec::new();
+        for (server, tools) in &known {
+            for (i, t) in tools.iter().enumerate() {
+                refs.push((server.clone(), tools.clone(), i));
+                entries.push(Entry {
+                    server: server.clone(),
+                    tool: t.name.to_string(),
+                    description: t.description.as_deref().unwrap_or("").to_string(),
+                });
+            }
+        }
+        let ix = Arc::new(SearchIndex {
+            lists: known,
+            refs,
+            index: search::Index::build(&entries),
+        });
+        *slot = Some(ix.clone());
+        ix
+    }
+
+    /// Waits for the first indexing pass (starting it if nobody has: `exec`), until shortly
+    /// before `deadline`; returns the configured servers whose tools a search cannot see yet,
+    /// as `{"server", "reason"}`.
+    async fn wait_for_index(&self, deadline: Instant) -> Vec<Value> {
+        let pool = &self.pool;
+        let until = deadline.checked_sub(INDEX_WAIT_MARGIN).unwrap_or(deadline);
+        let failures = tokio::time::timeout_at(until, pool.ensure_indexed())
+            .await
+            .ok();
+        let known: HashSet<String> = pool
+            .known_tools()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        let mut gaps = Vec::new();
+        for spec in &pool.servers().specs {
+            if known.contains(&spec.name) {
+                continue;
+            }
+            let failed = failures
+                .as_ref()
+                .and_then(|f| f.iter().find(|(n, _)| *n == spec.name));
+            let reason = match failed {
+                Some((_, why)) => format!("could not be started: {why}"),
+                None if !spec.consent.permits() => "not approved: nothing of it is started".into(),
+                None if spec.disabled => "disabled: indexed once a run loads it".into(),
+                None if !UpstreamPool::indexable(spec) => {
+                    format!(
+                        "{} server: indexed once a run loads it",
+                        spec.transport.kind()
+                    )
+                }
+                None => "indexing is not finished yet".into(),
+            };
+            gaps.push(json!({"server": spec.name, "reason": reason}));
+        }
+        gaps
+    }
+}

@@ -1,0 +1,56 @@
+//! `list_tools` and `query_tool_docs`: one server's tools, listed or documented.
+
+use serde_json::{json, Value};
+
+use super::UpstreamHostCalls;
+use crate::bridge::{CallContext, CallError, Detail};
+use crate::upstream::docs::{self, alias};
+use crate::upstream::UpstreamError;
+
+impl UpstreamHostCalls {
+    /// `list_tools`: name, alias and one line of each tool of `server`.
+    pub(super) async fn list_tools(
+        &self,
+        ctx: &CallContext,
+        server: &str,
+    ) -> Result<Value, CallError> {
+        let tools = self.pool.tools(server, ctx.deadline).await?;
+        Ok(Value::Array(
+            tools
+                .iter()
+                .map(|t| {
+                    json!({
+                        "name": t.name,
+                        "alias": alias(&t.name),
+                        "description": docs::one_line(t),
+                    })
+                })
+                .collect(),
+        ))
+    }
+
+    /// `query_tool_docs`: the docs of `tool` of `server`, or of all its tools.
+    pub(super) async fn query_tool_docs(
+        &self,
+        ctx: &CallContext,
+        server: &str,
+        tool: Option<&str>,
+        detail: Detail,
+    ) -> Result<Value, CallError> {
+        let tools = self.pool.tools(server, ctx.deadline).await?;
+        match tool {
+            None => Ok(Value::Array(
+                tools.iter().map(|t| docs::doc(server, t, detail)).collect(),
+            )),
+            Some(name) => match docs::find(&tools, name) {
+                Some(t) => Ok(json!([docs::doc(server, t, detail)])),
+                None => Err(UpstreamError::UnknownTool {
+                    server: server.into(),
+                    tool: name.into(),
+                    available: tools.iter().map(|t| t.name.to_string()).collect(),
+                }
+                .into()),
+            },
+        }
+    }
+}
