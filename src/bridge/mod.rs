@@ -3,8 +3,8 @@
 //! `sandbox.rs` (the actor) drives `session/` (one container: its tasks and frames) which speaks
 //! `protocol/` frames reassembled by `crate::lines`; `dispatch/` is the one place sandbox
 //! requests pass (parsed once into a typed `HostRequest`, seen by a `CallHook`); `snapshot/`
-//! owns the saved namespace; `channel.rs` is the optional socket that carries frames instead of stdio.
-//! Knows containers only through the `container::ContainerRuntime` trait.
+//! owns the saved namespace; `channel.rs` is the optional socket that carries frames instead
+//! of stdio. Knows containers only through the `container::ContainerRuntime` trait.
 
 mod channel;
 mod dispatch;

@@ -2,7 +2,7 @@
 //!
 //! `pool.rs` holds one [`client::Upstream`] handle per configured server, whose connection one
 //! task owns (`owner.rs`, starting it through `start.rs`; `transport.rs` its stdio pipes,
-//! `lane/` the fast `tools/call` path on them); `host.rs` answers the
+//! `lane/` the fast `tools/call` path on them); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
 //! you mean") are pure; `validate/` checks arguments against input schemas before a call.
 //! The only module that names rmcp's client role.

@@ -1,5 +1,5 @@
 //! [`UpstreamPool`]: every configured server by name, their warm clients, and the tool cache.
-//! No formatting and no policy: `host.rs` decides what a sandbox may ask for.
+//! No formatting and no policy: `host/` decides what a sandbox may ask for.
 
 use std::collections::BTreeMap;
 use std::path::Path;
