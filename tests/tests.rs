@@ -44,5 +44,7 @@ mod attach_rtt;
 mod upstream_shutdown;
 // Benchmark probe (ignored): direct rmcp client vs the upstream layer, no sandbox.
 mod upstream_rtt;
+// A sandbox's host requests end with its session (shutdown waits for them).
+mod host_call_tasks;
 // Property tests of the frame decoder, frame parser and request dispatcher (bounded).
 mod fuzz;

@@ -282,3 +282,47 @@ async fn send_snapshot(
     };
     Ok((frame.names, frame.failed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snapshots(state_dir: &std::path::Path) -> Snapshots {
+        let dir = state_dir.display().to_string();
+        let settings =
+            Settings::from_lookup(|k| (k == "MCP_BRIDGE_STATE_DIR").then(|| dir.clone()))
+                .expect("settings");
+        Snapshots::new(Arc::new(settings), CancellationToken::new())
+    }
+
+    #[tokio::test]
+    async fn reset_drops_the_kept_snapshot_through_the_owner() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let snaps = snapshots(dir.path());
+        let reset = snaps.saved_namespace();
+        assert!(!snaps.is_kept() && !reset.forget());
+        let mut w = snaps.store.writer().expect("writer");
+        w.write(b"x").await.expect("write");
+        snaps.store.commit(w).await.expect("commit");
+        assert!(snaps.is_kept());
+        assert!(reset.forget());
+        assert!(!snaps.is_kept() && !snaps.store.path().exists());
+        assert!(!reset.forget());
+    }
+
+    #[test]
+    fn the_notice_says_why_the_sandbox_is_fresh_and_reports_a_restore_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut snaps = snapshots(dir.path());
+        assert_eq!(snaps.notice(None), None);
+        let why = snaps.notice(Some("It died")).expect("a notice");
+        assert!(why.starts_with("It died"), "{why}");
+        snaps.restored = Some(RestoreOutcome::Failed("it hung".into()));
+        let restored = snaps.notice(None).expect("a notice");
+        assert!(
+            restored.starts_with("The sandbox was started afresh") && restored.contains("it hung"),
+            "{restored}"
+        );
+        assert_eq!(snaps.notice(None), None);
+    }
+}
