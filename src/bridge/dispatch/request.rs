@@ -107,7 +107,7 @@ impl HostRequest {
     ///
     /// # Errors
     /// A `bad_request` error for an unknown method or a parameter of the wrong type.
-    pub fn parse(method: &str, params: Value) -> Result<HostRequest, CallError> {
+    pub fn parse(method: &str, mut params: Value) -> Result<HostRequest, CallError> {
         let Some(known) = HostMethod::parse(method) else {
             return Err(CallError::bad_request(format!(
                 "unknown host method '{method}'"
@@ -120,24 +120,24 @@ impl HostRequest {
             HostMethod::ListServers => BackendCall::ListServers,
             HostMethod::DiscoveredServers => BackendCall::DiscoveredServers,
             HostMethod::ListTools => BackendCall::ListTools {
-                server: string(&params, "server")?,
+                server: string(&mut params, "server")?,
             },
             HostMethod::QueryToolDocs => BackendCall::QueryToolDocs {
-                server: string(&params, "server")?,
-                detail: detail(&params)?,
-                tool: optional_string(&params, "tool")?,
+                server: string(&mut params, "server")?,
+                detail: detail(&mut params)?,
+                tool: optional_string(&mut params, "tool")?,
             },
             HostMethod::SearchToolDocs => BackendCall::SearchToolDocs {
-                query: string(&params, "query")?,
+                query: string(&mut params, "query")?,
                 limit: params
                     .get("limit")
                     .and_then(Value::as_u64)
                     .unwrap_or(DEFAULT_SEARCH_LIMIT as u64)
                     .min(MAX_SEARCH_LIMIT as u64) as usize,
-                detail: detail(&params)?,
+                detail: detail(&mut params)?,
             },
             HostMethod::DescribeServer => BackendCall::DescribeServer {
-                name: string(&params, "name")?,
+                name: string(&mut params, "name")?,
             },
             HostMethod::ListLoadedServerMetadata => BackendCall::ListLoadedServerMetadata,
             HostMethod::CapabilitySummary => BackendCall::CapabilitySummary,
@@ -182,27 +182,26 @@ impl ToolCall {
             Some(_) => return Err(CallError::bad_request("'arguments' must be a dict")),
         };
         Ok(ToolCall {
-            server: string(&params, "server")?,
-            tool: string(&params, "tool")?,
+            server: string(&mut params, "server")?,
+            tool: string(&mut params, "tool")?,
             arguments,
         })
     }
 }
 
-/// Parameter `key`, which must be a string.
-fn string(params: &Value, key: &str) -> Result<String, CallError> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| CallError::bad_request(format!("'{key}' must be a string")))
+/// Parameter `key`, which must be a string (moved out of `params`, not copied).
+fn string(params: &mut Value, key: &str) -> Result<String, CallError> {
+    match params.get_mut(key).map(Value::take) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(CallError::bad_request(format!("'{key}' must be a string"))),
+    }
 }
 
-/// Parameter `key`, which must be a string, None or absent.
-fn optional_string(params: &Value, key: &str) -> Result<Option<String>, CallError> {
-    match params.get(key) {
+/// Parameter `key`, which must be a string, None or absent (moved out of `params`).
+fn optional_string(params: &mut Value, key: &str) -> Result<Option<String>, CallError> {
+    match params.get_mut(key).map(Value::take) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(CallError::bad_request(format!(
             "'{key}' must be a string or None"
         ))),
@@ -210,7 +209,7 @@ fn optional_string(params: &Value, key: &str) -> Result<Option<String>, CallErro
 }
 
 /// The `detail` parameter.
-fn detail(params: &Value) -> Result<Detail, CallError> {
+fn detail(params: &mut Value) -> Result<Detail, CallError> {
     Detail::parse(optional_string(params, "detail")?.as_deref()).map_err(CallError::bad_request)
 }
 
