@@ -149,7 +149,7 @@ impl Sandbox {
 
     /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
     /// While the image is being built the run waits for it here, in the caller's task, so the
-    /// actor goes on serving (`image/provision.rs`).
+    /// actor goes on serving (`image/provision/`).
     pub async fn run(&self, mut req: RunRequest) -> RunReport {
         let shutting_down =
             || RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");

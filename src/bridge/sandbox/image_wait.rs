@@ -1,4 +1,4 @@
-//! A run's wait for the sandbox image build (`image/provision.rs`), in the caller's task, so the
+//! A run's wait for the sandbox image build (`image/provision/`), in the caller's task, so the
 //! sandbox actor goes on serving while the image is built: progress to the run's sink, and a
 //! report when the run ends here (the build failed, still builds after the wait limit, or the
 //! client cancelled).
