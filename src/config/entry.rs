@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::clients::Origin;
 use super::consent::{entry_hash, Consent};
 use super::expand::{ExpandError, Expander};
-use super::servers::{ConfigIssue, ServerSpec, Transport};
+use super::spec::{ConfigIssue, ServerSpec, Transport};
 
 /// Parses the entry `name` of `file`, expanding variables with `expander`.
 pub fn parse_entry(

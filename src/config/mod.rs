@@ -20,6 +20,7 @@ mod portable;
 mod read;
 mod servers;
 mod settings;
+mod spec;
 mod special_files;
 mod text_file;
 mod values;
@@ -32,12 +33,11 @@ pub use error::ConfigError;
 pub use image_values::ImageBuildMode;
 pub use mounts::{Mount, RESERVED_INSIDE};
 pub use own_file::NotOwn;
-pub use pending::{pick, project_definitions, PickError, ProjectEntry};
+pub use pending::{pick, project_definitions, PickError};
 pub use portable::{launches_bridge, portability, Portability};
-pub use servers::{
-    discover, discover_with_env, ConfigIssue, ServerSpec, Servers, Sources, Transport,
-};
+pub use servers::{discover, discover_with_env, Servers};
 pub use settings::{
     ChannelMode, OutputMode, RuntimeChoice, Settings, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT,
 };
+pub use spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
 pub use text_file::{read_text, MAX_CONFIG_BYTES};

@@ -4,31 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
-use super::clients::Origin;
-use super::consent::Consent;
 use super::read::read_all;
-use super::servers::Sources;
-
-/// One entry of a project's file, as written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProjectEntry {
-    /// The server's name (its key).
-    pub name: String,
-    /// The file that holds it.
-    pub source: PathBuf,
-    /// Its client and scope.
-    pub origin: Origin,
-    /// The entry as written (variables not expanded).
-    pub entry: Value,
-    /// SHA-256 of the entry as written: what an approval pins.
-    pub sha256: String,
-    /// Why it cannot be used as it is now (a variable not set, a bad field), if it cannot.
-    pub problem: Option<String>,
-    /// Whether it may start.
-    pub consent: Consent,
-}
+use super::spec::{ProjectEntry, Sources};
 
 /// Every entry of the project's files (`.mcp.json`, `.cursor/mcp.json`, `.vscode/mcp.json`)
 /// with its consent, before precedence is applied: a definition shadowed, unapproved or
@@ -87,7 +64,9 @@ fn same_file(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::clients::{Client, Scope};
+    use crate::config::clients::{Client, Origin, Scope};
+    use crate::config::consent::Consent;
+    use serde_json::Value;
 
     fn entry(name: &str, client: Client, source: &str, consent: Consent) -> ProjectEntry {
         ProjectEntry {

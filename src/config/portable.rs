@@ -10,7 +10,7 @@ use super::clients::{Client, Origin};
 use super::entry::parse_entry;
 use super::expand::{variable_forms, Expander, Syntax};
 use super::read::launches_self;
-use super::servers::ServerSpec;
+use super::spec::ServerSpec;
 
 /// What copying an entry into `~/MCPs` as written would give.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,7 @@ use super::clients::{Client, ClientFile, Origin, Scope};
 use super::consent::{entry_hash, ClaudeRecords, Consent};
 use super::entry::parse_entry;
 use super::expand::{Expander, Syntax};
-use super::pending::ProjectEntry;
-use super::servers::{ConfigIssue, ServerSpec, Sources, Transport};
+use super::spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
 use crate::shown::{Shown, ShownPath};
 
 /// Reads every source and decides the consent of each definition.

@@ -6,148 +6,9 @@
 //! needs consent, then the higher [`Origin::rank`] (the user's own files, then each client's
 //! own precedence); the others are dropped with a note naming both files.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use super::clients::{ClientFile, Origin};
-use super::consent::Consent;
 use super::read::{merge, read_all, Reader};
+use super::spec::{ConfigIssue, ServerSpec, Sources};
 use crate::shown::Shown;
-
-/// How to reach a server.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Transport {
-    /// A child process speaking MCP on stdio.
-    Stdio {
-        /// Program to run.
-        command: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Extra environment variables.
-        env: BTreeMap<String, String>,
-        /// Working directory.
-        cwd: Option<PathBuf>,
-    },
-    /// Streamable HTTP.
-    Http {
-        /// Endpoint URL.
-        url: String,
-        /// Extra request headers.
-        headers: BTreeMap<String, String>,
-    },
-    /// Legacy HTTP+SSE (listed, but not loadable: rmcp has no client for it).
-    Sse {
-        /// Endpoint URL.
-        url: String,
-        /// Extra request headers.
-        headers: BTreeMap<String, String>,
-    },
-}
-
-impl Transport {
-    /// `stdio`, `http` or `sse`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Transport::Stdio { .. } => "stdio",
-            Transport::Http { .. } => "http",
-            Transport::Sse { .. } => "sse",
-        }
-    }
-}
-
-/// One configured MCP server.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerSpec {
-    /// Its name (the key in `mcpServers`).
-    pub name: String,
-    /// How to reach it (variables already expanded).
-    pub transport: Transport,
-    /// `"disabled": true` (or switched off in Claude Code): discoverable, loaded only when a
-    /// call names it, never started for indexing.
-    pub disabled: bool,
-    /// The file that defined it.
-    pub source: PathBuf,
-    /// The entry's `"description"` (else its file's top-level one), shown by discovery.
-    pub description: Option<String>,
-    /// Who wrote the definition.
-    pub origin: Origin,
-    /// Whether it may be started.
-    pub consent: Consent,
-    /// `"disabledTools"`: tools hidden from the sandbox and refused.
-    pub disabled_tools: Vec<String>,
-    /// SHA-256 of the entry as written, which `servers --allow` records.
-    pub entry_sha256: String,
-    /// Values that came from the environment through variable expansion: kept out of messages.
-    pub secrets: Vec<String>,
-}
-
-impl ServerSpec {
-    /// A definition from the user's own files with no options set.
-    pub fn new(name: &str, transport: Transport, source: &Path) -> Self {
-        ServerSpec {
-            name: name.to_string(),
-            transport,
-            disabled: false,
-            source: source.to_path_buf(),
-            description: None,
-            origin: Origin::Own,
-            consent: Consent::Own,
-            disabled_tools: Vec::new(),
-            entry_sha256: String::new(),
-            secrets: Vec::new(),
-        }
-    }
-
-    /// `text` with every value that came from variable expansion replaced by `[redacted]`.
-    pub fn redact(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for s in &self.secrets {
-            out = out.replace(s.as_str(), "[redacted]");
-        }
-        out
-    }
-
-    /// Whether `tool` is hidden and refused by `disabledTools`.
-    pub fn tool_disabled(&self, tool: &str) -> bool {
-        self.disabled_tools.iter().any(|t| t == tool)
-    }
-
-    /// Same server, same options: a duplicate that needs no note.
-    pub(super) fn same_definition(&self, other: &ServerSpec) -> bool {
-        self.transport == other.transport && self.disabled_tools == other.disabled_tools
-    }
-}
-
-/// A problem or note found while reading server definitions.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct ConfigIssue {
-    /// The file (and entry) concerned.
-    pub source: String,
-    /// What is wrong, or what was decided.
-    pub message: String,
-}
-
-/// Where to look for server definitions.
-#[derive(Debug, Clone, Default)]
-pub struct Sources {
-    /// `~/MCPs` or `MCP_BRIDGE_CONFIG_DIR`.
-    pub dir: Option<PathBuf>,
-    /// `MCP_SERVERS_CONFIG`.
-    pub extra_file: Option<PathBuf>,
-    /// Client config files to import (empty unless `MCP_BRIDGE_IMPORT_CLIENT_CONFIGS=1`).
-    pub client_files: Vec<ClientFile>,
-    /// `MCP_BRIDGE_ALLOW_SELF_SERVER=1`.
-    pub allow_self: bool,
-    /// The user's home folder (`${userHome}`, Claude Code's settings).
-    pub home: Option<PathBuf>,
-    /// The project: the bridge's working directory (`${workspaceFolder}`, project records).
-    pub project: Option<PathBuf>,
-    /// Claude Code's user settings file (`~/.claude/settings.json`).
-    pub claude_settings: Option<PathBuf>,
-    /// Where `mcp-code-bridge servers --allow` records approvals.
-    pub state_dir: Option<PathBuf>,
-}
 
 /// All server definitions found, sorted by name, plus the problems and notes met.
 #[derive(Debug, Clone, Default)]
@@ -207,7 +68,9 @@ pub fn discover_with_env(sources: &Sources, env: &dyn Fn(&str) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::clients::{Client, Scope};
+    use crate::config::clients::{Client, ClientFile, Scope};
+    use crate::config::spec::Transport;
+    use std::path::{Path, PathBuf};
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let p = dir.join(name);

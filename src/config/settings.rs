@@ -11,7 +11,7 @@ use super::image_values::{
     parse_pip_packages, ImageBuildMode, DEFAULT_SETUP_BACKUPS,
 };
 use super::mounts::{engine_sockets, HostRules};
-use super::servers::Sources;
+use super::spec::Sources;
 use super::values::{
     parse_count, parse_cpus, parse_flag, parse_interval, parse_seconds, parse_size, parse_user,
 };
