@@ -70,6 +70,23 @@ fn image_lines(out: &mut String, settings: &Settings, info: Option<&ImageInfo>) 
     true
 }
 
+/// The settings in effect: one line per setting given a value other than its default (they
+/// were all accepted, or doctor would not have started), else one saying all are defaults.
+fn settings_lines(out: &mut String, settings: &Settings) {
+    if settings.overrides.is_empty() {
+        line(
+            out,
+            true,
+            "settings",
+            "all defaults (GUIDE.md, \"Environment variables\")",
+        );
+    }
+    for o in &settings.overrides {
+        let detail = format!("{}={} (default {})", o.name, o.value, o.default);
+        line(out, true, "setting", &detail);
+    }
+}
+
 fn probe_checks(report: &Value) -> Vec<Check> {
     let refused = |key: &str| {
         report
@@ -123,6 +140,7 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
         Ok(c) => c,
         Err(e) => {
             line(&mut out, false, "engine", &e.to_string());
+            settings_lines(&mut out, &settings);
             return (out, false);
         }
     };
@@ -132,6 +150,7 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
         "engine",
         &format!("{} at {}", conn.runtime.engine(), conn.endpoint),
     );
+    settings_lines(&mut out, &settings);
     let image = conn.runtime.image_info(&settings.image).await;
     conn.close().await;
     match image {
@@ -231,6 +250,30 @@ mod tests {
         assert_eq!(
             lines[1],
             "FAIL  sandbox              not checked: there is no image yet"
+        );
+    }
+
+    #[test]
+    fn the_settings_given_are_listed_with_their_defaults() {
+        let mut out = String::new();
+        settings_lines(&mut out, &settings(&[]));
+        assert_eq!(
+            out,
+            "PASS  settings             all defaults (GUIDE.md, \"Environment variables\")\n"
+        );
+        let mut out = String::new();
+        let s = settings(&[
+            ("MCP_BRIDGE_TIMEOUT", "60"),
+            ("MCP_BRIDGE_IMAGE", "mcb:\u{1b}[2J1"),
+        ]);
+        settings_lines(&mut out, &s);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "PASS  setting              MCP_BRIDGE_IMAGE=mcb:\\u{1b}[2J1 (default `mcp-code-bridge-sandbox:latest`)",
+                "PASS  setting              MCP_BRIDGE_TIMEOUT=60 (default 30)",
+            ]
         );
     }
 

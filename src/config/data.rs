@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::error::ConfigError;
 use super::mounts::{parse_mounts, HostRules, Mount};
-use super::values::{parse_count, parse_size};
+use super::rows;
+use super::table::Lookup;
 
 /// Bounds on the files one cell may send to the host, and on what is kept there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,98 +53,33 @@ pub struct DataSettings {
 }
 
 /// Default `MCP_BRIDGE_MAX_SERVER_MESSAGE`.
-pub const DEFAULT_MAX_SERVER_MESSAGE: usize = 64 << 20;
+pub const DEFAULT_MAX_SERVER_MESSAGE: usize = rows::MAX_SERVER_MESSAGE.default as usize;
 
 impl DataSettings {
     /// Reads the data settings through `var` (an environment lookup returning non-blank
-    /// values); `rules` are what a mounted host folder is checked against.
+    /// values), each through its row of the settings table; `rules` are what a mounted host
+    /// folder is checked against.
     ///
     /// # Errors
     /// [`ConfigError::BadEnv`] naming the first variable with an unusable value.
-    pub fn from_lookup(
-        var: &dyn Fn(&str) -> Option<String>,
-        rules: &HostRules,
-    ) -> Result<Self, ConfigError> {
-        let parsed =
-            |name: &'static str, parse: &dyn Fn(&str) -> Result<u64, String>, default| match var(
-                name,
-            ) {
-                None => Ok(default),
-                Some(v) => parse(&v).map_err(|reason| ConfigError::BadEnv {
-                    var: name,
-                    value: v,
-                    reason,
-                }),
-            };
-        let size =
-            |name, default, min, max| parsed(name, &|v| in_range(parse_size(v), min, max), default);
-        let count = |name, default, min, max| {
-            parsed(name, &|v| in_range(parse_count(v), min, max), default)
-        };
-        let mounts = match var("MCP_BRIDGE_MOUNTS") {
-            None => Vec::new(),
-            Some(v) => parse_mounts(&v, rules).map_err(|reason| ConfigError::BadEnv {
-                var: "MCP_BRIDGE_MOUNTS",
-                value: v,
-                reason,
-            })?,
-        };
-        let keep_days = parsed(
-            "MCP_BRIDGE_OUTBOX_KEEP_DAYS",
-            &|v| match v.trim().parse::<u64>() {
-                Ok(d) if d <= 3650 => Ok(d),
-                _ => Err("expected a whole number of days from 0 to 3650".into()),
-            },
-            7,
-        )?;
-        let images = parsed(
-            "MCP_BRIDGE_IMAGES",
-            &|v| super::values::parse_flag(v).map(u64::from),
-            1,
-        )? == 1;
+    pub fn from_lookup(var: &Lookup, rules: &HostRules) -> Result<Self, ConfigError> {
         Ok(DataSettings {
-            mounts,
-            max_server_message: size(
-                "MCP_BRIDGE_MAX_SERVER_MESSAGE",
-                DEFAULT_MAX_SERVER_MESSAGE as u64,
-                1 << 20,
-                4 << 30,
-            )? as usize,
+            mounts: rows::MOUNTS.parse(var, Vec::new(), |v| parse_mounts(v, rules))?,
+            max_server_message: rows::MAX_SERVER_MESSAGE.get(var)? as usize,
             outbox: OutboxLimits {
-                max_file: size("MCP_BRIDGE_OUTBOX_MAX_FILE", 25 << 20, 1 << 10, 4 << 30)?,
-                max_cell: size("MCP_BRIDGE_OUTBOX_MAX_CELL", 100 << 20, 1 << 10, 16 << 30)?,
-                max_files: count("MCP_BRIDGE_OUTBOX_MAX_FILES", 50, 1, 10_000)? as usize,
-                keep: Duration::from_secs(keep_days * 86_400),
-                max_total: size("MCP_BRIDGE_OUTBOX_MAX_TOTAL", 1 << 30, 1 << 20, 1 << 40)?,
+                max_file: rows::OUTBOX_MAX_FILE.get(var)?,
+                max_cell: rows::OUTBOX_MAX_CELL.get(var)?,
+                max_files: rows::OUTBOX_MAX_FILES.get(var)? as usize,
+                keep: rows::OUTBOX_KEEP_DAYS.duration(var)?,
+                max_total: rows::OUTBOX_MAX_TOTAL.get(var)?,
             },
             images: ImageBudget {
-                enabled: images,
-                max_side: count("MCP_BRIDGE_IMAGES_MAX_SIDE", 1568, 64, 8192)? as u32,
-                max_bytes: size("MCP_BRIDGE_IMAGES_MAX_BYTES", 1 << 20, 16 << 10, 32 << 20)?,
+                enabled: rows::IMAGES.get(var)?,
+                max_side: rows::IMAGES_MAX_SIDE.get(var)? as u32,
+                max_bytes: rows::IMAGES_MAX_BYTES.get(var)?,
             },
         })
     }
-}
-
-/// `parsed` when it lies in `[min, max]`, else why not (sizes shown as given to `parse_size`).
-fn in_range(parsed: Result<u64, String>, min: u64, max: u64) -> Result<u64, String> {
-    let n = parsed?;
-    if (min..=max).contains(&n) {
-        Ok(n)
-    } else {
-        Err(format!("must be from {} to {}", human(min), human(max)))
-    }
-}
-
-/// `n` in the units `parse_size` reads (`64k`, `25m`, `4g`) when it is a whole number of
-/// them, else plain.
-fn human(n: u64) -> String {
-    for (unit, shift) in [("t", 40), ("g", 30), ("m", 20), ("k", 10)] {
-        if n >= 1 << shift && n.is_multiple_of(1 << shift) {
-            return format!("{}{unit}", n >> shift);
-        }
-    }
-    n.to_string()
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! Parsers for the image settings (`MCP_BRIDGE_IMAGE_*`): how a missing image is built, a
-//! tarball path, a Debian mirror, a base image reference; and the count of `setup` backups
-//! (`MCP_BRIDGE_SETUP_BACKUPS`), the other setting about files the bridge writes on the host.
+//! tarball path, a Debian mirror, a base image reference, the packages pip adds.
 
 use std::path::PathBuf;
 
@@ -76,22 +75,6 @@ pub fn parse_pip_packages(v: &str) -> Result<String, String> {
     }
 }
 
-/// `setup` backups kept per file unless `MCP_BRIDGE_SETUP_BACKUPS` says otherwise.
-pub const DEFAULT_SETUP_BACKUPS: usize = 5;
-/// The most `setup` backups per file a user can ask to keep.
-pub const MAX_SETUP_BACKUPS: usize = 100;
-
-/// A count of backups: 1 to [`MAX_SETUP_BACKUPS`] (at least one: the file as it was before the
-/// latest change is always kept).
-pub fn parse_backups(v: &str) -> Result<usize, String> {
-    match v.trim().parse::<usize>() {
-        Ok(n) if (1..=MAX_SETUP_BACKUPS).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number from 1 to {MAX_SETUP_BACKUPS}"
-        )),
-    }
-}
-
 /// An image reference: no blanks, at most 256 characters.
 pub fn parse_image_ref(v: &str) -> Result<String, String> {
     let v = v.trim();
@@ -149,7 +132,10 @@ mod tests {
     fn host_builds_need_a_setting_and_backups_are_counted_from_one_to_a_hundred() {
         let plain = with(&[]);
         assert!(!plain.image_host_build, "off unless asked for");
-        assert_eq!(plain.setup_backups, super::DEFAULT_SETUP_BACKUPS);
+        assert_eq!(
+            plain.setup_backups,
+            crate::config::rows::SETUP_BACKUPS.default as usize
+        );
         let set = with(&[
             ("MCP_BRIDGE_IMAGE_HOST_BUILD", "1"),
             ("MCP_BRIDGE_SETUP_BACKUPS", "100"),

@@ -409,4 +409,29 @@ mod tests {
         assert!(overlaps("/data/x", "/data"));
         assert!(!overlaps("/database", "/data"));
     }
+
+    #[test]
+    fn a_mount_of_an_engine_socket_dir_is_refused() {
+        let xdg = tempfile::tempdir().expect("temp dir");
+        let podman = xdg.path().join("podman");
+        std::fs::create_dir(&podman).expect("mkdir");
+        use std::os::unix::fs::PermissionsExt;
+        for dir in [xdg.path(), podman.as_path()] {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let xdg_text = xdg.path().display().to_string();
+        for shared in [podman.display().to_string(), xdg_text.clone()] {
+            let mounts = format!("{shared}:/data");
+            let err = crate::config::Settings::from_pairs(&[
+                ("XDG_RUNTIME_DIR", &xdg_text),
+                ("MCP_BRIDGE_MOUNTS", &mounts),
+            ])
+            .expect_err("engine socket dir")
+            .to_string();
+            assert!(
+                err.contains("MCP_BRIDGE_MOUNTS") && err.contains("socket"),
+                "{err}"
+            );
+        }
+    }
 }

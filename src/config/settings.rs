@@ -6,56 +6,21 @@ use std::time::Duration;
 use super::clients::client_config_files;
 use super::data::DataSettings;
 use super::error::ConfigError;
+use super::host_paths::{private_dir_in, HostPaths};
 use super::image_values::{
-    parse_absolute_path, parse_backups, parse_build_mode, parse_image_ref, parse_mirror,
-    parse_pip_packages, ImageBuildMode, DEFAULT_SETUP_BACKUPS,
+    parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
+    ImageBuildMode,
+};
+use super::modes::{
+    parse_channel, parse_log_level, parse_output_mode, parse_runtime, ChannelMode, OutputMode,
+    RuntimeChoice,
 };
 use super::mounts::{engine_sockets, HostRules};
+use super::overrides::{overrides, Override};
+use super::rows::{self, DEFAULT_IMAGE, DEFAULT_IMAGE_BASE};
 use super::spec::Sources;
-use super::values::{
-    parse_count, parse_cpus, parse_flag, parse_interval, parse_seconds, parse_size, parse_user,
-};
-
-/// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
-pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
-
-/// The registry recipe's base image unless `MCP_BRIDGE_IMAGE_BASE` names another (the `BASE`
-/// argument's default in `container/Containerfile`).
-pub const DEFAULT_IMAGE_BASE: &str = "docker.io/library/python:3.12-slim";
-
-/// How long a run waits for an image build before it is told to try again, unless
-/// `MCP_BRIDGE_IMAGE_BUILD_WAIT` says otherwise: under the 60 s a client commonly allows a
-/// request (the TypeScript SDK's default), so the run's answer arrives before the client gives up.
-pub const DEFAULT_IMAGE_BUILD_WAIT: u64 = 50;
-
-/// Which container engine to drive.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuntimeChoice {
-    /// `DOCKER_HOST` if set, else the first live podman or docker socket, else podman's own service.
-    Auto,
-    /// Podman only.
-    Podman,
-    /// Docker only.
-    Docker,
-}
-
-/// Which channel frames between the bridge and the sandbox use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChannelMode {
-    /// A Unix socket bind-mounted into the sandbox when the engine is local, else stdio.
-    Auto,
-    /// Always the container's stdio (through the engine's attach stream).
-    Stdio,
-}
-
-/// How results are rendered for the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputMode {
-    /// Plain text: stdout, then stderr and error sections when non-empty.
-    Compact,
-    /// The same payload as a TOON block.
-    Toon,
-}
+use super::table::{Lookup, Reading};
+use super::values::{parse_cpus, parse_user};
 
 /// Validated bridge settings, read once at startup.
 #[derive(Debug, Clone)]
@@ -151,6 +116,9 @@ pub struct Settings {
     pub server_sources: Sources,
     /// Data in and out: mounts, the server-message cap, the outbox, pictures.
     pub data: DataSettings,
+    /// The settings given a value other than their default, in the table's order (what
+    /// `doctor` shows).
+    pub overrides: Vec<Override>,
 }
 
 impl Settings {
@@ -172,282 +140,97 @@ impl Settings {
         Self::from_lookup(|k| std::env::var(k).ok())
     }
 
-    /// Reads settings through `get` (a stand-in for the environment in tests).
+    /// Reads settings through `get` (a stand-in for the environment in tests): each variable
+    /// through its row of the settings table (`rows.rs`).
     ///
     /// # Errors
-    /// A [`ConfigError::BadEnv`] naming the first variable with an unusable value.
+    /// A [`ConfigError::BadEnv`] naming the first variable with an unusable value, or a
+    /// [`ConfigError::Conflict`] between two.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let var = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        fn parsed<T>(
-            name: &'static str,
-            raw: Option<String>,
-            default: T,
-            parse: impl Fn(&str) -> Result<T, String>,
-        ) -> Result<T, ConfigError> {
-            match raw {
-                None => Ok(default),
-                Some(v) => parse(&v).map_err(|reason| ConfigError::BadEnv {
-                    var: name,
-                    value: v,
-                    reason,
-                }),
-            }
-        }
-        let runtime = parsed(
-            "MCP_BRIDGE_RUNTIME",
-            var("MCP_BRIDGE_RUNTIME"),
-            RuntimeChoice::Auto,
-            |v| match v.trim().to_ascii_lowercase().as_str() {
-                "auto" => Ok(RuntimeChoice::Auto),
-                "podman" => Ok(RuntimeChoice::Podman),
-                "docker" => Ok(RuntimeChoice::Docker),
-                _ => Err("expected podman, docker or auto".into()),
-            },
-        )?;
-        let output_mode = parsed(
-            "MCP_BRIDGE_OUTPUT_MODE",
-            var("MCP_BRIDGE_OUTPUT_MODE"),
-            OutputMode::Compact,
-            |v| match v.trim().to_ascii_lowercase().as_str() {
-                "compact" => Ok(OutputMode::Compact),
-                "toon" => Ok(OutputMode::Toon),
-                _ => Err("expected compact or toon".into()),
-            },
-        )?;
-        let secs = |name: &'static str, default: u64, zero: bool| {
-            parsed(name, var(name), default, |v| parse_seconds(v, zero))
-        };
-        let timeout = secs("MCP_BRIDGE_TIMEOUT", 30, false)?;
-        let max_timeout = secs("MCP_BRIDGE_MAX_TIMEOUT", 120, false)?;
+        let var: &Lookup = &var;
+        let timeout = rows::TIMEOUT.duration(var)?;
+        let max_timeout = rows::MAX_TIMEOUT.duration(var)?;
         if timeout > max_timeout {
             return Err(ConfigError::Conflict(format!(
-                "MCP_BRIDGE_TIMEOUT ({timeout}) is larger than MCP_BRIDGE_MAX_TIMEOUT ({max_timeout})"
+                "MCP_BRIDGE_TIMEOUT ({}) is larger than MCP_BRIDGE_MAX_TIMEOUT ({})",
+                timeout.as_secs(),
+                max_timeout.as_secs()
             )));
         }
-        let idle = secs("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", 300, true)?;
-        let snapshot_timeout = secs("MCP_BRIDGE_SNAPSHOT_TIMEOUT", 30, false)?;
-        let log_level = var("MCP_BRIDGE_LOG_LEVEL");
-        if let Some(level) = &log_level {
-            if let Err(e) = tracing_subscriber::EnvFilter::try_new(level) {
-                return Err(ConfigError::BadEnv {
-                    var: "MCP_BRIDGE_LOG_LEVEL",
-                    value: level.clone(),
-                    reason: e.to_string(),
-                });
-            }
-        }
-        let home = var("HOME").map(PathBuf::from).or_else(dirs::home_dir);
-        let state_dir = var("MCP_BRIDGE_STATE_DIR")
-            .map(PathBuf::from)
-            .or_else(|| dirs::state_dir().map(|d| d.join("mcp-code-bridge")))
-            .or_else(|| dirs::cache_dir().map(|d| d.join("mcp-code-bridge")))
-            .unwrap_or_else(|| std::env::temp_dir().join(per_user("mcp-code-bridge-state")));
-        let flag = |name: &'static str| parsed(name, var(name), false, parse_flag);
-        let cwd = std::env::current_dir().ok();
-        let import = flag("MCP_BRIDGE_IMPORT_CLIENT_CONFIGS")?;
-        // Claude Code keeps `.claude.json` and `settings.json` in CLAUDE_CONFIG_DIR when set.
-        let claude_dir = var("CLAUDE_CONFIG_DIR").map(PathBuf::from);
-        let server_sources = Sources {
-            dir: var("MCP_BRIDGE_CONFIG_DIR")
-                .map(PathBuf::from)
-                .or_else(|| home.as_ref().map(|h| h.join("MCPs"))),
-            extra_file: var("MCP_SERVERS_CONFIG").map(PathBuf::from),
-            client_files: if import {
-                client_config_files(home.as_deref(), cwd.as_deref(), claude_dir.as_deref())
-            } else {
-                Vec::new()
-            },
-            allow_self: flag("MCP_BRIDGE_ALLOW_SELF_SERVER")?,
-            home: home.clone(),
-            project: cwd.clone(),
-            claude_settings: claude_dir
-                .clone()
-                .map(|d| d.join("settings.json"))
-                .or_else(|| home.as_ref().map(|h| h.join(".claude/settings.json"))),
-            state_dir: Some(state_dir.clone()),
-        };
-        let image = var("MCP_BRIDGE_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.to_string());
-        let image_build = parsed(
-            "MCP_BRIDGE_IMAGE_BUILD",
-            var("MCP_BRIDGE_IMAGE_BUILD"),
-            ImageBuildMode::Auto,
-            parse_build_mode,
-        )?;
-        let image_rootfs = parsed(
-            "MCP_BRIDGE_IMAGE_ROOTFS",
-            var("MCP_BRIDGE_IMAGE_ROOTFS"),
-            None,
-            |v| parse_absolute_path(v).map(Some),
-        )?;
-        let image_mirror = parsed(
-            "MCP_BRIDGE_IMAGE_MIRROR",
-            var("MCP_BRIDGE_IMAGE_MIRROR"),
-            None,
-            |v| parse_mirror(v).map(Some),
-        )?;
-        let image_pip = parsed(
-            "MCP_BRIDGE_IMAGE_PIP",
-            var("MCP_BRIDGE_IMAGE_PIP"),
-            None,
-            |v| parse_pip_packages(v).map(Some),
-        )?;
-        let image_base = parsed(
-            "MCP_BRIDGE_IMAGE_BASE",
-            var("MCP_BRIDGE_IMAGE_BASE"),
-            DEFAULT_IMAGE_BASE.to_string(),
-            parse_image_ref,
-        )?;
-        let image_build_wait = secs(
-            "MCP_BRIDGE_IMAGE_BUILD_WAIT",
-            DEFAULT_IMAGE_BUILD_WAIT,
-            true,
-        )?;
-        let cache_dir = var("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| home.as_ref().map(|h| h.join(".cache")))
-            .map(|d| d.join("mcp-code-bridge"))
-            .unwrap_or_else(|| std::env::temp_dir().join(per_user("mcp-code-bridge-cache")));
-        let xdg_runtime_dir = var("XDG_RUNTIME_DIR").map(PathBuf::from);
-        let docker_host = var("DOCKER_HOST");
-        let container_user = parsed(
-            "MCP_BRIDGE_CONTAINER_USER",
-            var("MCP_BRIDGE_CONTAINER_USER"),
-            "65534:65534".into(),
-            parse_user,
-        )?;
+        let paths = HostPaths::from_lookup(var);
+        let container_user =
+            rows::CONTAINER_USER.parse(var, "65534:65534".to_string(), parse_user)?;
         let rules = HostRules {
             sockets: engine_sockets(
-                xdg_runtime_dir.as_deref(),
-                home.as_deref(),
-                docker_host.as_deref(),
-                private_dir_in(xdg_runtime_dir.as_deref()),
+                paths.xdg_runtime_dir.as_deref(),
+                paths.home.as_deref(),
+                paths.docker_host.as_deref(),
+                private_dir_in(paths.xdg_runtime_dir.as_deref()),
             ),
-            home: home.clone(),
+            home: paths.home.clone(),
             sandbox_uid: container_user
                 .split(':')
                 .next()
                 .and_then(|u| u.parse().ok()),
         };
-        let data = DataSettings::from_lookup(&var, &rules)?;
-        let memory_bytes = parsed(
-            "MCP_BRIDGE_MEMORY",
-            var("MCP_BRIDGE_MEMORY"),
-            512 << 20,
-            |v| {
-                parse_size(v).and_then(|b| {
-                    if b < 16 << 20 {
-                        Err("at least 16m is needed to run Python".into())
-                    } else {
-                        Ok(b)
-                    }
-                })
-            },
-        )?;
+        let memory_bytes = rows::MEMORY.get(var)?;
+        let snapshot_max = match rows::SNAPSHOT_MAX.read(var)? {
+            // A quarter of the sandbox's memory: saving holds the pickles next to the
+            // objects, restoring the bytes next to what they become.
+            Reading::Unset => Some((memory_bytes / 4).max(1 << 20) as usize),
+            Reading::Off => None,
+            Reading::Value(n) => Some(n as usize),
+        };
+        let idle = rows::RUNTIME_IDLE_TIMEOUT.duration(var)?;
         Ok(Settings {
-            runtime,
-            image: image.trim().to_string(),
-            image_build,
-            image_rootfs,
-            image_base,
-            image_mirror,
-            image_pip,
-            image_build_wait: Duration::from_secs(image_build_wait),
-            image_host_build: flag("MCP_BRIDGE_IMAGE_HOST_BUILD")?,
-            setup_backups: parsed(
-                "MCP_BRIDGE_SETUP_BACKUPS",
-                var("MCP_BRIDGE_SETUP_BACKUPS"),
-                DEFAULT_SETUP_BACKUPS,
-                parse_backups,
+            runtime: rows::RUNTIME.parse(var, RuntimeChoice::Auto, parse_runtime)?,
+            image: rows::IMAGE
+                .raw(var)
+                .map_or_else(|| DEFAULT_IMAGE.to_string(), |i| i.trim().to_string()),
+            image_build: rows::IMAGE_BUILD.parse(var, ImageBuildMode::Auto, parse_build_mode)?,
+            image_rootfs: rows::IMAGE_ROOTFS
+                .parse(var, None, |v| parse_absolute_path(v).map(Some))?,
+            image_base: rows::IMAGE_BASE.parse(
+                var,
+                DEFAULT_IMAGE_BASE.to_string(),
+                parse_image_ref,
             )?,
-            cache_dir,
-            timeout: Duration::from_secs(timeout),
-            max_timeout: Duration::from_secs(max_timeout),
+            image_mirror: rows::IMAGE_MIRROR.parse(var, None, |v| parse_mirror(v).map(Some))?,
+            image_pip: rows::IMAGE_PIP.parse(var, None, |v| parse_pip_packages(v).map(Some))?,
+            image_build_wait: rows::IMAGE_BUILD_WAIT.duration(var)?,
+            image_host_build: rows::IMAGE_HOST_BUILD.get(var)?,
+            setup_backups: rows::SETUP_BACKUPS.get(var)? as usize,
+            cache_dir: paths.cache_dir.clone(),
+            timeout,
+            max_timeout,
             memory_bytes,
-            pids: parsed("MCP_BRIDGE_PIDS", var("MCP_BRIDGE_PIDS"), 128, parse_count)?,
-            cpus: parsed("MCP_BRIDGE_CPUS", var("MCP_BRIDGE_CPUS"), None, |v| {
-                parse_cpus(v).map(Some)
-            })?,
+            pids: rows::PIDS.get(var)?,
+            cpus: rows::CPUS.parse(var, None, |v| parse_cpus(v).map(Some))?,
+            server_sources: server_sources(var, &paths)?,
+            data: DataSettings::from_lookup(var, &rules)?,
             container_user,
-            idle_timeout: (idle > 0).then(|| Duration::from_secs(idle)),
-            state_dir,
-            snapshot_max: parsed(
-                "MCP_BRIDGE_SNAPSHOT_MAX",
-                var("MCP_BRIDGE_SNAPSHOT_MAX"),
-                // A quarter of the sandbox's memory: saving holds the pickles next to the
-                // objects, restoring the bytes next to what they become.
-                Some((memory_bytes / 4).max(1 << 20) as usize),
-                |v| match v.trim().to_ascii_lowercase().as_str() {
-                    "0" | "off" => Ok(None),
-                    _ => parse_size(v).map(|n| Some(n.clamp(1 << 20, 16 << 30) as usize)),
-                },
-            )?,
-            snapshot_timeout: Duration::from_secs(snapshot_timeout),
-            progress_interval: parsed(
-                "MCP_BRIDGE_PROGRESS_INTERVAL",
-                var("MCP_BRIDGE_PROGRESS_INTERVAL"),
-                Duration::from_secs(1),
-                |v| parse_interval(v, 250),
-            )?,
-            output_mode,
-            log_level,
-            max_output: parsed(
-                "MCP_BRIDGE_MAX_OUTPUT",
-                var("MCP_BRIDGE_MAX_OUTPUT"),
-                65_536,
-                |v| parse_count(v).map(|n| n.clamp(256, 1 << 30) as usize),
-            )?,
-            max_frame: parsed(
-                "MCP_BRIDGE_MAX_FRAME",
-                var("MCP_BRIDGE_MAX_FRAME"),
-                64 << 20,
-                |v| parse_size(v).map(|n| n.clamp(64 << 10, 1 << 32) as usize),
-            )?,
-            max_pending_results: parsed(
-                "MCP_BRIDGE_MAX_PENDING_RESULTS",
-                var("MCP_BRIDGE_MAX_PENDING_RESULTS"),
-                256 << 20,
-                |v| parse_size(v).map(|n| n.clamp(1 << 20, 1 << 32) as usize),
-            )?,
-            channel: parsed(
-                "MCP_BRIDGE_CHANNEL",
-                var("MCP_BRIDGE_CHANNEL"),
-                ChannelMode::Auto,
-                |v| match v.trim().to_ascii_lowercase().as_str() {
-                    "auto" | "socket" => Ok(ChannelMode::Auto),
-                    "stdio" => Ok(ChannelMode::Stdio),
-                    _ => Err("expected auto or stdio".into()),
-                },
-            )?,
-            prewarm: parsed(
-                "MCP_BRIDGE_PREWARM",
-                var("MCP_BRIDGE_PREWARM"),
-                true,
-                parse_flag,
-            )?,
-            allow_weak_sandbox: parsed(
-                "MCP_BRIDGE_ALLOW_WEAK_SANDBOX",
-                var("MCP_BRIDGE_ALLOW_WEAK_SANDBOX"),
-                false,
-                parse_flag,
-            )?,
-            structured_content: flag("MCP_BRIDGE_STRUCTURED_CONTENT")?,
-            call_lane: parsed(
-                "MCP_BRIDGE_CALL_LANE",
-                var("MCP_BRIDGE_CALL_LANE"),
-                true,
-                parse_flag,
-            )?,
-            docker_host,
-            xdg_runtime_dir,
-            uv_cache_dir: var("UV_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("uv")))
-                .or_else(|| home.as_ref().map(|h| h.join(".cache/uv"))),
-            home,
-            claude_config_dir: claude_dir,
-            server_sources,
-            data,
+            idle_timeout: (!idle.is_zero()).then_some(idle),
+            state_dir: paths.state_dir,
+            snapshot_max,
+            snapshot_timeout: rows::SNAPSHOT_TIMEOUT.duration(var)?,
+            progress_interval: rows::PROGRESS_INTERVAL.duration(var)?,
+            output_mode: rows::OUTPUT_MODE.parse(var, OutputMode::Compact, parse_output_mode)?,
+            log_level: rows::LOG_LEVEL.parse(var, None, parse_log_level)?,
+            max_output: rows::MAX_OUTPUT.get(var)? as usize,
+            max_frame: rows::MAX_FRAME.get(var)? as usize,
+            max_pending_results: rows::MAX_PENDING_RESULTS.get(var)? as usize,
+            channel: rows::CHANNEL.parse(var, ChannelMode::Auto, parse_channel)?,
+            prewarm: rows::PREWARM.get(var)?,
+            allow_weak_sandbox: rows::ALLOW_WEAK_SANDBOX.get(var)?,
+            structured_content: rows::STRUCTURED_CONTENT.get(var)?,
+            call_lane: rows::CALL_LANE.get(var)?,
+            docker_host: paths.docker_host,
+            xdg_runtime_dir: paths.xdg_runtime_dir,
+            uv_cache_dir: paths.uv_cache_dir,
+            home: paths.home,
+            claude_config_dir: paths.claude_config_dir,
+            overrides: overrides(var),
         })
     }
 
@@ -478,19 +261,170 @@ impl Settings {
     }
 }
 
-/// See [`Settings::private_dir`].
-/// The folder is only a name here: `private_dir::CheckedDir` opens it and refuses one that
-/// another user made first or could change.
-fn private_dir_in(xdg_runtime_dir: Option<&std::path::Path>) -> PathBuf {
-    let base = xdg_runtime_dir.map_or_else(std::env::temp_dir, |d| d.to_path_buf());
-    base.join(per_user("mcp-code-bridge"))
-}
-
-/// `<name>-<effective uid>`: a name in a shared folder (the temp dir) that differs per user.
-fn per_user(name: &str) -> String {
-    format!("{name}-{}", crate::private_dir::euid())
+/// Where MCP server definitions are read from.
+fn server_sources(var: &Lookup, paths: &HostPaths) -> Result<Sources, ConfigError> {
+    let cwd = std::env::current_dir().ok();
+    let home = paths.home.as_deref();
+    let claude_dir = paths.claude_config_dir.as_deref();
+    Ok(Sources {
+        dir: rows::CONFIG_DIR
+            .raw(var)
+            .map(PathBuf::from)
+            .or_else(|| home.map(|h| h.join("MCPs"))),
+        extra_file: rows::SERVERS_CONFIG.raw(var).map(PathBuf::from),
+        client_files: if rows::IMPORT_CLIENT_CONFIGS.get(var)? {
+            client_config_files(home, cwd.as_deref(), claude_dir)
+        } else {
+            Vec::new()
+        },
+        allow_self: rows::ALLOW_SELF_SERVER.get(var)?,
+        home: paths.home.clone(),
+        project: cwd,
+        claude_settings: claude_dir
+            .map(|d| d.join("settings.json"))
+            .or_else(|| home.map(|h| h.join(".claude/settings.json"))),
+        state_dir: Some(paths.state_dir.clone()),
+    })
 }
 
 #[cfg(test)]
-#[path = "settings_tests.rs"]
-mod tests;
+mod tests {
+    use super::*;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        Settings::from_pairs(pairs)
+    }
+
+    #[test]
+    fn defaults_match_the_contract() {
+        let s = with(&[]).expect("defaults are valid");
+        assert_eq!(s.runtime, RuntimeChoice::Auto);
+        assert_eq!(s.image, DEFAULT_IMAGE);
+        assert_eq!(s.timeout, Duration::from_secs(30));
+        assert_eq!(s.max_timeout, Duration::from_secs(120));
+        assert_eq!(s.memory_bytes, 512 << 20);
+        assert_eq!(s.pids, 128);
+        assert_eq!(s.cpus, None);
+        assert_eq!(s.container_user, "65534:65534");
+        assert_eq!(s.idle_timeout, Some(Duration::from_secs(300)));
+        assert_eq!(s.output_mode, OutputMode::Compact);
+        assert_eq!(s.snapshot_max, Some(128 << 20));
+        assert_eq!(s.snapshot_timeout, Duration::from_secs(30));
+        assert_eq!(s.progress_interval, Duration::from_secs(1));
+        assert!(s.call_lane);
+        assert_eq!(s.image_build, ImageBuildMode::Auto);
+        assert_eq!(s.image_rootfs, None);
+        assert_eq!(s.image_base, "docker.io/library/python:3.12-slim");
+        assert_eq!(s.image_mirror, None);
+        assert_eq!(s.image_build_wait, Duration::from_secs(50));
+        assert_eq!(s.log_level, None);
+        assert_eq!(s.max_output, 65_536);
+        assert_eq!(s.max_frame, 64 << 20);
+        assert_eq!(s.max_pending_results, 256 << 20);
+        assert!(s.overrides.is_empty(), "{:?}", s.overrides);
+        assert!(
+            !with(&[("MCP_BRIDGE_CALL_LANE", "0")])
+                .expect("valid")
+                .call_lane
+        );
+    }
+
+    #[test]
+    fn the_hosts_folders_are_passed_on() {
+        let s = with(&[("HOME", "/home/u"), ("CLAUDE_CONFIG_DIR", "/cc")]).expect("valid");
+        assert_eq!(s.uv_cache_dir, Some(PathBuf::from("/home/u/.cache/uv")));
+        assert_eq!(s.claude_config_dir, Some(PathBuf::from("/cc")));
+        assert_eq!(
+            s.server_sources.claude_settings,
+            Some(PathBuf::from("/cc/settings.json"))
+        );
+        assert_eq!(s.server_sources.dir, Some(PathBuf::from("/home/u/MCPs")));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (k, v) in [
+            ("MCP_BRIDGE_RUNTIME", "lxc"),
+            ("MCP_BRIDGE_TIMEOUT", "soon"),
+            ("MCP_BRIDGE_MEMORY", "lots"),
+            ("MCP_BRIDGE_PIDS", "0"),
+            ("MCP_BRIDGE_CPUS", "-1"),
+            ("MCP_BRIDGE_OUTPUT_MODE", "yaml"),
+            ("MCP_BRIDGE_CONTAINER_USER", "root root"),
+            ("MCP_BRIDGE_LOG_LEVEL", "[[["),
+            ("MCP_BRIDGE_CALL_LANE", "fast"),
+            ("MCP_BRIDGE_CHANNEL", "pipe"),
+            ("MCP_BRIDGE_IMAGE_BUILD", "sometimes"),
+            ("MCP_BRIDGE_IMAGE_ROOTFS", "relative/rootfs.tar"),
+            ("MCP_BRIDGE_IMAGE_MIRROR", "ftp://mirror"),
+            ("MCP_BRIDGE_IMAGE_BASE", "python 3"),
+            ("MCP_BRIDGE_IMAGE_BUILD_WAIT", "a while"),
+            ("MCP_BRIDGE_IMAGE_PIP", "pyarrow; rm -rf /"),
+            ("MCP_BRIDGE_MOUNTS", "/no/such/folder:/data"),
+            ("MCP_BRIDGE_MAX_SERVER_MESSAGE", "0"),
+            ("MCP_BRIDGE_OUTBOX_MAX_FILE", "big"),
+            ("MCP_BRIDGE_SNAPSHOT_MAX", "big"),
+            ("MCP_BRIDGE_SNAPSHOT_MAX", "-1m"),
+            ("MCP_BRIDGE_SNAPSHOT_TIMEOUT", "0"),
+            ("MCP_BRIDGE_SNAPSHOT_TIMEOUT", "a while"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "10ms"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "often"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "0.1"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "100ms"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "1e9"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "nan"),
+        ] {
+            let err = with(&[(k, v)]).expect_err(k).to_string();
+            assert!(err.contains(k), "{err}");
+        }
+        let err = with(&[("MCP_BRIDGE_TIMEOUT", "200")])
+            .expect_err("conflict")
+            .to_string();
+        assert!(err.contains("MCP_BRIDGE_MAX_TIMEOUT"), "{err}");
+    }
+
+    #[test]
+    fn snapshots_can_be_turned_off_and_small_limits_are_refused() {
+        for off in ["0", "off", "OFF"] {
+            let s = with(&[("MCP_BRIDGE_SNAPSHOT_MAX", off)]).expect("valid");
+            assert_eq!(s.snapshot_max, None, "{off}");
+        }
+        // Once raised to 1m in silence; now refused, naming the range.
+        let err = with(&[("MCP_BRIDGE_SNAPSHOT_MAX", "10k")])
+            .expect_err("under 1m")
+            .to_string();
+        assert!(
+            err.contains("MCP_BRIDGE_SNAPSHOT_MAX") && err.contains("from 1m to 16g"),
+            "{err}"
+        );
+        let s = with(&[("MCP_BRIDGE_SNAPSHOT_MAX", "1m")]).expect("valid");
+        assert_eq!(s.snapshot_max, Some(1 << 20));
+        let s = with(&[("MCP_BRIDGE_MEMORY", "2g")]).expect("valid");
+        assert_eq!(
+            s.snapshot_max,
+            Some(512 << 20),
+            "a quarter of the memory by default"
+        );
+        let s = with(&[
+            ("MCP_BRIDGE_SNAPSHOT_MAX", "32m"),
+            ("MCP_BRIDGE_PROGRESS_INTERVAL", "500ms"),
+        ])
+        .expect("valid");
+        assert_eq!(s.snapshot_max, Some(32 << 20));
+        assert_eq!(s.progress_interval, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn timeouts_are_clamped() {
+        let s = with(&[("MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT", "0")]).expect("valid");
+        assert_eq!(s.idle_timeout, None);
+        assert_eq!(s.call_timeout(None), Duration::from_secs(30));
+        assert_eq!(s.call_timeout(Some(5)), Duration::from_secs(5));
+        assert_eq!(s.call_timeout(Some(1000)), Duration::from_secs(120));
+        assert_eq!(s.timeout_capped_note(Some(120)), None);
+        assert!(s
+            .timeout_capped_note(Some(1000))
+            .expect("capped")
+            .contains("ran with 120 s"));
+    }
+}
