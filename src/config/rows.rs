@@ -194,7 +194,7 @@ pub const LOG_LEVEL: Text = Text {
     name: "MCP_BRIDGE_LOG_LEVEL",
     default: "info (`run`, `exec`), warn (other commands)",
     allowed: "a tracing filter",
-    doc: "what is logged to stderr, e.g. `debug` or `mcp_code_bridge=trace`",
+    doc: "what is logged to stderr, e.g. `debug` or `mcp_code_bridge=trace` (`-v` on a command: info)",
 };
 /// `MCP_BRIDGE_MAX_OUTPUT`.
 pub const MAX_OUTPUT: Number = Number::new(
