@@ -11,6 +11,24 @@ use serde_json::{json, Value};
 
 /// Path of the bridge binary cargo built for this bench.
 pub const BRIDGE_BIN: &str = env!("CARGO_BIN_EXE_mcp-code-bridge");
+
+/// The bridge binary [`Bridge::start`] runs: [`BRIDGE_BIN`] unless [`use_bridge`] chose
+/// another (the baseline of `BENCH_BASELINE`).
+static IN_USE: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Makes [`Bridge::start`] run `bin` from now on.
+pub fn use_bridge(bin: &Path) {
+    *IN_USE.lock().expect("bridge binary lock") = Some(bin.to_path_buf());
+}
+
+/// The bridge binary in use.
+pub fn bridge_bin() -> PathBuf {
+    IN_USE
+        .lock()
+        .expect("bridge binary lock")
+        .clone()
+        .unwrap_or_else(|| BRIDGE_BIN.into())
+}
 /// Path of the stub MCP server binary.
 pub const STUB_BIN: &str = env!("CARGO_BIN_EXE_stub-mcp");
 
@@ -54,7 +72,7 @@ pub struct Bridge {
 impl Bridge {
     /// Spawns the bridge on `work` and completes `initialize`.
     pub async fn start(work: &Workdir, extra_env: &[(&str, &str)]) -> Bridge {
-        let mut cmd = tokio::process::Command::new(BRIDGE_BIN);
+        let mut cmd = tokio::process::Command::new(bridge_bin());
         cmd.arg("run")
             .env("MCP_BRIDGE_CONFIG_DIR", work.path())
             .env("MCP_BRIDGE_STATE_DIR", work.path().join("state"))

@@ -76,6 +76,11 @@ impl Table {
         self.add(name, unit, s, note);
     }
 
+    /// Appends the rows of `other`.
+    pub fn extend(&mut self, other: Table) {
+        self.rows.extend(other.rows);
+    }
+
     /// The table as Markdown.
     pub fn markdown(&self) -> String {
         let mut out = String::from("| measurement | median | p95 | unit | n | note |\n");
@@ -106,6 +111,71 @@ impl Table {
             .collect();
         json!({ "rows": rows })
     }
+}
+
+/// One row of a before/after comparison: a measurement's median over the runs of each build.
+pub struct Compared {
+    name: String,
+    unit: &'static str,
+    baseline: f64,
+    current: f64,
+}
+
+/// Each row's median of medians over the runs of the baseline and of the current build, in
+/// the current runs' order; rows missing from either side are left out.
+pub fn compare(baseline: &[Table], current: &[Table]) -> Vec<Compared> {
+    let medians = |runs: &[Table], name: &str| -> Option<f64> {
+        let found: Vec<f64> = runs
+            .iter()
+            .flat_map(|t| t.rows.iter().filter(|r| r.name == name))
+            .map(|r| r.value.median)
+            .collect();
+        (!found.is_empty()).then(|| summarize(&found).median)
+    };
+    let mut out: Vec<Compared> = Vec::new();
+    for r in current.iter().flat_map(|t| &t.rows) {
+        if out.iter().any(|c| c.name == r.name) {
+            continue;
+        }
+        if let (Some(b), Some(c)) = (medians(baseline, &r.name), medians(current, &r.name)) {
+            out.push(Compared {
+                name: r.name.clone(),
+                unit: r.unit,
+                baseline: b,
+                current: c,
+            });
+        }
+    }
+    out
+}
+
+/// A comparison as Markdown: baseline, current, and current ÷ baseline.
+pub fn compared_markdown(rows: &[Compared], runs: usize) -> String {
+    let mut out = format!(
+        "| measurement (median of {runs} runs each) | unit | baseline | current | current ÷ baseline |\n"
+    );
+    out.push_str("|---|---|---:|---:|---:|\n");
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {:.2} |\n",
+            r.name,
+            r.unit,
+            fmt(r.baseline),
+            fmt(r.current),
+            r.current / r.baseline
+        ));
+    }
+    out
+}
+
+/// A comparison as JSON.
+pub fn compared_json(rows: &[Compared]) -> Value {
+    rows.iter()
+        .map(|r| {
+            json!({"name": r.name, "unit": r.unit, "baseline": r.baseline,
+                   "current": r.current, "ratio": r.current / r.baseline})
+        })
+        .collect()
 }
 
 fn fmt(v: f64) -> String {

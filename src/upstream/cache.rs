@@ -2,7 +2,9 @@
 //!
 //! One JSON file per server under `<state dir>/tool-cache/`, keyed by a stable hash of the
 //! server's name and transport, so editing a server's config invalidates its entry. Written
-//! whenever a server connects; read lazily and kept in memory.
+//! whenever a server connects; read lazily and kept in memory. A list written by the
+//! background indexer is not kept (most are never asked for: 50 servers' lists are megabytes);
+//! it is read back when a search or a discovery call needs it.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,10 +19,17 @@ use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
 /// The cache's folder in the state folder.
 const DIR: &str = "tool-cache";
 
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct Entry {
     server: String,
     tools: Vec<Tool>,
+}
+
+/// An [`Entry`] to write, borrowed.
+#[derive(Serialize)]
+struct EntryRef<'a> {
+    server: &'a str,
+    tools: &'a [Tool],
 }
 
 /// Cached tool lists.
@@ -94,15 +103,40 @@ impl ToolCache {
         loaded
     }
 
+    /// Whether `spec` has a cached tool list (a list on disk is read to tell, not kept).
+    pub fn has(&self, spec: &ServerSpec) -> bool {
+        if let Some(hit) = self.memory.lock().expect("cache lock").get(&spec.name) {
+            return hit.is_some();
+        }
+        self.read(spec).is_some_and(|e| e.server == spec.name)
+    }
+
     /// Records the tools of `spec` (memory and disk; disk failures are only logged).
     pub fn put(&self, spec: &ServerSpec, tools: Arc<Vec<Tool>>) {
         self.memory
             .lock()
             .expect("cache lock")
             .insert(spec.name.clone(), Some(tools.clone()));
-        let entry = Entry {
-            server: spec.name.clone(),
-            tools: tools.as_ref().clone(),
+        self.write(spec, &tools);
+    }
+
+    /// Records the tools of `spec` on disk only: [`ToolCache::get`] reads them back when asked.
+    /// When they cannot be written they are kept in memory, as [`ToolCache::put`] does.
+    pub fn put_on_disk(&self, spec: &ServerSpec, tools: Arc<Vec<Tool>>) {
+        let written = self.write(spec, &tools);
+        let mut memory = self.memory.lock().expect("cache lock");
+        if written {
+            memory.remove(&spec.name);
+        } else {
+            memory.insert(spec.name.clone(), Some(tools));
+        }
+    }
+
+    /// Writes the entry of `spec`; false when it could not be (logged).
+    fn write(&self, spec: &ServerSpec, tools: &[Tool]) -> bool {
+        let entry = EntryRef {
+            server: &spec.name,
+            tools,
         };
         let write = || -> std::io::Result<()> {
             let dir = self.checked_dir().map_err(DirError::into_io)?;
@@ -113,8 +147,12 @@ impl ToolCache {
                 .map_err(|e| e.error)?;
             Ok(())
         };
-        if let Err(err) = write() {
-            tracing::warn!(server = %crate::shown::Shown(&spec.name), cause = %err, "could not write the tool cache");
+        match write() {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::warn!(server = %crate::shown::Shown(&spec.name), cause = %err, "could not write the tool cache");
+                false
+            }
         }
     }
 }
@@ -156,6 +194,24 @@ mod tests {
             "config change invalidates"
         );
         assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+    }
+
+    #[test]
+    fn a_list_put_on_disk_only_is_read_back_when_asked() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let tool = Tool::new("echo", "Echo text", Arc::new(serde_json::Map::new()));
+        let cache = ToolCache::new(d.path());
+        let a = spec("a", "one");
+        assert!(!cache.has(&a));
+        cache.put_on_disk(&a, Arc::new(vec![tool]));
+        assert!(cache.memory.lock().expect("lock").is_empty(), "not kept");
+        assert!(cache.has(&a));
+        assert!(
+            cache.memory.lock().expect("lock").is_empty(),
+            "has() keeps nothing"
+        );
+        assert_eq!(cache.get(&a).expect("read back")[0].name, "echo");
+        assert!(cache.has(&spec("b", "one")) == cache.get(&spec("b", "one")).is_some());
     }
 
     #[test]

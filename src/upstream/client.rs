@@ -22,6 +22,7 @@ use tracing::Instrument;
 
 use super::lane::{Lane, LaneError};
 use super::owner::{Connect, Owner, Refusal, Status};
+use super::read_chunk::ReadChunk;
 use super::transport::EndReason;
 use super::UpstreamError;
 use crate::config::ServerSpec;
@@ -348,13 +349,14 @@ pub(super) async fn drain_stderr(
     let server = &spec.name;
     use tokio::io::AsyncReadExt;
     let mut lines = LineAssembler::new(STDERR_LINE_MAX);
-    let mut chunk = vec![0u8; 16 << 10];
+    // Most servers write a few lines, if any: a small buffer, grown for one that floods.
+    let mut chunk = ReadChunk::new(1 << 10, 16 << 10);
     let mut events = Vec::new();
-    while let Ok(n) = stderr.read(&mut chunk).await {
+    while let Ok(n) = stderr.read(chunk.space()).await {
         if n == 0 {
             break;
         }
-        lines.push(&chunk[..n], &mut events);
+        lines.push(chunk.filled(n), &mut events);
         for ev in events.drain(..) {
             let line = match ev {
                 FrameEvent::Line(l) => spec.redact(&String::from_utf8_lossy(&l)),

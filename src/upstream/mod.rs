@@ -4,7 +4,8 @@
 //! task owns (`owner.rs`, starting it through `start.rs`; `transport.rs` its stdio pipes,
 //! `lane/` the fast `tools/call` path on them); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
-//! you mean") are pure; `validate/` checks arguments against input schemas before a call.
+//! you mean") are pure; `validate/` checks arguments against input schemas before a call; `read_chunk.rs` sizes
+//! the buffers a server's pipes are read into by what they carry.
 //! The only module that names rmcp's client role.
 
 mod cache;
@@ -16,6 +17,7 @@ mod lane;
 mod near;
 mod owner;
 mod pool;
+mod read_chunk;
 mod result;
 pub mod search;
 mod start;

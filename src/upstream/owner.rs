@@ -108,7 +108,8 @@ impl Owner {
                     }
                 }
                 req = requests.recv() => match req {
-                    Some(req) => self.serve(req, &mut conn).await,
+                    // Boxed: a start's state (kilobytes) is held only while one runs.
+                    Some(req) => Box::pin(self.serve(req, &mut conn)).await,
                     None => break,
                 },
             }

@@ -95,6 +95,11 @@ impl UpstreamPool {
 
     /// Loads every server in `names` concurrently; returns their tool lists.
     ///
+    /// A server already connected, whose cache entry is its current list, is answered at once
+    /// (the warm path of every run): only the others go through [`UpstreamPool::connect`],
+    /// whose future is the whole start (kilobytes each), so a run naming many warm servers
+    /// costs little more than one naming a few.
+    ///
     /// # Errors
     /// The first server that is unknown or fails to start.
     pub async fn load(
@@ -102,14 +107,40 @@ impl UpstreamPool {
         names: &[String],
         deadline: Instant,
     ) -> Result<BTreeMap<String, Arc<Vec<Tool>>>, UpstreamError> {
-        let results =
-            futures::future::join_all(names.iter().map(|n| self.connect(n, deadline))).await;
+        let mut found: Vec<Option<Result<Arc<Vec<Tool>>, UpstreamError>>> =
+            names.iter().map(|n| self.warm(n)).collect();
+        let cold: Vec<usize> = (0..names.len()).filter(|i| found[*i].is_none()).collect();
+        if !cold.is_empty() {
+            let started =
+                futures::future::join_all(cold.iter().map(|i| self.connect(&names[*i], deadline)))
+                    .await;
+            for (i, r) in cold.into_iter().zip(started) {
+                found[i] = Some(r.map(|live| live.tools));
+            }
+        }
         let mut out = BTreeMap::new();
-        for (name, r) in names.iter().zip(results) {
-            let live = r?;
-            out.insert(name.clone(), live.tools);
+        for (name, r) in names.iter().zip(found) {
+            let tools = r.expect("every name was looked up or connected")?;
+            out.insert(name.clone(), tools);
         }
         Ok(out)
+    }
+
+    /// The tools of `name` when it is connected and its cache entry is that list; `None` when
+    /// it must go through [`UpstreamPool::connect`] (not started, closed, refused, or its
+    /// cache entry to refresh); an unknown name is an error at once.
+    fn warm(&self, name: &str) -> Option<Result<Arc<Vec<Tool>>, UpstreamError>> {
+        let up = match self.get(name) {
+            Ok(up) => up,
+            Err(err) => return Some(Err(err)),
+        };
+        // A server without consent is never connected; `connect` words the refusal.
+        if !up.spec.consent.permits() {
+            return None;
+        }
+        let live = up.live_now()?;
+        let cached = self.cache.get(&up.spec)?;
+        Arc::ptr_eq(&cached, &live.tools).then_some(Ok(live.tools))
     }
 
     /// The tools of `name`: live if connected, else cached, else by starting it.
@@ -148,7 +179,7 @@ impl UpstreamPool {
 
     /// Whether `spec` has a cached tool list.
     pub fn is_cached(&self, spec: &ServerSpec) -> bool {
-        self.cache.get(spec).is_some()
+        self.cache.has(spec)
     }
 
     /// Indexes the tools of every server with no cached tool list, once per pool: the first
@@ -195,7 +226,8 @@ impl UpstreamPool {
                 let deadline = Instant::now() + Duration::from_secs(START_TIMEOUT_SECS);
                 let failed = match temp.connect(deadline).await {
                     Ok(live) => {
-                        self.cache.put(&spec, live.tools.clone());
+                        // Read back from disk when a search needs it: not kept meanwhile.
+                        self.cache.put_on_disk(&spec, live.tools.clone());
                         None
                     }
                     Err(err) => {

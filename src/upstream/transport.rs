@@ -17,7 +17,13 @@ use tokio::process::{Child, ChildStdout};
 use tokio_util::task::TaskTracker;
 
 use super::lane::{Lane, SharedStdin};
+use super::read_chunk::ReadChunk;
 use crate::lines::{FrameEvent, LineAssembler};
+
+/// A server's stdout is read in pieces of this size at first...
+const READ_MIN: usize = 4 << 10;
+/// ... doubling, while reads fill them, up to this size.
+const READ_MAX: usize = 64 << 10;
 
 /// How long a server may take to exit after its stdin is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
@@ -34,7 +40,7 @@ pub struct ChildTransport {
     stdout: ChildStdout,
     lines: LineAssembler,
     ready: VecDeque<RxJsonRpcMessage<RoleClient>>,
-    chunk: Vec<u8>,
+    chunk: ReadChunk,
     server: String,
     ended: EndReason,
     max_message: usize,
@@ -77,7 +83,7 @@ impl ChildTransport {
                 stdout,
                 lines: LineAssembler::new(max_message),
                 ready: VecDeque::new(),
-                chunk: vec![0; 64 << 10],
+                chunk: ReadChunk::new(READ_MIN, READ_MAX),
                 server: server.to_string(),
                 ended,
                 max_message,
@@ -163,7 +169,7 @@ impl Transport<RoleClient> for ChildTransport {
             if let Some(msg) = self.ready.pop_front() {
                 return Some(msg);
             }
-            let n = match self.stdout.read(&mut self.chunk).await {
+            let n = match self.stdout.read(self.chunk.space()).await {
                 Ok(0) => {
                     self.close_lane();
                     return None;
@@ -176,7 +182,7 @@ impl Transport<RoleClient> for ChildTransport {
                 }
             };
             let mut events = Vec::new();
-            self.lines.push(&self.chunk[..n], &mut events);
+            self.lines.push(self.chunk.filled(n), &mut events);
             for ev in events {
                 match ev {
                     FrameEvent::Line(line) => {

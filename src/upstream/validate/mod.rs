@@ -3,8 +3,10 @@
 //! with "did you mean" for misspelt argument names (`near.rs`). Pure apart from
 //! the validator cache; no I/O.
 //!
-//! Each tool's schema is compiled once (the `jsonschema` crate, offline: no remote `$ref`, formats
-//! not asserted) and kept per server until that server's tool list changes (a new `Arc`).
+//! A tool's schema is compiled on its first call (the `jsonschema` crate, offline: no remote
+//! `$ref`, formats not asserted) and kept per server until that server's tool list changes (a
+//! new `Arc`); at most [`MAX_CHECKS`] are kept, the least recently used dropped first (a
+//! compiled schema takes kilobytes, and sandbox code may call every tool of every server).
 //! Servers' schemas are often sloppy, so checking errs on the side of letting calls through: a
 //! schema that does not compile is not checked, and regex engine failures are not reported.
 
@@ -25,11 +27,23 @@ const MAX_VALUE_CHARS: usize = 40;
 /// collects every error before handing out the first, and arguments from the sandbox can
 /// have millions of values, each a few errors.
 const MAX_LISTED_VALUES: usize = 10_000;
+/// Compiled checks kept at most, over all servers.
+const MAX_CHECKS: usize = 128;
 
 /// Compiled argument checks for every server's tools, by server; shared by all calls.
 #[derive(Default)]
 pub struct Validators {
-    servers: Mutex<HashMap<String, ServerChecks>>,
+    cache: Mutex<Cache>,
+}
+
+/// The compiled checks, by server, with a use clock for dropping the least recently used.
+#[derive(Default)]
+struct Cache {
+    servers: HashMap<String, ServerChecks>,
+    /// Checks held, over all servers.
+    len: usize,
+    /// Bumped on every use; a check's `used` is the clock at its last use.
+    clock: u64,
 }
 
 /// The checks of one server's tools, valid for the one tool list they were made from.
@@ -37,7 +51,8 @@ struct ServerChecks {
     /// The list the checks belong to (pointer identity is the cache key; holding it keeps the
     /// address from being reused by another list).
     tools: Arc<Vec<Tool>>,
-    checks: HashMap<String, Arc<Check>>,
+    /// By tool: the check and when it was last used.
+    checks: HashMap<String, (Arc<Check>, u64)>,
 }
 
 /// One tool's compiled check.
@@ -106,10 +121,12 @@ impl Validators {
         tool: &str,
     ) -> Result<Arc<Check>, Rejection> {
         {
-            let servers = self.servers.lock().expect("validator cache lock");
-            if let Some(s) = servers.get(server) {
+            let mut cache = self.cache.lock().expect("validator cache lock");
+            let clock = cache.tick();
+            if let Some(s) = cache.servers.get_mut(server) {
                 if Arc::ptr_eq(&s.tools, tools) {
-                    if let Some(c) = s.checks.get(tool) {
+                    if let Some((c, used)) = s.checks.get_mut(tool) {
+                        *used = clock;
                         return Ok(c.clone());
                     }
                 }
@@ -121,19 +138,76 @@ impl Validators {
             .find(|t| t.name == tool)
             .ok_or(Rejection::UnknownTool)?;
         let check = Arc::new(Check::compile(server, t));
-        let mut servers = self.servers.lock().expect("validator cache lock");
-        let entry = servers
+        let mut cache = self.cache.lock().expect("validator cache lock");
+        cache.insert(server, tools, tool, check.clone());
+        Ok(check)
+    }
+
+    /// Compiled checks held now (at most [`MAX_CHECKS`]).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.cache.lock().expect("validator cache lock").len
+    }
+}
+
+impl Cache {
+    /// The next value of the use clock.
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// Keeps `check` for `tool` of `server`'s list `tools` (the server's checks of an older
+    /// list are dropped), then drops the least recently used checks past [`MAX_CHECKS`].
+    fn insert(&mut self, server: &str, tools: &Arc<Vec<Tool>>, tool: &str, check: Arc<Check>) {
+        let clock = self.tick();
+        let entry = self
+            .servers
             .entry(server.to_string())
             .or_insert_with(|| ServerChecks {
                 tools: tools.clone(),
                 checks: HashMap::new(),
             });
         if !Arc::ptr_eq(&entry.tools, tools) {
+            self.len -= entry.checks.len();
             entry.tools = tools.clone();
             entry.checks.clear();
         }
-        entry.checks.insert(tool.to_string(), check.clone());
-        Ok(check)
+        if entry
+            .checks
+            .insert(tool.to_string(), (check, clock))
+            .is_none()
+        {
+            self.len += 1;
+        }
+        while self.len > MAX_CHECKS {
+            self.drop_least_recent();
+        }
+    }
+
+    /// Drops the check used longest ago, and its server's entry when that was its last one.
+    fn drop_least_recent(&mut self) {
+        let oldest = self
+            .servers
+            .iter()
+            .flat_map(|(server, s)| {
+                s.checks
+                    .iter()
+                    .map(move |(tool, (_, used))| (*used, server, tool))
+            })
+            .min_by_key(|(used, _, _)| *used)
+            .map(|(_, server, tool)| (server.clone(), tool.clone()));
+        let Some((server, tool)) = oldest else {
+            self.len = 0;
+            return;
+        };
+        if let Some(s) = self.servers.get_mut(&server) {
+            s.checks.remove(&tool);
+            self.len -= 1;
+            if s.checks.is_empty() {
+                self.servers.remove(&server);
+            }
+        }
     }
 }
 

@@ -193,6 +193,41 @@ fn unknown_tools_are_refused_and_checks_follow_the_tool_list() {
 }
 
 #[test]
+fn compiled_checks_are_bounded_and_the_least_recently_used_go_first() {
+    let v = Validators::new();
+    let servers = MAX_CHECKS + 10;
+    let list = tools(issue_schema());
+    assert_eq!(v.len(), 0, "nothing is compiled before a call");
+    // One tool each of more servers than the bound; the first server stays in use throughout.
+    for i in 0..servers {
+        let server = format!("s{i}");
+        assert!(v.check(&server, &list, "create_issue", &json!({})).is_err());
+        assert!(v.check("s0", &list, "create_issue", &json!({})).is_err());
+        assert!(v.len() <= MAX_CHECKS, "{} checks held", v.len());
+    }
+    assert_eq!(v.len(), MAX_CHECKS);
+    let cache = v.cache.lock().expect("lock");
+    assert!(cache.servers.contains_key("s0"), "the one in use is kept");
+    assert!(
+        !cache.servers.contains_key("s1"),
+        "the least recently used went"
+    );
+    assert!(cache.servers.contains_key(&format!("s{}", servers - 1)));
+    drop(cache);
+    // A dropped check is compiled again and checks the same.
+    assert_eq!(
+        v.check(
+            "s1",
+            &list,
+            "create_issue",
+            &json!({"repo": "r", "title": "t"})
+        ),
+        Ok(())
+    );
+    assert!(v.check("s1", &list, "create_issue", &json!({})).is_err());
+}
+
+#[test]
 fn near_names() {
     let names = ["github", "gitlab", "filesystem", "everything", "get-sum"];
     assert_eq!(closest("githb", names), Some("github"));
