@@ -66,7 +66,10 @@ impl LineAssembler {
                         Bytes::copy_from_slice(&chunk[..i])
                     } else {
                         self.buf.extend_from_slice(&chunk[..i]);
-                        self.buf.split().freeze()
+                        // Taken whole: a split would leave the buffer's spare capacity here,
+                        // held (with the line's allocation) by every idle stream until its next
+                        // long line.
+                        std::mem::take(&mut self.buf).freeze()
                     };
                     out.push(FrameEvent::Line(line));
                     chunk = &chunk[i + 1..];
