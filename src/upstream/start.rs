@@ -2,19 +2,20 @@
 //! handshake and the tool list, with `disabledTools` dropped. Every task it spawns (the stderr
 //! reader) is on the bridge's tracker, in the server's span.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::client::{drain_stderr, Live};
-use super::owner::Owner;
-use super::transport::{ChildTransport, ProcessGroup};
-use crate::config::Transport;
+use super::live::{drain_stderr, Live};
+use super::transport::{ChildTransport, EndReason, ProcessGroup};
+use crate::config::{ServerSpec, Transport};
+use crate::lines::LineTail;
 
 /// How long the stderr reader goes on once the connection is closed (or the bridge stops):
 /// the process group is killed by then, so this only bounds a pipe an escaped process holds.
@@ -28,7 +29,27 @@ pub(super) struct Started {
     pub live: Live,
 }
 
-impl Owner {
+/// What starting one server needs; the owner task holds it.
+pub(super) struct Starter {
+    /// The server's definition.
+    pub spec: Arc<ServerSpec>,
+    /// Its last stderr lines, filled by the stderr reader.
+    pub stderr: Arc<LineTail>,
+    /// Why its process's connection ended, set by the transport.
+    pub ended: EndReason,
+    /// How many times it was started.
+    pub starts: Arc<AtomicU32>,
+    /// The bridge's tracker: the stderr reader and the lane's tasks run on it.
+    pub tracker: TaskTracker,
+    /// The server's token: cancelled when the bridge stops.
+    pub ct: CancellationToken,
+    /// Whether calls to a stdio server take the lane.
+    pub call_lane: bool,
+    /// The largest message accepted from a stdio server.
+    pub max_message: usize,
+}
+
+impl Starter {
     /// Starts the server. The process group of a stdio server is put in `group` as soon as it
     /// exists, so an abandoned start can be killed.
     pub(super) async fn start(&self, group: &OnceLock<ProcessGroup>) -> Result<Started, String> {
