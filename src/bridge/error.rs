@@ -21,6 +21,7 @@ pub enum BridgeError {
         /// The image.
         image: String,
         /// Why the build failed, and what to do.
+        #[source]
         error: Arc<BuildError>,
     },
     /// The sandbox did not become ready.
