@@ -169,7 +169,7 @@ impl Owner {
                     g.kill();
                 }
                 let reason = match result {
-                    Ok(Err(reason)) => reason,
+                    Ok(Err(reason)) => reason.to_string(),
                     _ => format!("no answer within {:.1} s", began.elapsed().as_secs_f64()),
                 };
                 tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up
