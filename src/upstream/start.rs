@@ -51,7 +51,7 @@ pub(super) enum StartError {
     Sse,
     /// The MCP handshake failed.
     #[error("initialize failed: {0}")]
-    Initialize(#[source] rmcp::service::ClientInitializeError),
+    Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
     /// The server did not list its tools.
     #[error("tools/list failed: {0}")]
     ListTools(#[source] rmcp::ServiceError),
@@ -145,7 +145,9 @@ impl Starter {
                         .in_current_span(),
                     );
                 }
-                ().serve(transport).await.map_err(StartError::Initialize)?
+                ().serve(transport)
+                    .await
+                    .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Http { url, headers } => {
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -163,7 +165,9 @@ impl Starter {
                     config.custom_headers.insert(name, value);
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                ().serve(transport).await.map_err(StartError::Initialize)?
+                ().serve(transport)
+                    .await
+                    .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Sse { .. } => return Err(StartError::Sse),
         };
@@ -220,7 +224,9 @@ mod tests {
             panic!("started a missing program");
         };
         assert!(matches!(err, StartError::Spawn { .. }), "{err:?}");
-        assert!(err.to_string().starts_with("cannot run \"/nonexistent/mcp-server\": "));
+        assert!(err
+            .to_string()
+            .starts_with("cannot run \"/nonexistent/mcp-server\": "));
         let source = std::error::Error::source(&err).expect("the spawn's error");
         assert!(source.downcast_ref::<std::io::Error>().is_some());
 
