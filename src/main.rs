@@ -324,7 +324,7 @@ async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
         _ = shutdown::signalled() => Ok(()),
     };
     app.shutdown().await;
-    result.map_err(anyhow::Error::msg)?;
+    result?;
     Ok(ExitCode::SUCCESS)
 }
 

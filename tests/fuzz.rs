@@ -172,7 +172,8 @@ proptest! {
         let mut frame = frame;
         frame["t"] = json!(junk.repeat(repeat));
         let line = serde_json::to_vec(&frame).expect("json");
-        if let Err(msg) = parse_inbound(&line) {
+        if let Err(err) = parse_inbound(&line) {
+            let msg = err.to_string();
             prop_assert!(msg.len() < 2000, "{} bytes", msg.len());
             prop_assert!(!msg.chars().any(mcp_code_bridge::shown::is_unsafe), "{msg:?}");
         }

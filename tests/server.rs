@@ -227,3 +227,25 @@ async fn a_call_with_a_progress_token_hears_that_the_sandbox_starts_and_nothing_
     assert_eq!(recorder.0.lock().expect("lock").len(), 1);
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_client_that_leaves_before_initialize_is_a_handshake_error() {
+    let (app, _rt) = process_app(&[]);
+    let handler = mcp_code_bridge::server::BridgeServer::new(
+        app.sandbox.clone(),
+        app.settings.clone(),
+        app.outbox.clone(),
+    );
+    let (client, ours) = tokio::io::duplex(1 << 10);
+    drop(client);
+    let (read, write) = tokio::io::split(ours);
+    let err = mcp_code_bridge::server::serve(handler, read, write, app.ct.clone())
+        .await
+        .expect_err("no handshake");
+    assert!(
+        matches!(err, mcp_code_bridge::server::ServeError::Handshake(_)),
+        "{err:?}"
+    );
+    assert_eq!(err.to_string(), "MCP handshake failed");
+    app.shutdown().await;
+}

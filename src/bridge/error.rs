@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::protocol::FrameError;
 use crate::container::RuntimeError;
 use crate::image::BuildError;
 
@@ -20,6 +21,7 @@ pub enum BridgeError {
         /// The image.
         image: String,
         /// Why the build failed, and what to do.
+        #[source]
         error: Arc<BuildError>,
     },
     /// The sandbox did not become ready.
@@ -56,9 +58,26 @@ pub enum BridgeError {
     /// engine, or an engine in a VM the folder is not shared with).
     #[error("MCP_BRIDGE_MOUNTS cannot be used with this container engine: {0}")]
     Mounts(String),
-    /// The sandbox broke the frame protocol.
-    #[error("{0}")]
-    Protocol(String),
+    /// The sandbox broke the frame protocol, or its session ended under a request.
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+}
+
+/// How a request to the sandbox ended without its answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    /// The session went away before it answered.
+    #[error("the sandbox session ended")]
+    SessionEnded,
+    /// The sandbox sent a frame over the size limit.
+    #[error("the sandbox sent a frame larger than MCP_BRIDGE_MAX_FRAME ({max_frame} bytes); it was dropped")]
+    FrameTooLong {
+        /// The limit (`MCP_BRIDGE_MAX_FRAME`).
+        max_frame: usize,
+    },
+    /// The sandbox sent a line that is no frame it may send.
+    #[error(transparent)]
+    Malformed(#[from] FrameError),
 }
 
 /// Explains a container exit code in words.

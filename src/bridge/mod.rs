@@ -23,11 +23,11 @@ pub use dispatch::{
     Answered, BackendCall, CallContext, CallError, CallHook, Detail, Dispatcher, HostCalls,
     HostMethod, HostRequest, LoadError, NoHostCalls, ToolCall, MAX_SEARCH_LIMIT,
 };
-pub use error::BridgeError;
+pub use error::{BridgeError, ProtocolError};
 pub use error_kind::ErrorKind;
 pub use progress::Progress;
 pub use protocol::{
-    parse_inbound, CallFrame, Inbound, LoadedTools, Outbound, ReadyFrame, ResultFrame,
+    parse_inbound, CallFrame, FrameError, Inbound, LoadedTools, Outbound, ReadyFrame, ResultFrame,
 };
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};
 pub use session::json_cost;

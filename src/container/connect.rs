@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::docker::DockerRuntime;
+use super::error::TransportError;
 use super::podman_service::PodmanService;
 use super::{ContainerRuntime, RuntimeError};
 use crate::config::{RuntimeChoice, Settings};
@@ -123,22 +124,20 @@ async fn connect_named(
     host: &str,
     want: RuntimeChoice,
 ) -> Result<Result<Connection, String>, RuntimeError> {
-    let unreachable = |message: String| RuntimeError::Unreachable {
+    let unreachable = |cause: TransportError| RuntimeError::Unreachable {
         endpoint: format!("{host} (DOCKER_HOST)"),
-        message: format!(
-            "{message}. Start that engine, or unset DOCKER_HOST to let the bridge find or start one"
-        ),
+        cause,
     };
     let result = match host.strip_prefix("unix://") {
         Some(path) if !std::path::Path::new(path).exists() => {
-            return Err(unreachable("no socket exists there".into()))
+            return Err(unreachable(TransportError::NoSocket))
         }
         Some(path) => DockerRuntime::connect_unix(path).await,
         None => DockerRuntime::connect_http(host).await,
     };
     let rt = result.map_err(|err| match err {
-        RuntimeError::Transport { message, .. } => unreachable(message),
-        other => unreachable(other.to_string()),
+        RuntimeError::Transport { cause, .. } => unreachable(cause),
+        other => other,
     })?;
     if !matches_choice(want, rt.engine()) {
         return Ok(Err(rt.engine().to_string()));

@@ -17,6 +17,7 @@ use bollard::query_parameters::{
 use bollard::Docker;
 use futures::StreamExt;
 
+use super::error::TransportError;
 use super::runtime::{Attached, Chunk, ContainerRuntime, ManagedContainer};
 use super::{ArchiveStream, ImageInfo, LineSink, RuntimeError, SandboxSpec, LABEL_MANAGED};
 
@@ -36,6 +37,8 @@ pub struct DockerRuntime {
     docker: Docker,
     engine: String,
     unix_path: Option<String>,
+    /// The host folders each created container binds: docker refuses a bind at start.
+    bound: std::sync::Mutex<HashMap<String, Vec<std::path::PathBuf>>>,
 }
 
 impl DockerRuntime {
@@ -53,6 +56,7 @@ impl DockerRuntime {
             docker,
             engine,
             unix_path: Some(path.to_string()),
+            bound: Default::default(),
         })
     }
 
@@ -73,7 +77,7 @@ impl DockerRuntime {
             .map_err(|_| RuntimeError::Transport {
                 engine: "engine".into(),
                 action: "get the engine version",
-                message: "no answer within 5 s".into(),
+                cause: TransportError::NoAnswer { secs: 5 },
             })?
             .map_err(|e| transport("engine", "get the engine version", e))?;
         let is_podman = version
@@ -86,6 +90,7 @@ impl DockerRuntime {
             docker,
             engine,
             unix_path: None,
+            bound: Default::default(),
         })
     }
 
@@ -125,7 +130,7 @@ fn transport(engine: &str, action: &'static str, e: BollardError) -> RuntimeErro
     RuntimeError::Transport {
         engine: engine.to_string(),
         action,
-        message: e.to_string(),
+        cause: TransportError::Client(Box::new(e)),
     }
 }
 
@@ -152,13 +157,13 @@ impl ContainerRuntime for DockerRuntime {
         if let Some(path) = &self.unix_path {
             return match super::workarounds::identify(path).await {
                 Ok(_) => Ok(()),
-                Err(RuntimeError::Transport {
-                    action, message, ..
-                }) => Err(RuntimeError::Transport {
-                    engine: self.engine.clone(),
-                    action,
-                    message,
-                }),
+                Err(RuntimeError::Transport { action, cause, .. }) => {
+                    Err(RuntimeError::Transport {
+                        engine: self.engine.clone(),
+                        action,
+                        cause,
+                    })
+                }
                 Err(other) => Err(other),
             };
         }
@@ -169,7 +174,9 @@ impl ContainerRuntime for DockerRuntime {
             Err(_) => Err(RuntimeError::Transport {
                 engine: self.engine.clone(),
                 action: "ping the engine",
-                message: format!("no answer within {PING_TIMEOUT_SECS} s"),
+                cause: TransportError::NoAnswer {
+                    secs: PING_TIMEOUT_SECS,
+                },
             }),
         }
     }
@@ -264,15 +271,22 @@ impl ContainerRuntime for DockerRuntime {
             name: Some(spec.name.clone()),
             ..Default::default()
         };
+        let dirs = spec.host_dirs();
         match self.docker.create_container(Some(options), body).await {
-            Ok(created) => Ok(created.id),
+            Ok(created) => {
+                let mut bound = self.bound.lock().expect("bound lock");
+                bound.insert(created.id.clone(), dirs);
+                Ok(created.id)
+            }
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..
             }) => Err(RuntimeError::ImageMissing {
                 image: spec.image.clone(),
                 engine: self.engine.clone(),
             }),
-            Err(e) => Err(self.err("create the sandbox container", e)),
+            Err(e) => Err(self
+                .err("create the sandbox container", e)
+                .about_mounts(&dirs)),
         }
     }
 
@@ -317,10 +331,11 @@ impl ContainerRuntime for DockerRuntime {
     }
 
     async fn start(&self, id: &str) -> Result<(), RuntimeError> {
-        self.docker
-            .start_container(id, None)
-            .await
-            .map_err(|e| self.err("start the sandbox", e))
+        self.docker.start_container(id, None).await.map_err(|e| {
+            let bound = self.bound.lock().expect("bound lock");
+            let dirs = bound.get(id).map(Vec::as_slice).unwrap_or_default();
+            self.err("start the sandbox", e).about_mounts(dirs)
+        })
     }
 
     async fn wait(&self, id: &str) -> Result<i64, RuntimeError> {
@@ -336,7 +351,7 @@ impl ContainerRuntime for DockerRuntime {
             None => Err(RuntimeError::Transport {
                 engine: self.engine.clone(),
                 action: "wait for the sandbox",
-                message: "the engine closed the wait stream".into(),
+                cause: TransportError::Closed("the engine closed the wait stream"),
             }),
         }
     }
@@ -347,7 +362,9 @@ impl ContainerRuntime for DockerRuntime {
             v: true,
             ..Default::default()
         };
-        match self.docker.remove_container(id, Some(options)).await {
+        let removed = self.docker.remove_container(id, Some(options)).await;
+        self.bound.lock().expect("bound lock").remove(id);
+        match removed {
             Ok(()) => Ok(()),
             Err(BollardError::DockerResponseServerError {
                 status_code: 404, ..

@@ -15,7 +15,7 @@ mod spec;
 mod workarounds;
 
 pub use connect::{connect, private_dir, Connection, Connector};
-pub use error::RuntimeError;
+pub use error::{RuntimeError, TransportError};
 pub use owner::{
     list_own, remove_each, remove_leftovers, Owner, LABEL_HOST, LABEL_MANAGED, LABEL_PID,
     LABEL_STARTED,

@@ -107,7 +107,7 @@ fn engine_gone(action: &'static str) -> RuntimeError {
     RuntimeError::Transport {
         engine: "process".into(),
         action,
-        message: "the engine is gone (cut by the test)".into(),
+        cause: super::TransportError::Closed("the engine is gone (cut by the test)"),
     }
 }
 
@@ -151,8 +151,10 @@ impl ContainerRuntime for ProcessRuntime {
     async fn create(&self, spec: &SandboxSpec) -> Result<String, RuntimeError> {
         self.record("create".into());
         self.reachable("create the sandbox container")?;
+        // Refusals go through the classifier the real engine's answers go through.
+        let refused = |err: RuntimeError| Err(err.about_mounts(&spec.host_dirs()));
         if let Some(msg) = self.fail_create.lock().expect("lock poisoned").clone() {
-            return Err(RuntimeError::Engine {
+            return refused(RuntimeError::Engine {
                 engine: "process".into(),
                 action: "create the sandbox container",
                 status: 500,
@@ -161,7 +163,7 @@ impl ContainerRuntime for ProcessRuntime {
         }
         if let Some((dir, _)) = &spec.channel_dir {
             if self.refuse_mount.load(Ordering::Relaxed) {
-                return Err(RuntimeError::Engine {
+                return refused(RuntimeError::Engine {
                     engine: "process".into(),
                     action: "create the sandbox container",
                     status: 400,
@@ -174,7 +176,7 @@ impl ContainerRuntime for ProcessRuntime {
         }
         if let Some(m) = spec.mounts.first() {
             if self.refuse_host_mounts.load(Ordering::Relaxed) {
-                return Err(RuntimeError::Engine {
+                return refused(RuntimeError::Engine {
                     engine: "process".into(),
                     action: "create the sandbox container",
                     status: 500,

@@ -49,6 +49,14 @@ pub struct SandboxSpec {
 }
 
 impl SandboxSpec {
+    /// The host folders the container binds: the frame-channel directory, then the mounts.
+    pub fn host_dirs(&self) -> Vec<std::path::PathBuf> {
+        let channel = self.channel_dir.iter().map(|(dir, _)| dir.clone());
+        channel
+            .chain(self.mounts.iter().map(|m| m.host.clone()))
+            .collect()
+    }
+
     /// Builds the spec for `settings`, running `cmd`, owned by the bridge described by `labels`.
     pub fn new(
         settings: &Settings,

@@ -27,6 +27,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use super::error::TransportError;
 use super::{ManagedContainer, RuntimeError, LABEL_MANAGED};
 
 /// Largest list response accepted (a few thousand containers).
@@ -53,19 +54,19 @@ struct Summary {
 /// # Errors
 /// [`RuntimeError::Transport`] on connection, HTTP or JSON failures.
 pub async fn list_managed(engine: &str, path: &str) -> Result<Vec<ManagedContainer>, RuntimeError> {
-    let fail = |message: String| RuntimeError::Transport {
+    let fail = |cause: TransportError| RuntimeError::Transport {
         engine: engine.to_string(),
         action: "list sandboxes",
-        message,
+        cause,
     };
     // filters={"label":["mcp-code-bridge"]}, percent-encoded.
     let target = "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22mcp-code-bridge%22%5D%7D";
     let (_, body) = tokio::time::timeout(Duration::from_secs(TIMEOUT_SECS), get(path, target))
         .await
-        .map_err(|_| fail(format!("no answer within {TIMEOUT_SECS} s")))?
+        .map_err(|_| fail(TransportError::NoAnswer { secs: TIMEOUT_SECS }))?
         .map_err(fail)?;
     let list: Vec<Summary> =
-        serde_json::from_slice(&body).map_err(|e| fail(format!("bad JSON: {e}")))?;
+        serde_json::from_slice(&body).map_err(|e| fail(TransportError::Json(e)))?;
     Ok(list
         .into_iter()
         .filter_map(|s| {
@@ -82,14 +83,14 @@ pub async fn list_managed(engine: &str, path: &str) -> Result<Vec<ManagedContain
 /// # Errors
 /// [`RuntimeError::Transport`] when the socket does not answer with HTTP 200 in time.
 pub async fn identify(path: &str) -> Result<String, RuntimeError> {
-    let fail = |message: String| RuntimeError::Transport {
+    let fail = |cause: TransportError| RuntimeError::Transport {
         engine: "engine".into(),
         action: "ping the engine",
-        message,
+        cause,
     };
     let (head, _) = tokio::time::timeout(Duration::from_secs(5), get(path, "/_ping"))
         .await
-        .map_err(|_| fail("no answer within 5 s".into()))?
+        .map_err(|_| fail(TransportError::NoAnswer { secs: 5 }))?
         .map_err(fail)?;
     Ok(engine_of(&head).to_string())
 }
@@ -104,10 +105,10 @@ fn engine_of(head: &str) -> &'static str {
 }
 
 /// GET `target`; returns the response head and body (HTTP 200 only).
-async fn get(path: &str, target: &str) -> Result<(String, Vec<u8>), String> {
+async fn get(path: &str, target: &str) -> Result<(String, Vec<u8>), TransportError> {
     let (status, head, body) = request(path, "GET", target, MAX_RESPONSE).await?;
     if status != 200 {
-        return Err(format!("HTTP {status}"));
+        return Err(TransportError::Status(status));
     }
     Ok((head, body))
 }
@@ -120,17 +121,17 @@ async fn get(path: &str, target: &str) -> Result<(String, Vec<u8>), String> {
 /// [`RuntimeError::Transport`] when the connection fails or the answer is not an exit code.
 pub async fn podman_wait(engine: &str, path: &str, id: &str) -> Result<i64, RuntimeError> {
     let action = "wait for the sandbox";
-    let fail = |message: String| RuntimeError::Transport {
+    let fail = |cause: TransportError| RuntimeError::Transport {
         engine: engine.to_string(),
         action,
-        message,
+        cause,
     };
     if id.is_empty()
         || !id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
     {
-        return Err(fail(format!("not a container id: {id:?}")));
+        return Err(fail(TransportError::NotAnId(id.to_string())));
     }
     let target = format!(
         "/v4.0.0/libpod/containers/{id}/wait?condition=stopped&condition=exited&interval={PODMAN_WAIT_INTERVAL_MS}ms"
@@ -147,9 +148,12 @@ pub async fn podman_wait(engine: &str, path: &str, id: &str) -> Result<i64, Runt
             message: error_message(&text),
         });
     }
-    text.trim()
-        .parse::<i64>()
-        .map_err(|_| fail(format!("the answer is not an exit code: {:?}", clip(&text))))
+    text.trim().parse::<i64>().map_err(|_| {
+        fail(TransportError::Malformed(format!(
+            "the answer is not an exit code: {:?}",
+            clip(&text)
+        )))
+    })
 }
 
 /// The `message` of a JSON error body, else the body itself (clipped).
@@ -178,39 +182,33 @@ async fn request(
     method: &str,
     target: &str,
     max: usize,
-) -> Result<(u16, String, Vec<u8>), String> {
-    let mut stream = tokio::net::UnixStream::connect(path)
-        .await
-        .map_err(|e| e.to_string())?;
+) -> Result<(u16, String, Vec<u8>), TransportError> {
+    let mut stream = tokio::net::UnixStream::connect(path).await?;
     let request = format!(
         "{method} {target} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\nContent-Length: 0\r\n\r\n"
     );
-    stream
-        .write_all(request.as_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
+    stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
     (&mut stream)
         .take(max as u64 + 1)
         .read_to_end(&mut response)
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     if response.len() > max {
-        return Err("response too large".into());
+        return Err(TransportError::Malformed("response too large".into()));
     }
     parse_response(response)
 }
 
 /// Splits a whole HTTP/1.x response into status, head and body.
-fn parse_response(mut response: Vec<u8>) -> Result<(u16, String, Vec<u8>), String> {
+fn parse_response(mut response: Vec<u8>) -> Result<(u16, String, Vec<u8>), TransportError> {
     let split = response
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
         .ok_or_else(|| {
             if response.is_empty() {
-                "the engine closed the connection without an answer".to_string()
+                TransportError::Closed("the engine closed the connection without an answer")
             } else {
-                "no HTTP header end".to_string()
+                TransportError::Malformed("no HTTP header end".into())
             }
         })?;
     let head = String::from_utf8_lossy(&response[..split]).into_owned();
@@ -219,12 +217,16 @@ fn parse_response(mut response: Vec<u8>) -> Result<(u16, String, Vec<u8>), Strin
         .nth(1)
         .and_then(|s| s.parse::<u16>().ok())
         .filter(|_| head.starts_with("HTTP/1."))
-        .ok_or_else(|| format!("not an HTTP response: {:?}", clip(&head)))?;
+        .ok_or_else(|| {
+            TransportError::Malformed(format!("not an HTTP response: {:?}", clip(&head)))
+        })?;
     if head
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked")
     {
-        return Err("unexpected chunked response to an HTTP/1.0 request".into());
+        return Err(TransportError::Malformed(
+            "unexpected chunked response to an HTTP/1.0 request".into(),
+        ));
     }
     let body = response.split_off(split + 4);
     Ok((status, head, body))

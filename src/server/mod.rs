@@ -14,6 +14,14 @@ pub use tool::{definition as tool_definition, DESCRIPTION, TOOL_NAME};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
+/// Why serving MCP stopped before a session began.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The client's `initialize` exchange failed (it went away, or sent something else).
+    #[error("MCP handshake failed")]
+    Handshake(#[source] rmcp::service::ServerInitializeError),
+}
+
 /// Serves MCP on `read`/`write` until the client disconnects or `ct` is cancelled. When the
 /// client's input ends, `ct` is cancelled at once: calls still running are stopped (their
 /// client is gone) instead of keeping the bridge alive until they finish.
@@ -25,7 +33,7 @@ pub async fn serve<R, W>(
     read: R,
     write: W,
     ct: CancellationToken,
-) -> Result<(), String>
+) -> Result<(), ServeError>
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -37,7 +45,7 @@ where
     let running = server
         .serve_with_ct(transport, ct.child_token())
         .await
-        .map_err(|e| format!("MCP handshake failed: {e}"))?;
+        .map_err(ServeError::Handshake)?;
     let reason = running.waiting().await;
     tracing::info!(?reason, "MCP session ended");
     Ok(())

@@ -10,58 +10,26 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, ServerPeerInfo, Tool,
-};
-use rmcp::service::{Peer, RoleClient};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::lane::{Lane, LaneError};
+use super::lane::LaneError;
+pub use super::live::{
+    Live, START_TIMEOUT_SECS, STDERR_LINE_CHARS, STDERR_LINE_MAX, STDERR_TAIL_LINES,
+};
 use super::owner::{Connect, Owner, Refusal, Status};
-use super::read_chunk::ReadChunk;
+use super::start::Starter;
 use super::transport::EndReason;
 use super::UpstreamError;
 use crate::config::ServerSpec;
-use crate::lines::{FrameEvent, LineAssembler, LineTail};
+use crate::lines::LineTail;
 
-/// Longest a server may take to start and list its tools.
-pub const START_TIMEOUT_SECS: u64 = 30;
-/// Stderr lines kept per server for error messages.
-pub const STDERR_TAIL_LINES: usize = 20;
-/// Longest stderr line buffered; longer ones are replaced by a note.
-pub const STDERR_LINE_MAX: usize = 64 << 10;
-/// Characters of a stderr line kept in the tail.
-pub const STDERR_LINE_CHARS: usize = 1000;
 /// Connect requests queued for one server's owner.
 const REQUESTS: usize = 64;
-
-/// A connected server: a cheap handle to its session.
-#[derive(Clone)]
-pub struct Live {
-    /// The MCP peer (clone per call; concurrent calls are fine).
-    pub peer: Peer<RoleClient>,
-    /// Its tools, as listed at connect time.
-    pub tools: Arc<Vec<Tool>>,
-    /// What the server said about itself at initialize.
-    pub info: Option<Arc<ServerPeerInfo>>,
-    /// The fast lane for `tools/call`: stdio servers with an `initialize` handshake.
-    pub(super) lane: Option<Arc<Lane>>,
-    /// Cancelled by the owner once the connection has ended.
-    pub(super) closed: CancellationToken,
-    /// rmcp's own token: cancelling it ends the connection.
-    pub(super) stop: CancellationToken,
-}
-
-impl Live {
-    /// True once the connection has ended or is being stopped.
-    pub fn is_closed(&self) -> bool {
-        self.closed.is_cancelled() || self.stop.is_cancelled()
-    }
-}
 
 /// Where an upstream's tasks run and what stops them.
 #[derive(Clone)]
@@ -216,15 +184,17 @@ impl Upstream {
         self.owner.get_or_init(|| {
             let (tx, rx) = mpsc::channel(REQUESTS);
             let owner = Owner {
-                spec: self.spec.clone(),
+                starter: Starter {
+                    spec: self.spec.clone(),
+                    stderr: self.stderr.clone(),
+                    ended: self.ended.clone(),
+                    starts: self.starts.clone(),
+                    tracker: self.tasks.tracker.clone(),
+                    ct: self.tasks.ct.clone(),
+                    call_lane: self.tasks.call_lane,
+                    max_message: self.tasks.max_message,
+                },
                 status: self.status.clone(),
-                stderr: self.stderr.clone(),
-                ended: self.ended.clone(),
-                starts: self.starts.clone(),
-                tracker: self.tasks.tracker.clone(),
-                ct: self.tasks.ct.clone(),
-                call_lane: self.tasks.call_lane,
-                max_message: self.tasks.max_message,
                 failures: (0, None),
             };
             let exited = self.exited.clone().drop_guard();
@@ -338,35 +308,6 @@ impl Upstream {
     /// The server's last stderr lines (already redacted as they were read).
     pub fn stderr_tail(&self) -> String {
         self.stderr.joined()
-    }
-}
-
-pub(super) async fn drain_stderr(
-    mut stderr: tokio::process::ChildStderr,
-    tail: Arc<LineTail>,
-    spec: Arc<ServerSpec>,
-) {
-    let server = &spec.name;
-    use tokio::io::AsyncReadExt;
-    let mut lines = LineAssembler::new(STDERR_LINE_MAX);
-    // Most servers write a few lines, if any: a small buffer, grown for one that floods.
-    let mut chunk = ReadChunk::new(1 << 10, 16 << 10);
-    let mut events = Vec::new();
-    while let Ok(n) = stderr.read(chunk.space()).await {
-        if n == 0 {
-            break;
-        }
-        lines.push(chunk.filled(n), &mut events);
-        for ev in events.drain(..) {
-            let line = match ev {
-                FrameEvent::Line(l) => spec.redact(&String::from_utf8_lossy(&l)),
-                FrameEvent::TooLong { seen } => {
-                    format!("[a stderr line over {seen} bytes was cut]")
-                }
-            };
-            tracing::debug!(target: "upstream", server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&line));
-            tail.push(line);
-        }
     }
 }
 

@@ -14,6 +14,7 @@ pub mod docs;
 mod error;
 mod host;
 mod lane;
+mod live;
 mod near;
 mod owner;
 mod pool;

@@ -9,7 +9,6 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -17,13 +16,10 @@ use rmcp::service::{RoleClient, RunningService};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
-use super::client::{Live, START_TIMEOUT_SECS};
-use super::start::Started;
-use super::transport::{EndReason, ProcessGroup};
-use crate::config::ServerSpec;
-use crate::lines::LineTail;
+use super::live::{Live, START_TIMEOUT_SECS};
+use super::start::{Started, Starter};
+use super::transport::ProcessGroup;
 
 /// How long a server may take to exit once its connection is closed before its process group
 /// is killed (shutdown, restart).
@@ -71,16 +67,10 @@ pub(super) enum Refusal {
 
 /// The state and resources of one server, all owned by its task.
 pub(super) struct Owner {
-    pub spec: Arc<ServerSpec>,
+    /// What a start needs (the spec, the stderr tail, the tasks).
+    pub starter: Starter,
+    /// Published for the handles: the live connection or why there is none.
     pub status: Arc<Mutex<Status>>,
-    pub stderr: Arc<LineTail>,
-    pub ended: EndReason,
-    pub starts: Arc<AtomicU32>,
-    pub tracker: TaskTracker,
-    pub ct: CancellationToken,
-    pub call_lane: bool,
-    /// The largest message accepted from a stdio server.
-    pub max_message: usize,
     /// Failed starts in a row, and when the last one failed.
     pub failures: (u32, Option<(Instant, String)>),
 }
@@ -101,7 +91,7 @@ impl Owner {
         loop {
             tokio::select! {
                 biased;
-                _ = self.ct.cancelled() => break,
+                _ = self.starter.ct.cancelled() => break,
                 () = ended(&mut conn) => {
                     if let Some(c) = conn.take() {
                         c.live.closed.cancel();
@@ -147,8 +137,8 @@ impl Owner {
             .min(began + Duration::from_secs(START_TIMEOUT_SECS));
         let group = OnceLock::new();
         let result = tokio::select! {
-            r = tokio::time::timeout_at(limit, self.start(&group)) => r,
-            _ = self.ct.cancelled() => {
+            r = tokio::time::timeout_at(limit, self.starter.start(&group)) => r,
+            _ = self.starter.ct.cancelled() => {
                 // Abandoned: rmcp's loop, if the handshake got that far, would close the
                 // transport on its own time; the process group goes now.
                 if let Some(g) = group.get() {
@@ -164,7 +154,7 @@ impl Owner {
                 let done = Box::pin(run_until_stopped(
                     service,
                     live.stop.clone(),
-                    self.spec.name.clone(),
+                    self.starter.spec.name.clone(),
                 ));
                 *conn = Some(Conn {
                     live: live.clone(),
@@ -180,11 +170,11 @@ impl Owner {
                     g.kill();
                 }
                 let reason = match result {
-                    Ok(Err(reason)) => reason,
+                    Ok(Err(reason)) => reason.to_string(),
                     _ => format!("no answer within {:.1} s", began.elapsed().as_secs_f64()),
                 };
                 tokio::time::sleep(Duration::from_millis(50)).await; // let the stderr reader catch up
-                let reason = self.spec.redact(&reason);
+                let reason = self.starter.spec.redact(&reason);
                 self.failures = (self.failures.0 + 1, Some((Instant::now(), reason.clone())));
                 *self.status.lock().expect("status lock") = Status::Failed;
                 let _ = req.reply.send(Err(Refusal::Failed(reason)));

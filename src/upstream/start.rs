@@ -2,23 +2,60 @@
 //! handshake and the tool list, with `disabledTools` dropped. Every task it spawns (the stderr
 //! reader) is on the bridge's tracker, in the server's span.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::client::{drain_stderr, Live};
-use super::owner::Owner;
-use super::transport::{ChildTransport, ProcessGroup};
-use crate::config::Transport;
+use super::live::{drain_stderr, Live};
+use super::transport::{ChildTransport, EndReason, ProcessGroup};
+use crate::config::{ServerSpec, Transport};
+use crate::lines::LineTail;
 
 /// How long the stderr reader goes on once the connection is closed (or the bridge stops):
 /// the process group is killed by then, so this only bounds a pipe an escaped process holds.
 const STDERR_AFTER_CLOSE: Duration = Duration::from_secs(1);
+
+/// Why a server could not be started. Its words go to the user once the owner has redacted the
+/// server's secrets from them.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum StartError {
+    /// The command could not be run.
+    #[error("cannot run {command:?}: {err}")]
+    Spawn {
+        /// The command.
+        command: String,
+        /// Why.
+        #[source]
+        err: std::io::Error,
+    },
+    /// A configured HTTP header is no valid header.
+    #[error("header {name:?}: {err}")]
+    Header {
+        /// The header's name.
+        name: String,
+        /// What is wrong with its name or value.
+        #[source]
+        err: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server is configured with the transport the MCP SDK dropped.
+    #[error(
+        "the legacy SSE transport is not supported (the MCP SDK dropped it); most servers also \
+         serve streamable HTTP: use \"type\": \"http\""
+    )]
+    Sse,
+    /// The MCP handshake failed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
+    /// The server did not list its tools.
+    #[error("tools/list failed: {0}")]
+    ListTools(#[source] rmcp::ServiceError),
+}
 
 /// A started server: the connection (owned by the owner task) and the handle callers share.
 pub(super) struct Started {
@@ -28,10 +65,33 @@ pub(super) struct Started {
     pub live: Live,
 }
 
-impl Owner {
+/// What starting one server needs; the owner task holds it.
+pub(super) struct Starter {
+    /// The server's definition.
+    pub spec: Arc<ServerSpec>,
+    /// Its last stderr lines, filled by the stderr reader.
+    pub stderr: Arc<LineTail>,
+    /// Why its process's connection ended, set by the transport.
+    pub ended: EndReason,
+    /// How many times it was started.
+    pub starts: Arc<AtomicU32>,
+    /// The bridge's tracker: the stderr reader and the lane's tasks run on it.
+    pub tracker: TaskTracker,
+    /// The server's token: cancelled when the bridge stops.
+    pub ct: CancellationToken,
+    /// Whether calls to a stdio server take the lane.
+    pub call_lane: bool,
+    /// The largest message accepted from a stdio server.
+    pub max_message: usize,
+}
+
+impl Starter {
     /// Starts the server. The process group of a stdio server is put in `group` as soon as it
     /// exists, so an abandoned start can be killed.
-    pub(super) async fn start(&self, group: &OnceLock<ProcessGroup>) -> Result<Started, String> {
+    pub(super) async fn start(
+        &self,
+        group: &OnceLock<ProcessGroup>,
+    ) -> Result<Started, StartError> {
         self.starts.fetch_add(1, Ordering::Relaxed);
         tracing::info!(server = %crate::shown::Shown(&self.spec.name), "starting MCP server");
         let mut lane = None;
@@ -57,7 +117,10 @@ impl Owner {
                     lane_tasks,
                     self.max_message,
                 )
-                .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+                .map_err(|err| StartError::Spawn {
+                    command: command.clone(),
+                    err,
+                })?;
                 let _ = group.set(transport.group());
                 lane = transport.lane();
                 if let Some(stderr) = stderr {
@@ -84,30 +147,29 @@ impl Owner {
                 }
                 ().serve(transport)
                     .await
-                    .map_err(|e| format!("initialize failed: {e}"))?
+                    .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Http { url, headers } => {
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
                 let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                 for (k, v) in headers {
-                    let name = http::HeaderName::try_from(k.as_str())
-                        .map_err(|e| format!("header {k:?}: {e}"))?;
-                    let value = http::HeaderValue::try_from(v.as_str())
-                        .map_err(|e| format!("header {k:?}: {e}"))?;
+                    let header =
+                        |err: Box<dyn std::error::Error + Send + Sync>| StartError::Header {
+                            name: k.clone(),
+                            err,
+                        };
+                    let name =
+                        http::HeaderName::try_from(k.as_str()).map_err(|e| header(e.into()))?;
+                    let value =
+                        http::HeaderValue::try_from(v.as_str()).map_err(|e| header(e.into()))?;
                     config.custom_headers.insert(name, value);
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
                 ().serve(transport)
                     .await
-                    .map_err(|e| format!("initialize failed: {e}"))?
+                    .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
-            Transport::Sse { .. } => {
-                return Err(
-                    "the legacy SSE transport is not supported (the MCP SDK dropped it); \
-                            most servers also serve streamable HTTP: use \"type\": \"http\""
-                        .into(),
-                )
-            }
+            Transport::Sse { .. } => return Err(StartError::Sse),
         };
         let peer = service.peer().clone();
         let info = peer.peer_info();
@@ -117,10 +179,7 @@ impl Owner {
             info.as_ref()
                 .is_some_and(|i| i.protocol_version.has_initialize())
         });
-        let mut tools = peer
-            .list_all_tools()
-            .await
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let mut tools = peer.list_all_tools().await.map_err(StartError::ListTools)?;
         // `disabledTools`: hidden from the sandbox, its search and the tool cache.
         tools.retain(|t| !self.spec.tool_disabled(&t.name));
         let live = Live {
@@ -132,5 +191,53 @@ impl Owner {
             stop: CancellationToken::new(),
         };
         Ok(Started { service, live })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn starter(transport: Transport) -> Starter {
+        let spec = ServerSpec::new("s", transport, std::path::Path::new("/s.json"));
+        Starter {
+            spec: Arc::new(spec),
+            stderr: Arc::new(LineTail::new(2, 100)),
+            ended: EndReason::default(),
+            starts: Arc::default(),
+            tracker: TaskTracker::new(),
+            ct: CancellationToken::new(),
+            call_lane: false,
+            max_message: 1 << 20,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_start_says_why_with_the_cause_as_its_source() {
+        let missing = starter(Transport::Stdio {
+            command: "/nonexistent/mcp-server".into(),
+            args: vec![],
+            env: Default::default(),
+            cwd: None,
+        });
+        let Err(err) = missing.start(&OnceLock::new()).await else {
+            panic!("started a missing program");
+        };
+        assert!(matches!(err, StartError::Spawn { .. }), "{err:?}");
+        assert!(err
+            .to_string()
+            .starts_with("cannot run \"/nonexistent/mcp-server\": "));
+        let source = std::error::Error::source(&err).expect("the spawn's error");
+        assert!(source.downcast_ref::<std::io::Error>().is_some());
+
+        let sse = starter(Transport::Sse {
+            url: "http://127.0.0.1:9/sse".into(),
+            headers: Default::default(),
+        });
+        let Err(err) = sse.start(&OnceLock::new()).await else {
+            panic!("started an SSE server");
+        };
+        assert!(matches!(err, StartError::Sse), "{err:?}");
+        assert!(err.to_string().contains("use \"type\": \"http\""), "{err}");
     }
 }

@@ -100,6 +100,30 @@ const INBOUND_TAGS: &[&str] = &[
     "ready", "started", "result", "call", "file", "output", "snapshot", "saved", "restored",
 ];
 
+/// A line from the sandbox that is not a frame it may send there.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// Not UTF-8 JSON of a known frame type.
+    #[error("malformed frame from the sandbox ({}): \"{preview}\"", clipped(&.cause.to_string()))]
+    Malformed {
+        /// The line's start, escaped and cut (it comes from the sandbox).
+        preview: String,
+        /// What serde found wrong.
+        #[source]
+        cause: serde_json::Error,
+    },
+    /// A frame of another kind where a `call` was expected.
+    #[error("malformed frame from the sandbox (not a call)")]
+    NotACall,
+}
+
+impl PartialEq for FrameError {
+    /// Equal when they say the same (serde's errors have no equality of their own).
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
 /// Parses one line from the sandbox.
 ///
 /// Two passes: the tag `t`, then the frame's own fields. Serde's internally tagged enums first
@@ -107,16 +131,16 @@ const INBOUND_TAGS: &[&str] = &[
 /// call that cost more than the rest of the bridge's handling of it (callgrind).
 ///
 /// # Errors
-/// A message suitable for the user when the line is not valid UTF-8 JSON of a known frame type.
-pub fn parse_inbound(line: &[u8]) -> Result<Inbound, String> {
-    parse_tagged(line).map_err(|e| {
+/// [`FrameError::Malformed`] when the line is not valid UTF-8 JSON of a known frame type; its
+/// message is fit for the user.
+pub fn parse_inbound(line: &[u8]) -> Result<Inbound, FrameError> {
+    parse_tagged(line).map_err(|cause| {
         // Both come from the sandbox (serde quotes an unknown tag whole): escaped and cut.
-        let preview = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-        format!(
-            "malformed frame from the sandbox ({}): \"{}\"",
-            clipped(&e.to_string()),
-            clipped(&preview)
-        )
+        let preview = String::from_utf8_lossy(&line[..line.len().min(80)]);
+        FrameError::Malformed {
+            preview: clipped(&preview),
+            cause,
+        }
     })
 }
 
@@ -138,10 +162,10 @@ pub fn call_id(line: &[u8]) -> Option<u64> {
 ///
 /// # Errors
 /// As [`parse_inbound`], also for a frame of another kind.
-pub fn parse_call(line: &[u8]) -> Result<CallFrame, String> {
+pub fn parse_call(line: &[u8]) -> Result<CallFrame, FrameError> {
     match parse_inbound(line)? {
         Inbound::Call(frame) => Ok(frame),
-        _ => Err("malformed frame from the sandbox (not a call)".into()),
+        _ => Err(FrameError::NotACall),
     }
 }
 
@@ -302,7 +326,7 @@ mod tests {
             b"",
         ] {
             let err = parse_inbound(bad).expect_err("must be rejected");
-            assert!(err.starts_with("malformed frame"), "{err}");
+            assert!(err.to_string().starts_with("malformed frame"), "{err}");
         }
     }
 

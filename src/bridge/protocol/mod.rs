@@ -10,7 +10,9 @@ mod outbound;
 mod result;
 mod state_frames;
 
-pub use inbound::{call_id, is_call, parse_call, parse_inbound, CallFrame, Inbound, ReadyFrame};
+pub use inbound::{
+    call_id, is_call, parse_call, parse_inbound, CallFrame, FrameError, Inbound, ReadyFrame,
+};
 pub use outbound::{ChannelOffer, ExecTools, LoadedTools, Outbound};
 pub use result::ResultFrame;
 pub use state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::output::shape_result;
 use super::{Actor, Retry, RunRequest, INTERRUPT_GRACE_MS, PROGRESS_TAIL};
-use crate::bridge::error::BridgeError;
+use crate::bridge::error::{BridgeError, ProtocolError};
 use crate::report::{RunReport, RunStatus};
 
 impl Actor {
@@ -45,7 +45,7 @@ impl Actor {
                 r = &mut rx => return match r {
                     Ok(Ok(frame)) => Retry::No(shape_result(frame, limit)),
                     Ok(Err(err)) => self.died_or_retry(err),
-                    Err(_) => Retry::No(self.sandbox_died(BridgeError::Protocol("the sandbox session ended".into()))),
+                    Err(_) => Retry::No(self.sandbox_died(ProtocolError::SessionEnded.into())),
                 },
                 _ = &mut time_up => break RunStatus::Timeout,
                 _ = req.cancel.cancelled() => break RunStatus::Cancelled,

@@ -20,7 +20,7 @@ use super::state::Shared;
 use super::writer::Outgoing;
 use crate::bridge::dispatch::{CallContext, Dispatcher};
 use crate::bridge::error_kind::ErrorKind;
-use crate::bridge::protocol::{call_id, parse_call, CallFrame, Outbound};
+use crate::bridge::protocol::{call_id, parse_call, CallFrame, FrameError, Outbound};
 
 /// Where a session's `call` frames go: answered by `dispatcher`, each on a task of `tracker`
 /// (the bridge's, which shutdown waits for).
@@ -79,7 +79,7 @@ impl Calls {
     ///
     /// # Errors
     /// The message for a line that is not a well-formed `call` frame.
-    pub(super) fn handle_line(&self, line: &[u8], shared: &Shared) -> Result<(), String> {
+    pub(super) fn handle_line(&self, line: &[u8], shared: &Shared) -> Result<(), FrameError> {
         let cost = json_cost::scan(line);
         let held = cost.held();
         let refuse_unread = |message: String| match call_id(line) {

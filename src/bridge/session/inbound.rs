@@ -12,7 +12,7 @@ use super::calls::Calls;
 use super::json_cost;
 use super::limits::SessionLimits;
 use super::state::Shared;
-use crate::bridge::error::BridgeError;
+use crate::bridge::error::ProtocolError;
 use crate::bridge::log_limit::clipped;
 use crate::bridge::protocol::{is_call, parse_inbound, Inbound, ReadyFrame, PROTOCOL_VERSION};
 use crate::lines::FrameEvent;
@@ -43,16 +43,14 @@ impl FrameSink {
             FrameEvent::TooLong { .. } => {
                 shared.drop_frame();
                 let max_frame = self.max_frame;
-                shared.fail_running(BridgeError::Protocol(format!(
-                    "the sandbox sent a frame larger than MCP_BRIDGE_MAX_FRAME ({max_frame} bytes); it was dropped"
-                )));
+                shared.fail_running(ProtocolError::FrameTooLong { max_frame }.into());
                 return;
             }
         };
         if is_call(&line) {
             if let Err(msg) = self.calls.handle_line(&line, shared) {
                 crate::limited!(shared.log, tracing::Level::WARN, "{msg}");
-                shared.fail_running(BridgeError::Protocol(msg));
+                shared.fail_running(ProtocolError::from(msg).into());
             }
             return;
         }
@@ -137,7 +135,7 @@ impl FrameSink {
             }
             Err(msg) => {
                 crate::limited!(shared.log, tracing::Level::WARN, "{msg}");
-                shared.fail_running(BridgeError::Protocol(msg));
+                shared.fail_running(ProtocolError::from(msg).into());
             }
         }
     }
