@@ -73,22 +73,18 @@ def find_pid_by_marker(marker: str, binary: str) -> int | None:
     """The pid of `<binary> run` whose environment holds E2E_MARKER=<marker>."""
     want_env = f"E2E_MARKER={marker}".encode()
     want_bin = os.path.realpath(binary)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+    for pid, argv in processes():
+        if len(argv) < 2 or argv[1] != b"run":
+            continue
+        if os.path.realpath(argv[0].decode(errors="replace")) != want_bin:
             continue
         try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            if len(argv) < 2 or argv[1] != b"run":
-                continue
-            if os.path.realpath(argv[0].decode(errors="replace")) != want_bin:
-                continue
-            with open(f"/proc/{entry}/environ", "rb") as f:
+            with open(f"/proc/{pid}/environ", "rb") as f:
                 env = f.read().split(b"\0")
         except OSError:
             continue
         if want_env in env:
-            return int(entry)
+            return pid
     return None
 
 
