@@ -37,6 +37,8 @@ mod files_out;
 mod private_dirs;
 // The module tree: no import cycle between the parts of any folder.
 mod module_tree;
+// ARCHITECTURE.md's module map: a row for every file and a file for every row.
+mod module_map;
 
 // A benchmark probe of the raw engine attach round trip (ignored by default).
 mod attach_rtt;
