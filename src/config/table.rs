@@ -174,29 +174,21 @@ impl Number {
 
     /// The allowed values, as an error message says them: `from 1m to 4g`.
     pub fn allowed(&self) -> String {
-        let range = format!(
-            "from {} to {}{}",
-            self.show(self.min),
-            self.show(self.max),
-            self.unit_word()
-        );
-        if self.off {
-            format!("`0` or `off`, or {range}")
-        } else {
-            range
-        }
+        let range = format!("from {} to {}", self.show(self.min), self.show(self.max));
+        self.with_off(range, "`0` or `off`, or ")
     }
 
     /// The allowed values, as GUIDE's table shows them: `1m–4g`.
     pub fn range_shown(&self) -> String {
-        let range = format!(
-            "{}–{}{}",
-            self.show(self.min),
-            self.show(self.max),
-            self.unit_word()
-        );
+        let range = format!("{}–{}", self.show(self.min), self.show(self.max));
+        self.with_off(range, "`0`/`off`, ")
+    }
+
+    /// `range` with the unit's word, after `off_words` when the setting can be turned off.
+    fn with_off(&self, range: String, off_words: &str) -> String {
+        let range = range + self.unit_word();
         if self.off {
-            format!("`0`/`off`, {range}")
+            format!("{off_words}{range}")
         } else {
             range
         }

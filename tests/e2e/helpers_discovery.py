@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from helpers_cli import servers_cli
-from helpers_host import pid_alive, processes
+from helpers_host import pid_alive, proc_environ, processes
 
 # Tool order as the stub lists them (docs and listings keep the server's order).
 STUB_ORDER = ["echo", "add", "slow", "crash", "big", "fail", "whoami"]
@@ -59,11 +59,6 @@ def stub_pids_with_start_file(start_file: Path) -> list[int]:
     for pid, argv in processes():
         if not argv[0].endswith(b"stub-mcp"):
             continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if want in env and pid_alive(pid):
+        if want in proc_environ(pid) and pid_alive(pid):
             found.append(pid)
     return found

@@ -78,14 +78,18 @@ def find_pid_by_marker(marker: str, binary: str) -> int | None:
             continue
         if os.path.realpath(argv[0].decode(errors="replace")) != want_bin:
             continue
-        try:
-            with open(f"/proc/{pid}/environ", "rb") as f:
-                env = f.read().split(b"\0")
-        except OSError:
-            continue
-        if want_env in env:
+        if want_env in proc_environ(pid):
             return pid
     return None
+
+
+def proc_environ(pid: int) -> list[bytes]:
+    """The environment of `pid` as `KEY=VALUE` bytes (empty when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f.read().split(b"\0")
+    except OSError:
+        return []
 
 
 def processes():
