@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -103,3 +104,21 @@ def processes():
         except OSError:
             continue
         yield int(entry), argv
+
+
+def pump(src: socket.socket, dst: socket.socket, seen: Callable[[bytes], None] | None = None) -> None:
+    """Copies `src` to `dst` until either end closes (each chunk shown to `seen` first), then
+    shuts both down: one direction of a test proxy between two sockets."""
+    try:
+        while data := src.recv(65536):
+            if seen is not None:
+                seen(data)
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

@@ -12,6 +12,7 @@ import threading
 import time
 
 import pytest
+from helpers_host import pump
 
 import servers as S
 
@@ -173,21 +174,7 @@ class _TcpToUnix:
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(self.path)
             for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src, dst):
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+                threading.Thread(target=pump, args=(a, b), daemon=True).start()
 
     def close(self):
         self.server.close()

@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from helpers_host import pump
 from helpers_proxy import json_of as _json
 from helpers_proxy import ok_output as _ok
 from helpers_proxy import stdout_of as _stdout
@@ -214,20 +215,11 @@ class _RecordingTcpProxy:
             threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
 
     def _pipe(self, src: socket.socket, dst: socket.socket, record: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                if record:
-                    with self._lock:
-                        self.sent += data
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        pump(src, dst, self._record if record else None)
+
+    def _record(self, data: bytes) -> None:
+        with self._lock:
+            self.sent += data
 
     def text(self) -> str:
         with self._lock:
