@@ -47,7 +47,8 @@ class UnknownToolError(BridgeCallError):
 
 
 class ToolDisabledError(UnknownToolError):
-    """The tool is switched off by "disabledTools" in the server's config entry."""
+    """The tool is refused by the operator's rules in the server's config entry ("allowedTools"
+    or "disabledTools"); the message names the rule and the file."""
 
     __module__ = "mcp"
     KIND = "tool_disabled"
@@ -76,12 +77,37 @@ class InvalidArgumentsError(BridgeCallError, TypeError):
     KIND = "invalid_arguments"
 
 
+class PolicyDeniedError(BridgeCallError, PermissionError):
+    """The call is outside this run's `allowed_tools` argument of run_python (which only narrows
+    what the config allows); the message names the narrowing."""
+
+    __module__ = "mcp"
+    KIND = "policy_denied"
+
+
+class NotApprovedError(BridgeCallError, PermissionError):
+    """The call needs the user's approval (a destructive tool, or the operator's "requireApproval"
+    rule) and it was declined, timed out, or nobody could be asked; the message says which, and
+    how the operator can allow such calls. Nothing was called."""
+
+    __module__ = "mcp"
+    KIND = "not_approved"
+
+
+class LimitExceededError(BridgeCallError):
+    """A rate limit or a run budget (tool calls, result bytes) was reached; the message names the
+    limit. The run goes on: catch it and carry on with what you have."""
+
+    __module__ = "mcp"
+    KIND = "limit_exceeded"
+
+
 MCPError = BridgeCallError  # the Python bridge's name for a failed MCP call
 
 
 EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
               UnknownToolError, ToolDisabledError, ServerNotAllowedError, ServerError,
-              InvalidArgumentsError)
+              InvalidArgumentsError, PolicyDeniedError, NotApprovedError, LimitExceededError)
 # Kinds with no class of their own: raised as a plain BridgeCallError carrying the kind. With the
 # KIND of each class in EXCEPTIONS, the kinds the host sends: the Rust test in
 # src/bridge/error_kind.rs holds this list equal to ErrorKind::ALL.

@@ -12,6 +12,7 @@ use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
 use crate::config::{self, Settings};
 use crate::container;
 use crate::outbox::Outbox;
+use crate::policy::Policy;
 use crate::private_dir::{Access, CheckedDir, DirError, FIX_RUNTIME, FIX_STATE};
 use crate::upstream::client::UpstreamTasks;
 use crate::upstream::{UpstreamHostCalls, UpstreamPool};
@@ -134,10 +135,11 @@ impl App {
         tracker: TaskTracker,
     ) -> App {
         let outbox = Outbox::new(&settings);
+        let policy = Policy::new(&settings.policy, backend.clone(), None);
         let sandbox = Sandbox::spawn(
             settings.clone(),
             connector,
-            Dispatcher::new(backend),
+            Dispatcher::new(backend).with_hook(Arc::new(policy)),
             ct.child_token(),
             &tracker,
             outbox.clone(),

@@ -8,6 +8,9 @@
 //! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //!   [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
+//! - [`policy`]: the operator's policy on every proxied call (allow lists, the run's
+//!   `allowed_tools`, limits and budgets, approval of destructive calls), as the dispatcher's
+//!   `bridge::CallHook`; [`audit`]: the audit log it writes.
 //! - [`upstream`]: the user's MCP servers: one owner task per server, the tool cache and search,
 //!   argument checks, and the host methods sandbox code calls (implements `bridge::HostCalls`).
 //! - [`bridge`]: the sandbox actor, one container session, the frame protocol, and the
@@ -28,6 +31,7 @@
 #![warn(missing_docs, clippy::unwrap_used)]
 
 pub mod app;
+pub mod audit;
 pub mod bridge;
 pub mod cli;
 pub mod config;
@@ -36,6 +40,7 @@ pub mod format;
 pub mod image;
 pub mod lines;
 pub mod outbox;
+pub mod policy;
 pub mod private_dir;
 pub mod report;
 pub mod server;

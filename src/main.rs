@@ -352,6 +352,8 @@ async fn exec(
     patient.image_build_wait = std::time::Duration::from_secs(EXEC_IMAGE_BUILD_WAIT_SECS);
     let app = App::with_engine(Arc::new(patient));
     let capped = settings.timeout_capped_note(timeout);
+    // `exec` has nobody to ask: calls that need approval fail closed.
+    let scope = std::sync::Arc::new(mcp_code_bridge::bridge::RunScope::new(&code, None, None));
     let req = RunRequest {
         code,
         servers,
@@ -359,6 +361,7 @@ async fn exec(
         arrived: tokio::time::Instant::now(),
         cancel: app.ct.child_token(),
         progress: Progress::none(),
+        scope,
     };
     let report = tokio::select! {
         r = app.sandbox.run(req) => r,

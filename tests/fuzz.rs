@@ -205,6 +205,7 @@ proptest! {
         let ctx = CallContext {
             servers: Arc::from(vec!["ghost".to_string()]),
             deadline: tokio::time::Instant::now() + Duration::from_secs(5),
+            run: mcp_code_bridge::bridge::RunScope::plain("fuzz"),
         };
         let outcome = rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(5), d.handle(&ctx, &method, params)).await

@@ -335,6 +335,7 @@ async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
     let ctx = CallContext {
         servers: Arc::from(servers),
         deadline: soon(10),
+        run: mcp_code_bridge::bridge::RunScope::plain("test"),
     };
     let call = |tool: &str, args: serde_json::Value| {
         host.call(

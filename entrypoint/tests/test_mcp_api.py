@@ -11,7 +11,9 @@ TOOLS = {"my-server.v2": ["create-issue", "list.repos", "2fa"], "alpha": ["echo"
 KINDS = (("tool", "ToolError"), ("not_loaded", "ServerNotLoadedError"),
          ("unknown_server", "UnknownServerError"), ("unknown_tool", "UnknownToolError"),
          ("tool_disabled", "ToolDisabledError"), ("not_allowed", "ServerNotAllowedError"),
-         ("server", "ServerError"), ("bad_request", "BridgeCallError"), (None, "BridgeCallError"))
+         ("server", "ServerError"), ("policy_denied", "PolicyDeniedError"),
+         ("not_approved", "NotApprovedError"), ("limit_exceeded", "LimitExceededError"),
+         ("bad_request", "BridgeCallError"), (None, "BridgeCallError"))
 
 
 class McpCase(unittest.TestCase):
@@ -267,7 +269,8 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "36 True ['BridgeCallError', 'InvalidArgumentsError', 'MCPError', 'ServerError', "
+            "39 True ['BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', 'MCPError', "
+            "'NotApprovedError', 'PolicyDeniedError', 'ServerError', "
             "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "
             "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
 

@@ -17,7 +17,7 @@ pub enum ErrorKind {
     UnknownServer,
     /// The server has no tool of that name.
     UnknownTool,
-    /// The tool is switched off by `disabledTools`.
+    /// The tool is refused by the operator's rules (`allowedTools`, `disabledTools`).
     ToolDisabled,
     /// The server needs the user's consent, which it does not have.
     NotAllowed,
@@ -28,11 +28,17 @@ pub enum ErrorKind {
     /// The request itself was wrong (unknown method, bad parameters, no run in progress,
     /// limits); the sandbox raises it as a plain `BridgeCallError`.
     BadRequest,
+    /// The call is outside the run's `allowed_tools`.
+    PolicyDenied,
+    /// The call needed the user's approval and did not get it.
+    NotApproved,
+    /// A rate limit or run budget was reached.
+    LimitExceeded,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 12] = [
         ErrorKind::Tool,
         ErrorKind::NotLoaded,
         ErrorKind::UnknownServer,
@@ -42,6 +48,9 @@ impl ErrorKind {
         ErrorKind::InvalidArguments,
         ErrorKind::Server,
         ErrorKind::BadRequest,
+        ErrorKind::PolicyDenied,
+        ErrorKind::NotApproved,
+        ErrorKind::LimitExceeded,
     ];
 
     /// The kind as it is written on the wire (`"not_loaded"`).
@@ -56,6 +65,9 @@ impl ErrorKind {
             ErrorKind::InvalidArguments => "invalid_arguments",
             ErrorKind::Server => "server",
             ErrorKind::BadRequest => "bad_request",
+            ErrorKind::PolicyDenied => "policy_denied",
+            ErrorKind::NotApproved => "not_approved",
+            ErrorKind::LimitExceeded => "limit_exceeded",
         }
     }
 }
@@ -144,6 +156,9 @@ mod tests {
             ErrorKind::InvalidArguments => 6,
             ErrorKind::Server => 7,
             ErrorKind::BadRequest => 8,
+            ErrorKind::PolicyDenied => 9,
+            ErrorKind::NotApproved => 10,
+            ErrorKind::LimitExceeded => 11,
         };
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             assert_eq!(position(kind), i);

@@ -15,19 +15,25 @@ pub mod log_limit;
 pub mod posture;
 mod progress;
 mod protocol;
+mod run_scope;
 mod sandbox;
 mod session;
 mod snapshot;
 
 pub use dispatch::{
-    Answered, BackendCall, CallContext, CallError, CallHook, Detail, Dispatcher, HostCalls,
-    HostMethod, HostRequest, LoadError, NoHostCalls, ToolCall, MAX_SEARCH_LIMIT,
+    Admission, Answered, BackendCall, CallContext, CallError, CallHook, Detail, Dispatcher,
+    HostCalls, HostMethod, HostRequest, LoadError, NoHostCalls, ToolCall, ToolFacts,
+    MAX_SEARCH_LIMIT,
 };
 pub use error::{BridgeError, ProtocolError};
 pub use error_kind::ErrorKind;
 pub use progress::Progress;
 pub use protocol::{
     parse_inbound, CallFrame, FrameError, Inbound, LoadedTools, Outbound, ReadyFrame, ResultFrame,
+};
+pub use run_scope::{
+    fill_random, random_id, sha256_hex, Answer, ApprovalReason, AskedCall, Asker, Narrowing,
+    Question, RunScope, Tally, MAX_ALLOWED_TOOLS,
 };
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};
 pub use session::json_cost;

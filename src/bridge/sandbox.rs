@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 use super::dispatch::Dispatcher;
 use super::error::{explain_exit, BridgeError};
 use super::progress::Progress;
+use super::run_scope::RunScope;
 use super::session::{FrameIds, Session};
 use super::snapshot::{AfterRestore, Snapshots};
 use crate::config::Settings;
@@ -59,6 +60,8 @@ pub struct RunRequest {
     pub cancel: CancellationToken,
     /// Where the run reports that it is alive (MCP progress notifications).
     pub progress: Progress,
+    /// The run's scope (id, `allowed_tools`, who to ask for approval, tallies).
+    pub scope: Arc<RunScope>,
 }
 
 /// What to do after an exec attempt.
@@ -91,6 +94,8 @@ pub struct Sandbox {
     tx: mpsc::Sender<Command>,
     provisioner: Provisioner,
     settings: Arc<Settings>,
+    /// Hears when each run ends (for the policy hook).
+    dispatcher: Dispatcher,
 }
 
 impl Sandbox {
@@ -123,7 +128,7 @@ impl Sandbox {
                 outbox,
             ),
             settings: settings.clone(),
-            dispatcher: dispatcher.with_saved(snapshots.saved_namespace()),
+            dispatcher: dispatcher.clone().with_saved(snapshots.saved_namespace()),
             session: None,
             notice: None,
             snapshots,
@@ -138,6 +143,7 @@ impl Sandbox {
             tx,
             provisioner,
             settings,
+            dispatcher,
         }
     }
 
@@ -150,7 +156,15 @@ impl Sandbox {
     /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
     /// While the image is being built the run waits for it here, in the caller's task, so the
     /// actor goes on serving (`image/provision/`).
-    pub async fn run(&self, mut req: RunRequest) -> RunReport {
+    pub async fn run(&self, req: RunRequest) -> RunReport {
+        let scope = req.scope.clone();
+        let report = self.run_queued(req).await;
+        self.dispatcher.run_ended(&scope, &report);
+        report
+    }
+
+    /// Queues `req` on the actor, waiting here for an image being built.
+    async fn run_queued(&self, mut req: RunRequest) -> RunReport {
         let shutting_down =
             || RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
         for _ in 0..IMAGE_ROUNDS {

@@ -175,6 +175,7 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
             arrived: tokio::time::Instant::now(),
             cancel: Default::default(),
             progress: Progress::none(),
+            scope: crate::bridge::RunScope::plain(PROBE),
         })
         .await;
     app.shutdown().await;

@@ -17,6 +17,7 @@ use super::modes::{
 };
 use super::mounts::{engine_sockets, HostRules};
 use super::overrides::{overrides, Override};
+use super::policy_settings::PolicySettings;
 use super::rows::{self, DEFAULT_IMAGE, DEFAULT_IMAGE_BASE};
 use super::spec::Sources;
 use super::table::{Lookup, Reading};
@@ -116,6 +117,8 @@ pub struct Settings {
     pub server_sources: Sources,
     /// Data in and out: mounts, the server-message cap, the outbox, pictures.
     pub data: DataSettings,
+    /// Policy: the audit log, approvals, default limits.
+    pub policy: PolicySettings,
     /// The settings given a value other than their default, in the table's order (what
     /// `doctor` shows).
     pub overrides: Vec<Override>,
@@ -209,6 +212,7 @@ impl Settings {
             cpus: rows::CPUS.parse(var, None, |v| parse_cpus(v).map(Some))?,
             server_sources: server_sources(var, &paths)?,
             data: DataSettings::from_lookup(var, &rules)?,
+            policy: PolicySettings::from_lookup(var)?,
             container_user,
             idle_timeout: (!idle.is_zero()).then_some(idle),
             state_dir: paths.state_dir,

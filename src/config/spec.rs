@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::clients::{ClientFile, Origin};
 use super::consent::Consent;
+use super::tool_rules::ServerPolicy;
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -72,6 +74,8 @@ pub struct ServerSpec {
     pub consent: Consent,
     /// `"disabledTools"`: tools hidden from the sandbox and refused.
     pub disabled_tools: Vec<String>,
+    /// The operator's policy for this server (tool rules, limit overrides).
+    pub policy: Arc<ServerPolicy>,
     /// SHA-256 of the entry as written, which `servers --allow` records.
     pub entry_sha256: String,
     /// Values that came from the environment through variable expansion: kept out of messages.
@@ -90,6 +94,7 @@ impl ServerSpec {
             origin: Origin::Own,
             consent: Consent::Own,
             disabled_tools: Vec::new(),
+            policy: Arc::default(),
             entry_sha256: String::new(),
             secrets: Vec::new(),
         }

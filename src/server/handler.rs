@@ -21,7 +21,7 @@ use super::files;
 use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::tool::{self, TOOL_NAME};
-use crate::bridge::{Progress, RunRequest, Sandbox};
+use crate::bridge::{Progress, RunRequest, RunScope, Sandbox};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
@@ -70,6 +70,7 @@ impl BridgeServer {
             }
         };
         let capped = self.settings.timeout_capped_note(args.timeout);
+        let scope = Arc::new(RunScope::new(&args.code, args.narrowing, None));
         let req = RunRequest {
             code: args.code,
             servers: args.servers,
@@ -77,6 +78,7 @@ impl BridgeServer {
             arrived,
             cancel,
             progress,
+            scope,
         };
         let mut report = self.sandbox.run(req).await;
         if let Some(note) = capped {

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, MetaObject, Tool};
 use serde_json::{json, Value};
 
+use crate::bridge::Narrowing;
+
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";
 
@@ -29,7 +31,8 @@ pub fn definition() -> Tool {
         "properties": {
             "code": {"type": "string", "description": "Python source"},
             "servers": {"type": "array", "items": {"type": "string"}, "description": "MCP servers to load"},
-            "timeout": {"type": "integer", "minimum": 1, "description": "Seconds"}
+            "timeout": {"type": "integer", "minimum": 1, "description": "Seconds"},
+            "allowed_tools": {"type": "array", "items": {"type": "string"}, "description": "Optional: only these server.tool (wildcards) may be called"}
         },
         "required": ["code"]
     });
@@ -52,6 +55,8 @@ pub struct RunArgs {
     pub servers: Vec<String>,
     /// Requested timeout in seconds.
     pub timeout: Option<u64>,
+    /// `allowed_tools`: narrows what the run may call (never widens the config).
+    pub narrowing: Option<Narrowing>,
 }
 
 /// Parses and validates the arguments of a `run_python` call.
@@ -63,10 +68,10 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
     let args = args.unwrap_or(&empty);
     if let Some(unknown) = args
         .keys()
-        .find(|k| !matches!(k.as_str(), "code" | "servers" | "timeout"))
+        .find(|k| !matches!(k.as_str(), "code" | "servers" | "timeout" | "allowed_tools"))
     {
         return Err(format!(
-            "unknown argument '{unknown}'; run_python takes code, servers and timeout"
+            "unknown argument '{unknown}'; run_python takes code, servers, timeout and allowed_tools"
         ));
     }
     let code = match args.get("code") {
@@ -74,17 +79,10 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
         Some(_) => return Err("'code' must be a string".into()),
         None => return Err("missing required argument 'code'".into()),
     };
-    let servers = match args.get("servers") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or("'servers' must be an array of strings")
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => return Err("'servers' must be an array of strings".into()),
+    let servers = strings(args, "servers")?.unwrap_or_default();
+    let narrowing = match strings(args, "allowed_tools")? {
+        None => None,
+        Some(entries) => Some(Narrowing::parse(&entries)?),
     };
     let timeout = match args.get("timeout") {
         None | Some(Value::Null) => None,
@@ -97,7 +95,22 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
         code,
         servers,
         timeout,
+        narrowing,
     })
+}
+
+/// The array of strings `key`, `None` when absent or null.
+fn strings(args: &JsonObject, key: &str) -> Result<Option<Vec<String>>, String> {
+    let bad = || format!("'{key}' must be an array of strings");
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+            .collect::<Result<_, _>>()
+            .map(Some),
+        Some(_) => Err(bad()),
+    }
 }
 
 #[cfg(test)]
@@ -122,7 +135,8 @@ mod tests {
             RunArgs {
                 code: "print(1)".into(),
                 servers: vec!["a".into()],
-                timeout: Some(5)
+                timeout: Some(5),
+                narrowing: None,
             }
         );
     }
@@ -138,6 +152,15 @@ mod tests {
             (json!({"code": "x", "timeout": "5"}), "'timeout'"),
             (json!({"code": "x", "timeout": 1.5}), "'timeout'"),
             (json!({"code": "x", "cmd": "y"}), "unknown argument 'cmd'"),
+            (
+                json!({"code": "x", "allowed_tools": "a.b"}),
+                "'allowed_tools'",
+            ),
+            (json!({"code": "x", "allowed_tools": ["ab"]}), "server.tool"),
+            (
+                json!({"code": "x", "approved": true}),
+                "unknown argument 'approved'",
+            ),
         ] {
             let err = parse_args(Some(&obj(args))).expect_err("invalid");
             assert!(err.contains(needle), "{err}");

@@ -118,6 +118,19 @@ impl Upstream {
         }
     }
 
+    /// `tool`'s behaviour hints in the running server's list: (`destructiveHint`,
+    /// `readOnlyHint`), each `false` when not said; `None` when the server is not running or
+    /// has no such tool.
+    pub fn hints(&self, tool: &str) -> Option<(bool, bool)> {
+        let live = self.live_arc()?;
+        let t = live.tools.iter().find(|t| t.name == tool)?;
+        let a = t.annotations.as_ref();
+        Some((
+            a.and_then(|a| a.destructive_hint).unwrap_or(false),
+            a.and_then(|a| a.read_only_hint).unwrap_or(false),
+        ))
+    }
+
     /// The connection if it is up, without starting anything or waiting for a start.
     pub fn live_now(&self) -> Option<Live> {
         self.live_arc().map(|l| (*l).clone())

@@ -44,6 +44,7 @@ pub fn req(code: &str, timeout_secs: u64) -> RunRequest {
         arrived: tokio::time::Instant::now(),
         cancel: CancellationToken::new(),
         progress: Progress::none(),
+        scope: mcp_code_bridge::bridge::RunScope::plain(code),
     }
 }
 

@@ -11,6 +11,10 @@
 //!   lines in `$STUB_START_FILE` (null when unset)
 //! - `tool_0` .. `tool_{N-1}` with `--extra-tools N`: varied, realistic descriptions; they return
 //!   text `{"server": name, "tool": "tool_i", "arguments": {..}}` (JSON).
+//! - with `--policy-tools`: `drop_table(name: str)` (`destructiveHint: true`), `peek(name: str)`
+//!   (`readOnlyHint: true` and `destructiveHint: true`: read-only wins), `write_note(text: str)`
+//!   (no hints); each returns text `{"tool": .., "arguments": {..}}` (JSON) and appends
+//!   `<tool> <arguments>` to `$STUB_CALL_FILE` when set (what really ran).
 //!
 //! Bad arguments give a tool-level error (`isError: true`), an unknown tool a JSON-RPC
 //! invalid-params error.
@@ -18,7 +22,7 @@
 //! Flags: `--name NAME` (`server_info` name, default `stub`), `--extra-tools N`,
 //! `--garbage-stdout` (print a non-JSON line on stdout once the client sends `initialized`),
 //! `--hang-initialize` (never read stdin: a server that hangs in its start),
-//! `--linger` (stay alive after the client closes stdin, until killed).
+//! `--linger` (stay alive after the client closes stdin, until killed), `--policy-tools`.
 //! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup;
 //! `STUB_LOG_CALLS` — log every tool call to stderr.
 //! Logs go to stderr only; stdout carries nothing but the protocol (unless `--garbage-stdout`).
@@ -32,6 +36,7 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -128,6 +133,7 @@ struct Options {
     garbage_stdout: bool,
     hang_initialize: bool,
     linger: bool,
+    policy_tools: bool,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -137,6 +143,7 @@ fn parse_args() -> Result<Options, String> {
         garbage_stdout: false,
         hang_initialize: false,
         linger: false,
+        policy_tools: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -151,6 +158,7 @@ fn parse_args() -> Result<Options, String> {
             "--garbage-stdout" => opts.garbage_stdout = true,
             "--hang-initialize" => opts.hang_initialize = true,
             "--linger" => opts.linger = true,
+            "--policy-tools" => opts.policy_tools = true,
             other => {
                 if let Some(v) = other.strip_prefix("--name=") {
                     opts.name = v.to_string();
@@ -238,6 +246,9 @@ fn build_tools(opts: &Options) -> Vec<Tool> {
             schema(json!({}), &[]),
         ),
     ];
+    if opts.policy_tools {
+        tools.extend(policy_tools());
+    }
     for i in 0..opts.extra_tools {
         let (summary, detail) = TOPICS[i % TOPICS.len()];
         let round = i / TOPICS.len();
@@ -259,6 +270,47 @@ fn build_tools(opts: &Options) -> Vec<Tool> {
         ));
     }
     tools
+}
+
+/// Tools with behaviour hints, for the policy tests (`--policy-tools`).
+fn policy_tools() -> Vec<Tool> {
+    let named = || {
+        schema(
+            json!({"name": {"type": "string", "description": "Table name"}}),
+            &["name"],
+        )
+    };
+    let mut drop_table = Tool::new(
+        "drop_table",
+        "Drop a database table and all its rows.",
+        named(),
+    );
+    drop_table.annotations = Some(ToolAnnotations::new().destructive(true).read_only(false));
+    let mut peek = Tool::new("peek", "Show the first rows of a table.", named());
+    peek.annotations = Some(ToolAnnotations::new().read_only(true).destructive(true));
+    let write_note = Tool::new(
+        "write_note",
+        "Write a note to the team log.",
+        schema(
+            json!({"text": {"type": "string", "description": "The note"}}),
+            &["text"],
+        ),
+    );
+    vec![drop_table, peek, write_note]
+}
+
+/// Appends `<tool> <arguments>` to `$STUB_CALL_FILE`, if set: the calls that really ran.
+fn record_call(tool: &str, args: &JsonObject) {
+    if let Ok(path) = std::env::var("STUB_CALL_FILE") {
+        let line = format!("{tool} {}\n", Value::Object(args.clone()));
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
 }
 
 /// Appends `started <pid>` to `$STUB_START_FILE`, if set.
@@ -372,6 +424,11 @@ impl Stub {
                     "name": self.name,
                     "starts": start_count(),
                 });
+                CallToolResult::success(text(v.to_string()))
+            }
+            "drop_table" | "peek" | "write_note" => {
+                record_call(name, args);
+                let v = json!({"tool": name, "arguments": Value::Object(args.clone())});
                 CallToolResult::success(text(v.to_string()))
             }
             other => {

@@ -1,31 +1,81 @@
 //! [`CallHook`]: the seam a policy layer (allow lists, approvals, audit, budgets) plugs into.
 //! The dispatcher calls it for every sandbox → host request it parsed: before routing, with
-//! the typed request, and after, with the typed outcome. No policy lives here.
+//! the typed request, and after, with the typed outcome; the sandbox actor tells it when a
+//! run ends. No policy lives here.
 
+use std::any::Any;
 use std::io::Write;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::{CallContext, CallError, HostMethod, HostRequest};
+use crate::bridge::RunScope;
+use crate::report::RunReport;
 
 /// Watches (and may refuse) every host request; installed with
-/// [`super::Dispatcher::with_hook`]. Both methods run on the request's own task: keep them
-/// short, and never block.
+/// [`super::Dispatcher::with_hook`]. Every method runs on the request's own task: keep them
+/// short; only `before` may wait (for the user's approval, by the run's deadline).
+#[async_trait::async_trait]
 pub trait CallHook: Send + Sync + 'static {
-    /// Called before `request` is routed. An `Err` refuses it: the sandbox gets that error
-    /// and the request goes nowhere (`after` still hears of it).
-    ///
-    /// # Errors
-    /// The refusal, raised in the sandbox as an exception of its kind.
-    fn before(&self, ctx: &CallContext, request: &HostRequest) -> Result<(), CallError> {
+    /// Called before `request` is routed. A refusal in the [`Admission`] refuses it: the
+    /// sandbox gets that error and the request goes nowhere (`after` still hears of it).
+    async fn before(&self, ctx: &CallContext, request: &HostRequest) -> Admission {
         let _ = (ctx, request);
-        Ok(())
+        Admission::go()
     }
 
-    /// Called once the request was answered (or refused by `before`).
-    fn after(&self, ctx: &CallContext, answered: &Answered<'_>) {
-        let _ = (ctx, answered);
+    /// Called once the request was answered (or refused by `before`), with what `before` gave.
+    fn after(&self, ctx: &CallContext, admission: Admission, answered: &Answered<'_>) {
+        let _ = (ctx, admission, answered);
+    }
+
+    /// Called once a run has ended, with its report.
+    fn run_ended(&self, scope: &RunScope, report: &RunReport) {
+        let _ = (scope, report);
+    }
+}
+
+/// What [`CallHook::before`] decided: a refusal (or none), and a note the hook keeps for its
+/// own `after` (the dispatcher never looks inside).
+#[derive(Default)]
+pub struct Admission {
+    /// The refusal, when the request must not be routed.
+    pub refusal: Option<CallError>,
+    /// The hook's own note, handed back to `after`.
+    pub memo: Option<Box<dyn Any + Send + Sync>>,
+}
+
+impl Admission {
+    /// Routes the request; no note.
+    pub fn go() -> Self {
+        Admission::default()
+    }
+
+    /// Refuses the request with `error`.
+    pub fn refuse(error: CallError) -> Self {
+        Admission {
+            refusal: Some(error),
+            memo: None,
+        }
+    }
+
+    /// The same, carrying `memo` to `after`.
+    #[must_use]
+    pub fn with_memo(self, memo: impl Any + Send + Sync) -> Self {
+        Admission {
+            memo: Some(Box::new(memo)),
+            ..self
+        }
+    }
+}
+
+impl std::fmt::Debug for Admission {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admission")
+            .field("refusal", &self.refusal)
+            .field("memo", &self.memo.is_some())
+            .finish()
     }
 }
 

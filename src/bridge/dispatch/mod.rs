@@ -13,13 +13,16 @@ use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
 use super::protocol::LoadedTools;
+use super::run_scope::RunScope;
+use crate::config::ServerPolicy;
+use crate::report::RunReport;
 
 mod hook;
 mod host_method;
 mod names;
 mod request;
 
-pub use hook::{Answered, CallHook};
+pub use hook::{Admission, Answered, CallHook};
 pub use host_method::HostMethod;
 pub use request::{BackendCall, Detail, HostRequest, ToolCall, MAX_SEARCH_LIMIT};
 
@@ -30,6 +33,8 @@ pub struct CallContext {
     pub servers: Arc<[String]>,
     /// When the run's time is up; every downstream call must finish by then.
     pub deadline: Instant,
+    /// The run's scope: its id, narrowing, asker and tallies.
+    pub run: Arc<RunScope>,
 }
 
 /// A failed host call, as raised in the sandbox.
@@ -78,6 +83,26 @@ pub trait HostCalls: Send + Sync + 'static {
     /// # Errors
     /// A [`CallError`] raised in the sandbox as an exception of its kind.
     async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError>;
+
+    /// What the backend knows of `server`'s `tool` that the policy needs: the operator's
+    /// rules for the server and the tool's behaviour hints. Nothing by default.
+    fn facts(&self, server: &str, tool: &str) -> ToolFacts {
+        let _ = (server, tool);
+        ToolFacts::default()
+    }
+}
+
+/// What the policy needs to know of one tool ([`HostCalls::facts`]).
+#[derive(Debug, Clone, Default)]
+pub struct ToolFacts {
+    /// The operator's policy for the server; `None` for an unknown server.
+    pub policy: Option<Arc<ServerPolicy>>,
+    /// The config file that defines the server (for messages naming a rule).
+    pub file: Arc<str>,
+    /// The tool says `destructiveHint: true` (in the running server's list).
+    pub destructive: bool,
+    /// The tool says `readOnlyHint: true`.
+    pub read_only: bool,
 }
 
 /// A backend with no servers and no methods beyond the built-ins.
@@ -155,6 +180,13 @@ impl Dispatcher {
         self.backend.load(servers, deadline).await
     }
 
+    /// Tells the hook (if any) that the run of `scope` ended with `report`.
+    pub fn run_ended(&self, scope: &RunScope, report: &RunReport) {
+        if let Some(hook) = &self.hook {
+            hook.run_ended(scope, report);
+        }
+    }
+
     /// Handles one request from sandbox code: `method` and `params` of its `call` frame.
     ///
     /// # Errors
@@ -169,23 +201,21 @@ impl Dispatcher {
     ) -> Result<Value, CallError> {
         let request = parse(method, params)?;
         let kind = request.method();
+        let Some(hook) = &self.hook else {
+            return self.answer(ctx, request).await;
+        };
         let began = Instant::now();
-        let refused = self
-            .hook
-            .as_ref()
-            .and_then(|h| h.before(ctx, &request).err());
-        let outcome = match refused {
+        let mut admission = hook.before(ctx, &request).await;
+        let outcome = match admission.refusal.take() {
             Some(err) => Err(err),
             None => self.answer(ctx, request).await,
         };
-        if let Some(hook) = &self.hook {
-            let answered = Answered {
-                method: kind,
-                outcome: &outcome,
-                elapsed: began.elapsed(),
-            };
-            hook.after(ctx, &answered);
-        }
+        let answered = Answered {
+            method: kind,
+            outcome: &outcome,
+            elapsed: began.elapsed(),
+        };
+        hook.after(ctx, admission, &answered);
         outcome
     }
 
@@ -225,6 +255,7 @@ mod tests {
         CallContext {
             servers: Arc::from(Vec::new()),
             deadline: Instant::now(),
+            run: RunScope::plain("test"),
         }
     }
 
@@ -288,19 +319,20 @@ mod tests {
     #[derive(Default)]
     struct Recorder(Mutex<Vec<String>>);
 
+    #[async_trait::async_trait]
     impl CallHook for Recorder {
-        fn before(&self, _ctx: &CallContext, request: &HostRequest) -> Result<(), CallError> {
+        async fn before(&self, _ctx: &CallContext, request: &HostRequest) -> Admission {
             let mut seen = self.0.lock().expect("lock");
             seen.push(format!("before {}", request.method().name()));
             match request {
                 HostRequest::Backend(BackendCall::ListServers) => {
-                    Err(CallError::bad_request("not allowed"))
+                    Admission::refuse(CallError::bad_request("not allowed"))
                 }
-                _ => Ok(()),
+                _ => Admission::go(),
             }
         }
 
-        fn after(&self, _ctx: &CallContext, answered: &Answered<'_>) {
+        fn after(&self, _ctx: &CallContext, _admission: Admission, answered: &Answered<'_>) {
             let ok = answered.outcome.is_ok();
             let line = format!("after {} {ok} {}", answered.method.name(), answered.bytes());
             self.0.lock().expect("lock").push(line);

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::output::shape_result;
 use super::{Actor, Retry, RunRequest, INTERRUPT_GRACE_MS, PROGRESS_TAIL};
 use crate::bridge::error::{BridgeError, ProtocolError};
+use crate::bridge::session::ExecTarget;
 use crate::report::{RunReport, RunStatus};
 
 impl Actor {
@@ -23,7 +24,17 @@ impl Actor {
         };
         let session = self.session.as_ref().expect("ensure_session succeeded");
         let mut rx = match session
-            .exec(id, &req.code, servers, &tools, deadline, limit)
+            .exec(
+                id,
+                &req.code,
+                &tools,
+                ExecTarget {
+                    servers,
+                    deadline,
+                    scope: req.scope.clone(),
+                },
+                limit,
+            )
             .await
         {
             Ok(rx) => rx,

@@ -134,9 +134,9 @@ impl Calls {
             running
                 .as_ref()
                 .filter(|r| r.id == exec)
-                .map(|r| (r.servers.clone(), r.deadline))
+                .map(|r| (r.servers.clone(), r.deadline, r.scope.clone()))
         };
-        let Some((servers, deadline)) = servers else {
+        let Some((servers, deadline, run)) = servers else {
             return self.refuse(id, "no run_python call is in progress".into(), shared);
         };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
@@ -150,7 +150,11 @@ impl Calls {
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
         let task = async move {
-            let ctx = CallContext { servers, deadline };
+            let ctx = CallContext {
+                servers,
+                deadline,
+                run,
+            };
             let reply = match dispatcher.handle(&ctx, &method, params).await {
                 Ok(value) => Outbound::Reply {
                     id,

@@ -100,6 +100,16 @@ pub struct Session {
 /// Bytes of snapshot chunks a restore may have queued for the sandbox at once.
 pub const RESTORE_IN_FLIGHT: usize = 4 << 20;
 
+/// Who an exec runs for: the servers its run loaded, its deadline and its run's scope.
+pub struct ExecTarget {
+    /// Servers the run loaded.
+    pub servers: Arc<[String]>,
+    /// When its time is up.
+    pub deadline: tokio::time::Instant,
+    /// The run's scope.
+    pub scope: Arc<crate::bridge::RunScope>,
+}
+
 impl Session {
     /// Creates, attaches and starts a container for `spec`, boots the entrypoint and waits
     /// until it is ready. With `channel` (and `spec.channel_dir` naming where it is mounted),
@@ -171,7 +181,8 @@ impl Session {
         })
     }
 
-    /// Starts exec `id`; the receiver yields its result, or the error that ended it.
+    /// Starts exec `id` for `target`; the receiver yields its result, or the error that ended
+    /// it.
     ///
     /// # Errors
     /// [`BridgeError::Died`] when the sandbox is already gone.
@@ -179,12 +190,16 @@ impl Session {
         &self,
         id: u64,
         code: &str,
-        servers: Arc<[String]>,
         tools: &LoadedTools,
-        deadline: tokio::time::Instant,
+        target: ExecTarget,
         output_limit: usize,
     ) -> Result<oneshot::Receiver<Result<ResultFrame, BridgeError>>, BridgeError> {
         let (tx, rx) = oneshot::channel();
+        let ExecTarget {
+            servers,
+            deadline,
+            scope,
+        } = target;
         let line = {
             let mut sent = self.sent_tools.lock().expect("sent tools lock");
             let frame_tools = ExecTools::for_exec(&mut sent, tools);
@@ -207,6 +222,7 @@ impl Session {
             started: false,
             servers,
             deadline,
+            scope,
             done: tx,
             progress: None,
         });

@@ -37,6 +37,8 @@ pub(super) struct Running {
     pub(super) started: bool,
     pub(super) servers: Arc<[String]>,
     pub(super) deadline: tokio::time::Instant,
+    /// The run's scope, handed to every host call it makes.
+    pub(super) scope: Arc<crate::bridge::RunScope>,
     pub(super) done: ExecReply,
     /// Where its output is reported while it runs, when the client asked for progress.
     pub(super) progress: Option<CellProgress>,

@@ -13,7 +13,9 @@ use tokio::time::Instant;
 
 use super::validate::Validators;
 use super::{UpstreamError, UpstreamPool};
-use crate::bridge::{BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools};
+use crate::bridge::{
+    BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools, ToolFacts,
+};
 
 mod call_tool;
 mod load;
@@ -82,6 +84,19 @@ impl HostCalls for UpstreamHostCalls {
             BackendCall::CapabilitySummary => Ok(self.capability_summary(ctx)),
         }
     }
+
+    fn facts(&self, server: &str, tool: &str) -> ToolFacts {
+        let Ok(up) = self.pool.get(server) else {
+            return ToolFacts::default();
+        };
+        let (destructive, read_only) = up.hints(tool).unwrap_or_default();
+        ToolFacts {
+            policy: Some(up.spec.policy.clone()),
+            file: up.spec.source.display().to_string().into(),
+            destructive,
+            read_only,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -99,6 +114,7 @@ mod tests {
         let ctx = CallContext {
             servers: Arc::from(Vec::new()),
             deadline: Instant::now(),
+            run: crate::bridge::RunScope::plain("test"),
         };
         let call = calls.call(
             &ctx,

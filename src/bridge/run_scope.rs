@@ -1,0 +1,256 @@
+//! [`RunScope`]: what one `run_python` call carries to every host call its code makes: its
+//! id and its code's hash (for the audit log), the narrowing its `allowed_tools` argument
+//! asked for, how to ask the user for approval (the MCP face's [`Asker`], none under `exec` or
+//! a client that cannot be asked), and its tallies (calls made, result bytes, approvals given
+//! for the rest of the run). Made by whoever starts the run; read by the policy hook.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::time::Instant;
+
+use crate::config::Pattern;
+
+/// Entries of `allowed_tools` a run may pass at most.
+pub const MAX_ALLOWED_TOOLS: usize = 256;
+
+/// One run's scope; shared by the calls its code makes.
+pub struct RunScope {
+    /// A random id, 16 hex digits, naming the run in the audit log and in approval state.
+    pub id: String,
+    /// SHA-256 of the code, hex.
+    pub code_sha256: String,
+    /// The `allowed_tools` argument: calls may only go to tools it matches. `None`: no
+    /// narrowing.
+    pub narrowing: Option<Narrowing>,
+    /// How to ask the user; `None` when nobody can be asked (calls that need approval fail
+    /// closed).
+    pub asker: Option<Arc<dyn Asker>>,
+    /// What the run has used so far.
+    pub tally: Tally,
+    /// When the run arrived.
+    pub arrived: Instant,
+}
+
+impl RunScope {
+    /// A scope for `code`, with a fresh random id.
+    pub fn new(code: &str, narrowing: Option<Narrowing>, asker: Option<Arc<dyn Asker>>) -> Self {
+        RunScope {
+            id: random_id(),
+            code_sha256: sha256_hex(code.as_bytes()),
+            narrowing,
+            asker,
+            tally: Tally::default(),
+            arrived: Instant::now(),
+        }
+    }
+
+    /// A scope with no narrowing and nobody to ask (tests, `doctor`).
+    pub fn plain(code: &str) -> Arc<Self> {
+        Arc::new(RunScope::new(code, None, None))
+    }
+}
+
+impl std::fmt::Debug for RunScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunScope")
+            .field("id", &self.id)
+            .field("narrowing", &self.narrowing)
+            .field("can_ask", &self.asker.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run has used: counted by the policy hook, read for budgets and the audit line.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Tool calls admitted.
+    pub calls: AtomicU64,
+    /// Tool calls refused (by a rule, a limit, or the user).
+    pub refused: AtomicU64,
+    /// Bytes of tool results received.
+    pub result_bytes: AtomicU64,
+    /// Bytes of tool arguments sent.
+    pub argument_bytes: AtomicU64,
+    /// `(server, tool)` pairs the user approved for the rest of this run.
+    pub approved_for_run: Mutex<HashSet<(String, String)>>,
+}
+
+impl Tally {
+    /// Adds `n` to `counter`, returning the new total.
+    pub fn add(counter: &AtomicU64, n: u64) -> u64 {
+        counter.fetch_add(n, Ordering::Relaxed).saturating_add(n)
+    }
+
+    /// The value of `counter`.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// The `allowed_tools` argument of one run: `server.tool` entries with `*` wildcards. It can
+/// only narrow what the operator's config allows; it never widens it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Narrowing {
+    entries: Vec<(Pattern, Pattern)>,
+}
+
+impl Narrowing {
+    /// Parses `allowed_tools` entries (`server.tool`, the first `.` splits them).
+    ///
+    /// # Errors
+    /// A message naming the first bad entry.
+    pub fn parse(entries: &[String]) -> Result<Self, String> {
+        if entries.len() > MAX_ALLOWED_TOOLS {
+            return Err(format!(
+                "'allowed_tools' has {} entries; at most {MAX_ALLOWED_TOOLS}",
+                entries.len()
+            ));
+        }
+        let parsed = entries
+            .iter()
+            .map(|e| match e.split_once('.') {
+                Some((s, t)) if !s.is_empty() && !t.is_empty() && e.len() <= 512 => {
+                    Ok((Pattern::new(s), Pattern::new(t)))
+                }
+                _ => Err(format!(
+                    "'allowed_tools' entries are \"server.tool\" (wildcards allowed), not {:?}",
+                    crate::shown::Shown(e).to_string()
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Narrowing { entries: parsed })
+    }
+
+    /// Whether `server.tool` is inside the narrowing.
+    pub fn allows(&self, server: &str, tool: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|(s, t)| s.matches(server) && t.matches(tool))
+    }
+
+    /// The entries as written, for messages.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(s, t)| format!("{s}.{t}"))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+/// Why a call needs the user's approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovalReason {
+    /// The server marks the tool `destructiveHint: true` (and not `readOnlyHint: true`).
+    Destructive,
+    /// The operator's `requireApproval` rule in `file`.
+    Listed {
+        /// The pattern.
+        pattern: String,
+        /// The config file.
+        file: String,
+    },
+}
+
+/// One call waiting for approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskedCall {
+    /// The server.
+    pub server: String,
+    /// The tool.
+    pub tool: String,
+    /// Why it needs approval.
+    pub reason: ApprovalReason,
+    /// A short, terminal-safe preview of the arguments (bounded).
+    pub preview: String,
+}
+
+/// A question to the user: approve these calls of run `run`?
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Question {
+    /// The run's id.
+    pub run: String,
+    /// The calls (one, or a batch made at once).
+    pub calls: Vec<AskedCall>,
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Approved; `for_run`: also every later call of the same tools in this run.
+    Approved {
+        /// Remember for the rest of the run.
+        for_run: bool,
+    },
+    /// Declined (or cancelled) by the user.
+    Declined,
+    /// Nobody could be asked, or the question could not be delivered: the reason.
+    Unavailable(String),
+    /// No answer by the deadline.
+    TimedOut,
+}
+
+/// Asks the user to approve calls; implemented by the MCP face (elicitation, or an
+/// input-required result), and only there: sandbox code can never answer.
+#[async_trait::async_trait]
+pub trait Asker: Send + Sync + 'static {
+    /// Asks `question`, waiting no later than `deadline`.
+    async fn ask(&self, question: Question, deadline: Instant) -> Answer;
+}
+
+/// 16 random hex digits (from the OS's random source).
+pub fn random_id() -> String {
+    let mut bytes = [0u8; 8];
+    fill_random(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Fills `buf` from the OS's random source.
+///
+/// # Panics
+/// When the OS has no random source (`/dev/urandom` unreadable): nothing safe can go on.
+pub fn fill_random(buf: &mut [u8]) {
+    use std::io::Read;
+    let mut f = std::fs::File::open("/dev/urandom").expect("/dev/urandom is readable");
+    f.read_exact(buf).expect("/dev/urandom gives bytes");
+}
+
+/// SHA-256 of `bytes`, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrowing_parses_server_dot_tool_with_wildcards() {
+        let n = Narrowing::parse(&["gh.get_*".into(), "*.read".into()]).expect("valid");
+        assert!(n.allows("gh", "get_issue"));
+        assert!(n.allows("fs", "read"));
+        assert!(!n.allows("gh", "delete_repo"));
+        assert!(!n.allows("fs", "read_all"));
+        for bad in ["gh", ".tool", "gh.", ""] {
+            assert!(Narrowing::parse(&[bad.to_string()]).is_err(), "{bad}");
+        }
+        let many: Vec<String> = (0..=MAX_ALLOWED_TOOLS).map(|i| format!("s.t{i}")).collect();
+        assert!(Narrowing::parse(&many).is_err());
+    }
+
+    #[test]
+    fn ids_are_random_and_hashes_hex() {
+        let (a, b) = (random_id(), random_id());
+        assert_eq!(a.len(), 16);
+        assert_ne!(a, b);
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! [`PolicySettings`]: the operator's policy settings: the audit log (`MCP_BRIDGE_AUDIT_*`),
+//! what happens to calls that need approval (`MCP_BRIDGE_APPROVAL*`), and the default rate
+//! limit and run budgets (a server's config entry may override each). Read once at startup
+//! through their rows; a bad value is a startup error naming it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::error::ConfigError;
+use super::rows;
+use super::table::Lookup;
+
+/// What happens to a call that needs the user's approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// Ask the user through the client; refuse when nobody can be asked (the default).
+    Ask,
+    /// The operator approves every such call in advance (CI, trusted automation).
+    Allow,
+    /// Refuse every such call without asking.
+    Deny,
+}
+
+/// Limits applied per server unless its config entry overrides them; `0` means none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// `MCP_BRIDGE_CALLS_PER_MINUTE`: tool calls per minute to one server.
+    pub calls_per_minute: u64,
+    /// `MCP_BRIDGE_RUN_MAX_CALLS`: tool calls one run may make.
+    pub run_max_calls: u64,
+    /// `MCP_BRIDGE_RUN_MAX_RESULT_BYTES`: bytes of tool results one run may receive.
+    pub run_max_result_bytes: u64,
+}
+
+/// The policy settings.
+#[derive(Debug, Clone)]
+pub struct PolicySettings {
+    /// `MCP_BRIDGE_AUDIT_LOG`: where audit lines go; none when unset.
+    pub audit_log: Option<PathBuf>,
+    /// `MCP_BRIDGE_AUDIT_VALUES`: also log argument values.
+    pub audit_values: bool,
+    /// `MCP_BRIDGE_AUDIT_MAX_BYTES`: the log is rotated when it grows past this.
+    pub audit_max_bytes: u64,
+    /// `MCP_BRIDGE_APPROVAL`.
+    pub approval: ApprovalMode,
+    /// `MCP_BRIDGE_APPROVAL_TIMEOUT`: how long a question waits for the user (never past the
+    /// run's deadline).
+    pub approval_timeout: Duration,
+    /// Default limits.
+    pub limits: Limits,
+}
+
+impl PolicySettings {
+    /// Reads the policy settings through `var`, each through its row.
+    ///
+    /// # Errors
+    /// [`ConfigError::BadEnv`] naming the first variable with an unusable value.
+    pub fn from_lookup(var: &Lookup) -> Result<Self, ConfigError> {
+        Ok(PolicySettings {
+            audit_log: rows::AUDIT_LOG.parse(var, None, |v| {
+                let p = PathBuf::from(v.trim());
+                if p.is_absolute() {
+                    Ok(Some(p))
+                } else {
+                    Err("expected an absolute path".into())
+                }
+            })?,
+            audit_values: rows::AUDIT_VALUES.get(var)?,
+            audit_max_bytes: rows::AUDIT_MAX_BYTES.get(var)?,
+            approval: rows::APPROVAL.parse(var, ApprovalMode::Ask, parse_approval)?,
+            approval_timeout: rows::APPROVAL_TIMEOUT.duration(var)?,
+            limits: Limits {
+                calls_per_minute: rows::CALLS_PER_MINUTE.get(var)?,
+                run_max_calls: rows::RUN_MAX_CALLS.get(var)?,
+                run_max_result_bytes: rows::RUN_MAX_RESULT_BYTES.get(var)?,
+            },
+        })
+    }
+}
+
+fn parse_approval(v: &str) -> Result<ApprovalMode, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "ask" => Ok(ApprovalMode::Ask),
+        "allow" => Ok(ApprovalMode::Allow),
+        "deny" => Ok(ApprovalMode::Deny),
+        _ => Err("expected ask, allow or deny".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn with(pairs: &[(&str, &str)]) -> Result<PolicySettings, ConfigError> {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        PolicySettings::from_lookup(&|k| map.get(k).map(|v| v.to_string()))
+    }
+
+    #[test]
+    fn defaults_ask_and_limit_nothing() {
+        let p = with(&[]).expect("defaults");
+        assert_eq!(p.approval, ApprovalMode::Ask);
+        assert_eq!(p.limits, Limits::default());
+        assert!(p.audit_log.is_none() && !p.audit_values);
+        assert_eq!(p.approval_timeout, Duration::from_secs(300));
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        for (k, v) in [
+            ("MCP_BRIDGE_APPROVAL", "maybe"),
+            ("MCP_BRIDGE_AUDIT_LOG", "relative/audit.log"),
+            ("MCP_BRIDGE_CALLS_PER_MINUTE", "-1"),
+        ] {
+            let err = with(&[(k, v)]).expect_err("bad").to_string();
+            assert!(err.contains(k), "{err}");
+        }
+        let p = with(&[
+            ("MCP_BRIDGE_APPROVAL", "Allow"),
+            ("MCP_BRIDGE_RUN_MAX_CALLS", "5"),
+        ])
+        .expect("valid");
+        assert_eq!(p.approval, ApprovalMode::Allow);
+        assert_eq!(p.limits.run_max_calls, 5);
+    }
+}
