@@ -73,12 +73,18 @@ def stub(
     env: dict[str, str] | None = None,
     disabled: bool = False,
     command: str | os.PathLike[str] | None = None,
+    policy_tools: bool = False,
+    call_file: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """A stub-mcp entry; `name` is its server_info name (use the config key).
 
     start_file: STUB_START_FILE, one line appended per process start (whoami reports the count).
+    policy_tools: add drop_table (destructiveHint), peek (readOnlyHint + destructiveHint) and
+    write_note (no hints); call_file: STUB_CALL_FILE, one line per call of those that really ran.
     """
     args = ["--name", name]
+    if policy_tools:
+        args.append("--policy-tools")
     if extra_tools:
         args += ["--extra-tools", str(extra_tools)]
     if garbage_stdout:
@@ -87,6 +93,8 @@ def stub(
     full_env = dict(env or {})
     if start_file is not None:
         full_env["STUB_START_FILE"] = str(Path(start_file).resolve())
+    if call_file is not None:
+        full_env["STUB_CALL_FILE"] = str(Path(call_file).resolve())
     if full_env:
         entry["env"] = full_env
     if disabled:
