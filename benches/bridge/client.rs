@@ -53,6 +53,14 @@ impl Workdir {
         Workdir { dir }
     }
 
+    /// Writes `servers.json` with these `mcpServers` entries (`STUB` in a `command` is the stub).
+    pub fn with_servers(servers: serde_json::Map<String, serde_json::Value>) -> Workdir {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let body = json!({ "mcpServers": servers }).to_string();
+        std::fs::write(dir.path().join("servers.json"), body).expect("write config");
+        Workdir { dir }
+    }
+
     /// The directory.
     pub fn path(&self) -> &Path {
         self.dir.path()

@@ -14,6 +14,7 @@
 mod client;
 mod flood;
 mod machine;
+mod policy;
 mod result_tokens;
 mod scale;
 mod scenarios;

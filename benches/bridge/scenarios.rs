@@ -27,6 +27,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("flood", |t, q| Box::pin(crate::flood::flood(t, q))),
     ("memory", |t, q| Box::pin(crate::scale::memory(t, q))),
     ("scale", |t, q| Box::pin(crate::scale::scale(t, q))),
+    ("policy", |t, q| Box::pin(crate::policy::policy(t, q))),
 ];
 
 fn tokens(bytes: usize) -> f64 {
