@@ -309,7 +309,11 @@ async fn claude_desktop_is_literal_and_windsurf_reads_server_url_and_disabled_to
             "git | Windsurf, user scope | own | stdio STUB --name git",
         ]
     );
-    assert_eq!(s.get("git").expect("git").disabled_tools, ["add"]);
+    let rules = &s.get("git").expect("git").policy.tools;
+    assert_eq!(
+        rules.disabled,
+        [mcp_code_bridge::config::Pattern::new("add")]
+    );
     // `disabledTools` hides the tool from the server's list and refuses a call to it.
     let pool = UpstreamPool::new(Arc::new(s.clone()), &h.state);
     let deadline = Instant::now() + Duration::from_secs(20);

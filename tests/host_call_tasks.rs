@@ -37,6 +37,7 @@ impl HostCalls for Hanging {
     async fn load(
         &self,
         _servers: &[String],
+        _narrowing: Option<&mcp_code_bridge::bridge::Narrowing>,
         _deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
         Ok(LoadedTools::new())

@@ -33,7 +33,7 @@ pub use protocol::{
 };
 pub use run_scope::{
     fill_random, random_id, sha256_hex, Answer, ApprovalReason, AskedCall, Asker, Narrowing,
-    Question, RunScope, Tally, MAX_ALLOWED_TOOLS,
+    Question, RunBudgets, RunScope, ServerUse, Tally, MAX_ALLOWED_TOOLS,
 };
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};
 pub use session::json_cost;

@@ -4,7 +4,7 @@
 //! a client that cannot be asked), and its tallies (calls made, result bytes, approvals given
 //! for the rest of the run). Made by whoever starts the run; read by the policy hook.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -75,6 +75,27 @@ pub struct Tally {
     pub argument_bytes: AtomicU64,
     /// `(server, tool)` pairs the user approved for the rest of this run.
     pub approved_for_run: Mutex<HashSet<(String, String)>>,
+    /// What the run used of each server, for the run budgets (`policy::Limits`): one entry per
+    /// configured server it called, so bounded by the config.
+    pub budgets: Mutex<RunBudgets>,
+}
+
+/// A run's use counted against its budgets ([`Tally::budgets`]).
+#[derive(Debug, Default)]
+pub struct RunBudgets {
+    /// Tool calls the limits admitted, over all servers.
+    pub calls: u64,
+    /// Per server: tool calls admitted and result bytes received.
+    pub servers: HashMap<String, ServerUse>,
+}
+
+/// A run's use of one server.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ServerUse {
+    /// Tool calls admitted.
+    pub calls: u64,
+    /// Bytes of tool results received.
+    pub result_bytes: u64,
 }
 
 impl Tally {

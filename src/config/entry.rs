@@ -1,15 +1,19 @@
 //! One server entry (`"name": {...}`) of a config file, parsed into a [`ServerSpec`] with the
 //! file's variable syntax applied. Accepts every client's shape: `command`/`args`/`env`/`cwd`,
 //! `type` (or `transport`) `stdio`/`http`/`sse`, a remote `url` without `type` (Cursor), Windsurf's
-//! `serverUrl`, `disabled` and `disabledTools`.
+//! `serverUrl`, `disabled`, and the policy keys (`entry_policy.rs`: `allowedTools`,
+//! `disabledTools`, `requireApproval`, `autoApprove`, `callsPerMinute`, `maxCallsPerRun`,
+//! `maxResultBytesPerRun`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
 use super::clients::Origin;
 use super::consent::{entry_hash, Consent};
+use super::entry_policy::parse_policy;
 use super::expand::{ExpandError, Expander};
 use super::spec::{ConfigIssue, ServerSpec, Transport};
 
@@ -42,7 +46,7 @@ pub fn parse_entry(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("\"disabled\" must be true or false".into())),
     };
-    let disabled_tools = fields.strings("disabledTools")?;
+    let policy = parse_policy(obj).map_err(&err)?;
     let kind = fields
         .string("type")?
         .or(fields.string("transport")?)
@@ -106,7 +110,7 @@ pub fn parse_entry(
     }
     let mut spec = ServerSpec::new(name, transport, file);
     spec.disabled = disabled;
-    spec.disabled_tools = disabled_tools;
+    spec.policy = Arc::new(policy);
     spec.description = fields.string("description")?;
     spec.origin = origin;
     spec.entry_sha256 = entry_hash(entry);

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use jsonc_parser::cst::CstRootNode;
 use jsonc_parser::ParseOptions;
@@ -12,6 +13,7 @@ use super::allow_list::AllowList;
 use super::clients::{Client, ClientFile, Origin, Scope};
 use super::consent::{entry_hash, ClaudeRecords, Consent};
 use super::entry::parse_entry;
+use super::entry_policy::{for_project, over_users};
 use super::expand::{Expander, Syntax};
 use super::spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
 use crate::shown::{Shown, ShownPath};
@@ -169,6 +171,15 @@ impl Reader<'_> {
                     }
                 }
                 Ok(mut spec) => {
+                    if origin.needs_consent() {
+                        let (policy, ignored) =
+                            for_project((*spec.policy).clone(), &self.sources.limits);
+                        spec.policy = Arc::new(policy);
+                        for why in ignored {
+                            self.notes
+                                .push(issue(file, format!("server '{name}': {why}")));
+                        }
+                    }
                     if spec.description.is_none() {
                         spec.description = file_description.map(str::to_string);
                     }
@@ -272,6 +283,17 @@ pub(super) fn merge(
     for (name, mut defs) in by_name {
         // Stable: among equals, the first read (file order) wins.
         defs.sort_by_key(|s| (!s.consent.permits(), s.origin.rank()));
+        // A project's definition that wins over one of the user's own keeps the user's
+        // policy: the project's rules only add to it.
+        if defs[0].origin.needs_consent() {
+            if let Some(user) = defs.iter().skip(1).find(|d| !d.origin.needs_consent()) {
+                let (policy, note) = over_users(&user.policy, &defs[0].policy);
+                if let Some(note) = note {
+                    notes.push(issue(&defs[0].source, format!("server '{name}': {note}")));
+                }
+                defs[0].policy = Arc::new(policy);
+            }
+        }
         let mut defs = defs.into_iter();
         let Some(kept) = defs.next() else { continue };
         for dropped in defs {

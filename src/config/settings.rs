@@ -288,6 +288,7 @@ fn server_sources(var: &Lookup, paths: &HostPaths) -> Result<Sources, ConfigErro
             .map(|d| d.join("settings.json"))
             .or_else(|| home.map(|h| h.join(".claude/settings.json"))),
         state_dir: Some(paths.state_dir.clone()),
+        limits: PolicySettings::from_lookup(var)?.limits,
     })
 }
 

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use super::clients::{ClientFile, Origin};
 use super::consent::Consent;
-use super::tool_rules::ServerPolicy;
+use super::policy_settings::Limits;
+use super::tool_rules::{Refusal, ServerPolicy};
+
 /// How to reach a server.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
@@ -72,8 +74,6 @@ pub struct ServerSpec {
     pub origin: Origin,
     /// Whether it may be started.
     pub consent: Consent,
-    /// `"disabledTools"`: tools hidden from the sandbox and refused.
-    pub disabled_tools: Vec<String>,
     /// The operator's policy for this server (tool rules, limit overrides).
     pub policy: Arc<ServerPolicy>,
     /// SHA-256 of the entry as written, which `servers --allow` records.
@@ -93,7 +93,6 @@ impl ServerSpec {
             description: None,
             origin: Origin::Own,
             consent: Consent::Own,
-            disabled_tools: Vec::new(),
             policy: Arc::default(),
             entry_sha256: String::new(),
             secrets: Vec::new(),
@@ -109,14 +108,15 @@ impl ServerSpec {
         out
     }
 
-    /// Whether `tool` is hidden and refused by `disabledTools`.
-    pub fn tool_disabled(&self, tool: &str) -> bool {
-        self.disabled_tools.iter().any(|t| t == tool)
+    /// Why `tool` is hidden and refused by the entry's `allowedTools` / `disabledTools`, if
+    /// it is.
+    pub fn tool_refusal(&self, tool: &str) -> Option<Refusal> {
+        self.policy.tools.refusal(tool)
     }
 
     /// Same server, same options: a duplicate that needs no note.
     pub(super) fn same_definition(&self, other: &ServerSpec) -> bool {
-        self.transport == other.transport && self.disabled_tools == other.disabled_tools
+        self.transport == other.transport && self.policy == other.policy
     }
 }
 
@@ -148,6 +148,8 @@ pub struct Sources {
     pub claude_settings: Option<PathBuf>,
     /// Where `mcp-code-bridge servers --allow` records approvals.
     pub state_dir: Option<PathBuf>,
+    /// The limit settings: a project's file may only set a server's limits lower.
+    pub limits: Limits,
 }
 
 /// One entry of a project's file, as written.

@@ -86,11 +86,22 @@ pub struct Refusal {
     pub pattern: Option<String>,
 }
 
+impl Refusal {
+    /// Why, with `file`: `refused by "disabledTools" rule "delete_*" in FILE`, or `refused:
+    /// not in "allowedTools" in FILE`.
+    pub fn explain(&self, file: &str) -> String {
+        match &self.pattern {
+            Some(_) => format!("refused by {self} in {file}"),
+            None => format!("refused: {self} in {file}"),
+        }
+    }
+}
+
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.pattern {
             Some(p) => write!(f, "\"{}\" rule \"{p}\"", self.list.key()),
-            None => write!(f, "\"{}\" (no rule matches it)", self.list.key()),
+            None => write!(f, "not in \"{}\"", self.list.key()),
         }
     }
 }
@@ -230,7 +241,18 @@ mod tests {
         );
         let r = rules.refusal("create_issue").expect("not allowed");
         assert_eq!(r.list, RuleList::Allowed);
-        assert!(r.to_string().contains("allowedTools"));
+        assert_eq!(r.to_string(), "not in \"allowedTools\"");
+        assert_eq!(
+            r.explain("/f.json"),
+            "refused: not in \"allowedTools\" in /f.json"
+        );
+        assert_eq!(
+            rules
+                .refusal("delete_x")
+                .expect("denied")
+                .explain("/f.json"),
+            "refused by \"disabledTools\" rule \"delete_*\" in /f.json"
+        );
         assert_eq!(ToolRules::default().refusal("anything"), None);
         assert_ne!(
             rules.visibility_key(),

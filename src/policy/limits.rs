@@ -1,22 +1,87 @@
 //! [`Limits`]: the rate limit (calls per minute per server, over all runs) and the run budgets
 //! (tool calls and result bytes per run, in total and per server), each a setting a server's
-//! config entry may override. A call over one is refused naming the limit; the run goes on.
+//! config entry may override. A call over one is refused naming the limit, its value and where
+//! it was set; the run goes on.
+//!
+//! The rate limit is a token bucket per server (one small state per configured server: the
+//! policy only asks about servers the config defines): `N` calls per minute allow a burst of
+//! `N`, refilled at `N` per minute. A run's counts live in its [`Tally`](crate::bridge::Tally).
 
-use crate::bridge::CallContext;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio::time::Instant;
+
+use crate::bridge::{CallContext, ErrorKind, Tally};
 use crate::config::{LimitOverrides, Limits as LimitSettings};
 
-use super::decision::Decision;
+use super::decision::{Decision, Verdict};
 
-/// The limits, and the per-server windows they count in.
+/// The limits, and the per-server buckets they count in.
 pub struct Limits {
     /// The settings' values (`0` = none).
     defaults: LimitSettings,
+    /// Per configured server: its rate bucket.
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+/// A token bucket: `per_minute` tokens at most, refilled at `per_minute` a minute.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    per_minute: u64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn full(per_minute: u64, now: Instant) -> Self {
+        Bucket {
+            per_minute,
+            tokens: per_minute as f64,
+            at: now,
+        }
+    }
+
+    /// Takes one token; when there is none, the wait until there is one.
+    fn take(&mut self, now: Instant) -> Result<(), std::time::Duration> {
+        let cap = self.per_minute as f64;
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * cap / 60.0).min(cap);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            let secs = (1.0 - self.tokens) * 60.0 / cap;
+            Err(std::time::Duration::from_secs_f64(secs))
+        }
+    }
+}
+
+/// One limit in force: its value and where it was set.
+struct Limit {
+    value: u64,
+    /// `MCP_BRIDGE_CALLS_PER_MINUTE=60`, or `"callsPerMinute": 30 in FILE`.
+    source: String,
+}
+
+/// The limit of `key` in the entry (`file`) when it overrides, else of the setting `row`;
+/// `None` when neither sets one (`0`).
+fn pick(entry: Option<u64>, key: &str, file: &str, setting: u64, row: &str) -> Option<Limit> {
+    let (value, source) = match entry {
+        Some(v) => (v, format!("\"{key}\": {v} in {file}")),
+        None => (setting, format!("{row}={setting}")),
+    };
+    (value > 0).then_some(Limit { value, source })
 }
 
 impl Limits {
     /// Limits with `defaults` from the settings.
     pub fn new(defaults: LimitSettings) -> Self {
-        Limits { defaults }
+        Limits {
+            defaults,
+            buckets: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Whether no limit is set (every server may still override).
@@ -24,20 +89,266 @@ impl Limits {
         self.defaults == LimitSettings::default()
     }
 
-    /// Admits one call of `ctx`'s run to `server` (counting it), or refuses it naming the
-    /// limit.
+    /// Admits one call of `ctx`'s run to `server` (defined in `file` with `overrides`),
+    /// counting it, or refuses it naming the limit.
     pub fn admit(
         &self,
         ctx: &CallContext,
         server: &str,
         overrides: &LimitOverrides,
+        file: &str,
     ) -> Result<(), Decision> {
-        let _ = (ctx, server, overrides, &self.defaults);
+        if self.is_off() && *overrides == LimitOverrides::default() {
+            return Ok(());
+        }
+        let d = &self.defaults;
+        let tally = &ctx.run.tally;
+        let mut run = tally.budgets.lock().expect("budgets lock");
+        let used = run.servers.get(server).copied().unwrap_or_default();
+        let run_calls = (d.run_max_calls > 0).then(|| Limit {
+            value: d.run_max_calls,
+            source: format!("MCP_BRIDGE_RUN_MAX_CALLS={}", d.run_max_calls),
+        });
+        if let Some(l) = run_calls.filter(|l| run.calls >= l.value) {
+            return Err(refused(
+                server,
+                &l,
+                format!("this run made its {} tool calls", l.value),
+            ));
+        }
+        let run_bytes = (d.run_max_result_bytes > 0).then(|| Limit {
+            value: d.run_max_result_bytes,
+            source: format!("MCP_BRIDGE_RUN_MAX_RESULT_BYTES={}", d.run_max_result_bytes),
+        });
+        let got = Tally::get(&tally.result_bytes);
+        if let Some(l) = run_bytes.filter(|l| got >= l.value) {
+            return Err(refused(
+                server,
+                &l,
+                format!(
+                    "this run received {got} bytes of tool results, the most it may ({})",
+                    l.value
+                ),
+            ));
+        }
+        let server_calls = overrides
+            .max_calls_per_run
+            .filter(|v| *v > 0)
+            .map(|v| Limit {
+                value: v,
+                source: format!("\"maxCallsPerRun\": {v} in {file}"),
+            });
+        if let Some(l) = server_calls.filter(|l| used.calls >= l.value) {
+            return Err(refused(
+                server,
+                &l,
+                format!("this run made its {} calls to server '{server}'", l.value),
+            ));
+        }
+        let server_bytes = overrides
+            .max_result_bytes_per_run
+            .filter(|v| *v > 0)
+            .map(|v| Limit {
+                value: v,
+                source: format!("\"maxResultBytesPerRun\": {v} in {file}"),
+            });
+        if let Some(l) = server_bytes.filter(|l| used.result_bytes >= l.value) {
+            return Err(refused(
+                server,
+                &l,
+                format!(
+                    "this run received {} bytes of results from server '{server}', the most \
+                     it may ({})",
+                    used.result_bytes, l.value
+                ),
+            ));
+        }
+        let rate = pick(
+            overrides.calls_per_minute,
+            "callsPerMinute",
+            file,
+            d.calls_per_minute,
+            "MCP_BRIDGE_CALLS_PER_MINUTE",
+        );
+        if let Some(l) = rate {
+            let now = Instant::now();
+            let mut buckets = self.buckets.lock().expect("buckets lock");
+            let bucket = buckets
+                .entry(server.to_string())
+                .or_insert_with(|| Bucket::full(l.value, now));
+            if bucket.per_minute != l.value {
+                *bucket = Bucket::full(l.value, now);
+            }
+            if let Err(wait) = bucket.take(now) {
+                let secs = wait.as_secs_f64().ceil().max(1.0);
+                return Err(refused(
+                    server,
+                    &l,
+                    format!(
+                        "the rate limit of {} calls per minute to server '{server}' is \
+                         reached; a call may go again in about {secs} s",
+                        l.value
+                    ),
+                ));
+            }
+        }
+        run.calls += 1;
+        run.servers.entry(server.to_string()).or_default().calls += 1;
         Ok(())
     }
 
-    /// Counts `result_bytes` received by `ctx`'s run from `server`.
+    /// Counts `result_bytes` received by `ctx`'s run from `server` (the run's total is the
+    /// tally's `result_bytes`, counted by the caller).
     pub fn received(&self, ctx: &CallContext, server: &str, result_bytes: u64) {
-        let _ = (ctx, server, result_bytes);
+        if result_bytes == 0 {
+            return;
+        }
+        let mut run = ctx.run.tally.budgets.lock().expect("budgets lock");
+        if let Some(used) = run.servers.get_mut(server) {
+            used.result_bytes = used.result_bytes.saturating_add(result_bytes);
+        }
+    }
+}
+
+/// The refusal of a call to `server` by limit `l`: `what` happened, where the limit was set,
+/// and that the run goes on.
+fn refused(server: &str, l: &Limit, what: String) -> Decision {
+    let message = format!(
+        "call to MCP server '{server}' refused: {what} (limit {}); the run goes on, and \
+         this error can be caught",
+        l.source
+    );
+    Decision::refused(
+        Verdict::Limited,
+        l.source.clone(),
+        ErrorKind::LimitExceeded,
+        message,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::bridge::RunScope;
+
+    fn ctx() -> CallContext {
+        CallContext {
+            servers: Arc::from(Vec::new()),
+            deadline: Instant::now() + Duration::from_secs(600),
+            run: RunScope::plain("test"),
+        }
+    }
+
+    fn settings(per_minute: u64, calls: u64, bytes: u64) -> LimitSettings {
+        LimitSettings {
+            calls_per_minute: per_minute,
+            run_max_calls: calls,
+            run_max_result_bytes: bytes,
+        }
+    }
+
+    const NONE: LimitOverrides = LimitOverrides {
+        calls_per_minute: None,
+        max_calls_per_run: None,
+        max_result_bytes_per_run: None,
+    };
+
+    fn message(d: Decision) -> (Verdict, String, String) {
+        let e = d.error.expect("an error");
+        assert_eq!(e.kind, ErrorKind::LimitExceeded);
+        (d.verdict, d.rule.unwrap_or_default(), e.message)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rate_limit_is_per_server_over_all_runs_and_refills() {
+        let limits = Limits::new(settings(3, 0, 0));
+        for _ in 0..3 {
+            limits.admit(&ctx(), "a", &NONE, "/f").expect("within");
+        }
+        let (verdict, rule, msg) = message(limits.admit(&ctx(), "a", &NONE, "/f").unwrap_err());
+        assert_eq!(verdict, Verdict::Limited);
+        assert_eq!(rule, "MCP_BRIDGE_CALLS_PER_MINUTE=3");
+        assert!(msg.contains("3 calls per minute to server 'a'"), "{msg}");
+        assert!(
+            msg.contains("about 20 s") && msg.contains("the run goes on"),
+            "{msg}"
+        );
+        // Another server has its own bucket.
+        limits.admit(&ctx(), "b", &NONE, "/f").expect("b");
+        // One token back every 20 s.
+        tokio::time::advance(Duration::from_secs(19)).await;
+        assert!(limits.admit(&ctx(), "a", &NONE, "/f").is_err());
+        tokio::time::advance(Duration::from_secs(2)).await;
+        limits.admit(&ctx(), "a", &NONE, "/f").expect("refilled");
+        assert!(limits.admit(&ctx(), "a", &NONE, "/f").is_err());
+        // The entry overrides the setting, and 0 there means no limit.
+        let entry = LimitOverrides {
+            calls_per_minute: Some(1),
+            ..NONE
+        };
+        limits.admit(&ctx(), "c", &entry, "/e.json").expect("first");
+        let (_, rule, _) = message(limits.admit(&ctx(), "c", &entry, "/e.json").unwrap_err());
+        assert_eq!(rule, "\"callsPerMinute\": 1 in /e.json");
+        let off = LimitOverrides {
+            calls_per_minute: Some(0),
+            ..NONE
+        };
+        for _ in 0..10 {
+            limits
+                .admit(&ctx(), "d", &off, "/e.json")
+                .expect("no limit");
+        }
+        assert!(limits.buckets.lock().expect("lock").len() <= 3);
+    }
+
+    #[tokio::test]
+    async fn run_budgets_count_calls_and_result_bytes() {
+        let limits = Limits::new(settings(0, 3, 100));
+        let run = ctx();
+        limits.admit(&run, "a", &NONE, "/f").expect("1");
+        limits.admit(&run, "b", &NONE, "/f").expect("2");
+        limits.admit(&run, "a", &NONE, "/f").expect("3");
+        let (_, rule, msg) = message(limits.admit(&run, "b", &NONE, "/f").unwrap_err());
+        assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_CALLS=3");
+        assert!(msg.contains("made its 3 tool calls"), "{msg}");
+        // A new run starts afresh.
+        let next = ctx();
+        limits.admit(&next, "a", &NONE, "/f").expect("new run");
+        Tally::add(&next.run.tally.result_bytes, 100);
+        limits.received(&next, "a", 100);
+        let (_, rule, msg) = message(limits.admit(&next, "a", &NONE, "/f").unwrap_err());
+        assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_RESULT_BYTES=100");
+        assert!(msg.contains("received 100 bytes"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn per_server_budgets_come_from_the_entry() {
+        let limits = Limits::new(LimitSettings::default());
+        assert!(limits.is_off());
+        let entry = LimitOverrides {
+            max_calls_per_run: Some(2),
+            max_result_bytes_per_run: Some(10),
+            ..NONE
+        };
+        let run = ctx();
+        limits.admit(&run, "a", &entry, "/e.json").expect("1");
+        limits.admit(&run, "a", &entry, "/e.json").expect("2");
+        let (_, rule, msg) = message(limits.admit(&run, "a", &entry, "/e.json").unwrap_err());
+        assert_eq!(rule, "\"maxCallsPerRun\": 2 in /e.json");
+        assert!(msg.contains("made its 2 calls to server 'a'"), "{msg}");
+        limits
+            .admit(&run, "b", &NONE, "/e.json")
+            .expect("other server");
+        let run = ctx();
+        limits.admit(&run, "a", &entry, "/e.json").expect("1");
+        limits.received(&run, "a", 10);
+        let (_, rule, _) = message(limits.admit(&run, "a", &entry, "/e.json").unwrap_err());
+        assert_eq!(rule, "\"maxResultBytesPerRun\": 10 in /e.json");
+        let budgets = run.run.tally.budgets.lock().expect("lock");
+        assert_eq!(budgets.servers.len(), 1);
+        assert_eq!(budgets.servers["a"].result_bytes, 10);
     }
 }

@@ -91,12 +91,17 @@ impl Policy {
         if let Some(refusal) = policy.tools.refusal(&call.tool) {
             let rule = format!("{refusal} in {}", facts.file);
             let message = format!(
-                "tool '{}' of MCP server '{}' is refused by {rule}",
-                call.tool, call.server
+                "tool '{}' of MCP server '{}' is {}",
+                call.tool,
+                call.server,
+                refusal.explain(&facts.file)
             );
             return Decision::refused(Verdict::Denied, rule, ErrorKind::ToolDisabled, message);
         }
-        if let Err(limited) = self.limits.admit(ctx, &call.server, &policy.limits) {
+        if let Err(limited) = self
+            .limits
+            .admit(ctx, &call.server, &policy.limits, &facts.file)
+        {
             return limited;
         }
         self.approvals.gate(ctx, call, facts).await

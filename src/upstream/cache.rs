@@ -52,8 +52,9 @@ impl ToolCache {
 
     fn file_name(spec: &ServerSpec) -> String {
         let transport = serde_json::to_string(&spec.transport).unwrap_or_default();
-        // `disabledTools` is part of the key: the cached list is the filtered one.
-        let hidden = spec.disabled_tools.join("\0");
+        // `allowedTools` and `disabledTools` are part of the key: the cached list is the
+        // filtered one.
+        let hidden = spec.policy.tools.visibility_key();
         format!(
             "{:016x}.json",
             fnv1a(&format!("{}\0{transport}\0{hidden}", spec.name))
@@ -95,10 +96,12 @@ impl ToolCache {
         if let Some(hit) = mem.get(&spec.name) {
             return hit.clone();
         }
-        let loaded = self
-            .read(spec)
-            .filter(|e| e.server == spec.name)
-            .map(|e| Arc::new(e.tools));
+        // Refused tools are dropped again: a list on disk is never trusted to be filtered.
+        let loaded = self.read(spec).filter(|e| e.server == spec.name).map(|e| {
+            let mut tools = e.tools;
+            tools.retain(|t| spec.tool_refusal(&t.name).is_none());
+            Arc::new(tools)
+        });
         mem.insert(spec.name.clone(), loaded.clone());
         loaded
     }
@@ -194,6 +197,26 @@ mod tests {
             "config change invalidates"
         );
         assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+    }
+
+    #[test]
+    fn the_tool_rules_are_part_of_the_key_and_refused_tools_never_come_back() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let tool = |n: &str| Tool::new(n.to_string(), "t", Arc::new(serde_json::Map::new()));
+        let plain = spec("a", "one");
+        ToolCache::new(d.path()).put(&plain, Arc::new(vec![tool("get"), tool("drop")]));
+        let mut ruled = spec("a", "one");
+        let mut policy = crate::config::ServerPolicy::default();
+        policy.tools.disabled = vec![crate::config::Pattern::new("dr*")];
+        ruled.policy = Arc::new(policy);
+        assert!(ToolCache::new(d.path()).get(&ruled).is_none(), "new key");
+        // A file under the ruled key that still holds a refused tool (written by hand, or by
+        // an older version) is filtered on reading.
+        let file = d.path().join(DIR).join(ToolCache::file_name(&plain));
+        std::fs::copy(&file, d.path().join(DIR).join(ToolCache::file_name(&ruled))).expect("copy");
+        let got = ToolCache::new(d.path()).get(&ruled).expect("cached");
+        let names: Vec<&str> = got.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["get"]);
     }
 
     #[test]

@@ -240,11 +240,11 @@ impl Upstream {
             Some(live) => live,
             None => Arc::new(Box::pin(self.connect(deadline)).await?),
         };
-        if self.spec.tool_disabled(tool) {
+        if let Some(refusal) = self.spec.tool_refusal(tool) {
             return Err(UpstreamError::ToolDisabled {
                 server: self.spec.name.clone(),
                 tool: tool.to_string(),
-                file: self.spec.source.display().to_string(),
+                rule: refusal.explain(&self.spec.source.display().to_string()),
             });
         }
         if !live.tools.iter().any(|t| t.name == tool) {

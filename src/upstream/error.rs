@@ -32,17 +32,15 @@ pub enum UpstreamError {
         /// The server's tools.
         available: Vec<String>,
     },
-    /// The tool is switched off by `disabledTools` in the server's config entry.
-    #[error(
-        "tool '{tool}' of MCP server '{server}' is switched off by \"disabledTools\" in {file}"
-    )]
+    /// The tool is refused by the server's config entry (`allowedTools`, `disabledTools`).
+    #[error("tool '{tool}' of MCP server '{server}' is {rule}")]
     ToolDisabled {
         /// The server.
         server: String,
         /// The tool asked for.
         tool: String,
-        /// The config file that switches it off.
-        file: String,
+        /// The rule and its file: `refused by "disabledTools" rule "delete_*" in FILE`.
+        rule: String,
     },
     /// The server comes from a project's config file and the user has not approved it:
     /// nothing of it is started. The message says how to approve it.

@@ -180,8 +180,9 @@ impl Starter {
                 .is_some_and(|i| i.protocol_version.has_initialize())
         });
         let mut tools = peer.list_all_tools().await.map_err(StartError::ListTools)?;
-        // `disabledTools`: hidden from the sandbox, its search and the tool cache.
-        tools.retain(|t| !self.spec.tool_disabled(&t.name));
+        // `allowedTools` / `disabledTools`: refused tools are hidden from the sandbox, its
+        // listings, its search and the tool cache.
+        tools.retain(|t| self.spec.tool_refusal(&t.name).is_none());
         let live = Live {
             peer,
             tools: Arc::new(tools),

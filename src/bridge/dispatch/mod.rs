@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::error_kind::ErrorKind;
 use super::protocol::LoadedTools;
-use super::run_scope::RunScope;
+use super::run_scope::{Narrowing, RunScope};
 use crate::config::ServerPolicy;
 use crate::report::RunReport;
 
@@ -73,11 +73,17 @@ pub enum LoadError {
 /// A backend answering host methods (MCP servers, discovery helpers).
 #[async_trait::async_trait]
 pub trait HostCalls: Send + Sync + 'static {
-    /// Starts (if needed) the servers a run names and returns their tool names.
+    /// Starts (if needed) the servers a run names and returns their tools, without those
+    /// outside the run's `narrowing` (its `allowed_tools`).
     ///
     /// # Errors
     /// The [`LoadError`] naming the server that could not be loaded.
-    async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, LoadError>;
+    async fn load(
+        &self,
+        servers: &[String],
+        narrowing: Option<&Narrowing>,
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError>;
     /// Answers `call`, parsed and passed by the dispatcher.
     ///
     /// # Errors
@@ -110,7 +116,12 @@ pub struct NoHostCalls;
 
 #[async_trait::async_trait]
 impl HostCalls for NoHostCalls {
-    async fn load(&self, servers: &[String], _deadline: Instant) -> Result<LoadedTools, LoadError> {
+    async fn load(
+        &self,
+        servers: &[String],
+        _narrowing: Option<&Narrowing>,
+        _deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
         match servers.first() {
             None => Ok(LoadedTools::new()),
             Some(s) => Err(LoadError::NoServers { server: s.clone() }),
@@ -175,9 +186,10 @@ impl Dispatcher {
     pub async fn load(
         &self,
         servers: &[String],
+        narrowing: Option<&Narrowing>,
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
-        self.backend.load(servers, deadline).await
+        self.backend.load(servers, narrowing, deadline).await
     }
 
     /// Tells the hook (if any) that the run of `scope` ended with `report`.
@@ -306,10 +318,10 @@ mod tests {
         let r = d.handle(&ctx, "reset", Value::Null).await;
         assert_eq!(r, Ok(serde_json::json!({"snapshot_dropped": true})));
         assert!(!saved.0.load(Ordering::Relaxed));
-        let err = d.load(&["gh".to_string()], Instant::now()).await;
+        let err = d.load(&["gh".to_string()], None, Instant::now()).await;
         assert!(matches!(err, Err(LoadError::NoServers { server }) if server == "gh"));
         assert!(d
-            .load(&[], Instant::now())
+            .load(&[], None, Instant::now())
             .await
             .expect("no servers")
             .is_empty());

@@ -18,7 +18,11 @@ impl Actor {
         let id = self.ids.next();
         let limit = self.settings.max_output;
         let servers: Arc<[String]> = req.servers.clone().into();
-        let tools = match self.dispatcher.load(&req.servers, deadline).await {
+        let tools = match self
+            .dispatcher
+            .load(&req.servers, req.scope.narrowing.as_ref(), deadline)
+            .await
+        {
             Ok(t) => t,
             Err(err) => return Retry::No(RunReport::failed(RunStatus::Error, err.to_string())),
         };

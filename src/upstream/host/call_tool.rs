@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::UpstreamHostCalls;
+use super::{visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, CallError, ToolCall};
 use crate::upstream::docs::alias;
 use crate::upstream::validate::Rejection;
@@ -23,11 +23,11 @@ impl UpstreamHostCalls {
         } = call;
         let (server, tool) = (server.as_str(), tool.as_str());
         let up = self.pool.get(server)?;
-        if up.spec.tool_disabled(tool) {
+        if let Some(refusal) = up.spec.tool_refusal(tool) {
             return Err(UpstreamError::ToolDisabled {
                 server: server.into(),
                 tool: tool.into(),
-                file: up.spec.source.display().to_string(),
+                rule: refusal.explain(&up.spec.source.display().to_string()),
             }
             .into());
         }
@@ -53,7 +53,12 @@ impl UpstreamHostCalls {
                     return Err(UpstreamError::UnknownTool {
                         server: server.into(),
                         tool: tool.into(),
-                        available: live.tools.iter().map(|t| t.name.to_string()).collect(),
+                        available: live
+                            .tools
+                            .iter()
+                            .filter(|t| visible(ctx, server, &t.name))
+                            .map(|t| t.name.to_string())
+                            .collect(),
                     }
                     .into())
                 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::UpstreamHostCalls;
-use crate::bridge::{LoadError, LoadedTools};
+use crate::bridge::{LoadError, LoadedTools, Narrowing};
 use crate::upstream::docs;
 
 /// A server's tool list and its exec-frame entries.
@@ -17,10 +17,12 @@ pub(super) type ProxyEntries = (Arc<Vec<Tool>>, Arc<RawValue>);
 
 impl UpstreamHostCalls {
     /// Starts (if needed) the servers a run names; their entries are rebuilt only when a
-    /// server's tool list changed.
+    /// server's tool list changed. A run with a `narrowing` gets only the tools inside it
+    /// (built for that run, not kept).
     pub(super) async fn load_servers(
         &self,
         servers: &[String],
+        narrowing: Option<&Narrowing>,
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
         let lists = self
@@ -28,6 +30,19 @@ impl UpstreamHostCalls {
             .load(servers, deadline)
             .await
             .map_err(|e| LoadError::Backend(Box::new(e)))?;
+        if let Some(n) = narrowing {
+            return Ok(lists
+                .into_iter()
+                .map(|(server, tools)| {
+                    let inside: Vec<&Tool> = tools
+                        .iter()
+                        .filter(|t| n.allows(&server, &t.name))
+                        .collect();
+                    let json = proxy_entries(inside);
+                    (server, json)
+                })
+                .collect());
+        }
         let mut entries = self.proxy_entries.lock().expect("proxy entries lock");
         Ok(lists
             .into_iter()
@@ -35,7 +50,7 @@ impl UpstreamHostCalls {
                 let json = match entries.get(&server) {
                     Some((list, json)) if Arc::ptr_eq(list, &tools) => json.clone(),
                     _ => {
-                        let json = proxy_entries(&tools);
+                        let json = proxy_entries(tools.iter());
                         entries.insert(server.clone(), (tools, json.clone()));
                         json
                     }
@@ -47,8 +62,8 @@ impl UpstreamHostCalls {
 }
 
 /// A tool list as the exec frame carries it: one `docs::proxy_entry` per tool, serialized once.
-fn proxy_entries(tools: &[Tool]) -> Arc<RawValue> {
-    let list: Vec<Value> = tools.iter().map(docs::proxy_entry).collect();
+fn proxy_entries<'a>(tools: impl IntoIterator<Item = &'a Tool>) -> Arc<RawValue> {
+    let list: Vec<Value> = tools.into_iter().map(docs::proxy_entry).collect();
     let text = serde_json::to_string(&list).expect("JSON values serialize");
     Arc::from(RawValue::from_string(text).expect("serde_json wrote valid JSON"))
 }

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::validate::Validators;
 use super::{UpstreamError, UpstreamPool};
 use crate::bridge::{
-    BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools, ToolFacts,
+    BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools, Narrowing, ToolFacts,
 };
 
 mod call_tool;
@@ -44,6 +44,15 @@ impl UpstreamHostCalls {
     }
 }
 
+/// Whether the run of `ctx` may see `server`'s `tool`: inside its `allowed_tools`, when it has
+/// one. (Tools the config refuses are never in a tool list at all.)
+fn visible(ctx: &CallContext, server: &str, tool: &str) -> bool {
+    ctx.run
+        .narrowing
+        .as_ref()
+        .is_none_or(|n| n.allows(server, tool))
+}
+
 impl From<UpstreamError> for CallError {
     fn from(e: UpstreamError) -> Self {
         CallError {
@@ -55,8 +64,13 @@ impl From<UpstreamError> for CallError {
 
 #[async_trait::async_trait]
 impl HostCalls for UpstreamHostCalls {
-    async fn load(&self, servers: &[String], deadline: Instant) -> Result<LoadedTools, LoadError> {
-        self.load_servers(servers, deadline).await
+    async fn load(
+        &self,
+        servers: &[String],
+        narrowing: Option<&Narrowing>,
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
+        self.load_servers(servers, narrowing, deadline).await
     }
 
     async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError> {

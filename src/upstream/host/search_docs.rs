@@ -10,7 +10,7 @@ use rmcp::model::Tool;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
-use super::UpstreamHostCalls;
+use super::{visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, Detail};
 use crate::upstream::docs;
 use crate::upstream::search::{self, Entry};
@@ -40,9 +40,18 @@ impl UpstreamHostCalls {
     ) -> Value {
         let not_indexed = self.wait_for_index(ctx.deadline).await;
         let index = self.search_index().await;
-        let ranked = index.index.rank(query, limit);
+        // A narrowed run ranks everything and keeps the best it may see.
+        let ranked = match &ctx.run.narrowing {
+            None => index.index.rank(query, limit),
+            Some(_) => index.index.rank(query, index.refs.len()),
+        };
         let results: Vec<Value> = ranked
             .into_iter()
+            .filter(|(i, _)| {
+                let (server, tools, t) = &index.refs[*i];
+                visible(ctx, server, &tools[*t].name)
+            })
+            .take(limit)
             .map(|(i, score)| {
                 let (server, tools, t) = &index.refs[i];
                 let mut d = docs::doc(server, &tools[*t], detail);

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::UpstreamHostCalls;
+use super::{visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, CallError};
 use crate::config::ServerSpec;
 use crate::upstream::docs::{self, alias};
@@ -59,7 +59,7 @@ impl UpstreamHostCalls {
             "disabled": up.spec.disabled,
             "server_info": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| json!({"name": s.name, "version": s.version})),
             "instructions": info.as_ref().and_then(|i| i.instructions.clone()),
-            "tools": tools.map(|ts| ts.iter().map(docs::listing).collect::<Vec<_>>()),
+            "tools": tools.map(|ts| ts.iter().filter(|t| visible(ctx, name, &t.name)).map(docs::listing).collect::<Vec<_>>()),
         }))
     }
 
@@ -72,12 +72,19 @@ impl UpstreamHostCalls {
         for name in ctx.servers.iter() {
             let live = self.pool.get(name)?.live_now();
             let info = live.as_ref().and_then(|l| l.info.clone());
+            let tools: Option<Vec<Value>> = live.map(|l| {
+                l.tools
+                    .iter()
+                    .filter(|t| visible(ctx, name, &t.name))
+                    .map(docs::listing)
+                    .collect()
+            });
             out.push(json!({
                 "name": name,
                 "alias": alias(name),
                 "server_info": info.as_ref().and_then(|i| i.server_info.as_ref()).map(|s| json!({"name": s.name, "version": s.version})),
-                "tool_count": live.as_ref().map(|l| l.tools.len()),
-                "tools": live.map(|l| l.tools.iter().map(docs::listing).collect::<Vec<_>>()).unwrap_or_default(),
+                "tool_count": tools.as_ref().map(Vec::len),
+                "tools": tools.unwrap_or_default(),
             }));
         }
         Ok(Value::Array(out))
@@ -89,7 +96,10 @@ impl UpstreamHostCalls {
         let known: HashMap<String, usize> = pool
             .known_tools()
             .into_iter()
-            .map(|(n, t)| (n, t.len()))
+            .map(|(n, t)| {
+                let count = t.iter().filter(|t| visible(ctx, &n, &t.name)).count();
+                (n, count)
+            })
             .collect();
         let mut text = String::from(
             "Sandbox: persistent Python, no network; top-level await. Load servers with run_python(servers=[...]) and call \

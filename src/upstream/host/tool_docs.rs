@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::UpstreamHostCalls;
+use super::{visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, CallError, Detail};
 use crate::upstream::docs::{self, alias};
 use crate::upstream::UpstreamError;
@@ -18,6 +18,7 @@ impl UpstreamHostCalls {
         Ok(Value::Array(
             tools
                 .iter()
+                .filter(|t| visible(ctx, server, &t.name))
                 .map(|t| {
                     json!({
                         "name": t.name,
@@ -37,12 +38,24 @@ impl UpstreamHostCalls {
         tool: Option<&str>,
         detail: Detail,
     ) -> Result<Value, CallError> {
-        let tools = self.pool.tools(server, ctx.deadline).await?;
+        let all = self.pool.tools(server, ctx.deadline).await?;
+        let narrowed: Vec<rmcp::model::Tool>;
+        let tools: &[rmcp::model::Tool] = match &ctx.run.narrowing {
+            None => &all,
+            Some(_) => {
+                narrowed = all
+                    .iter()
+                    .filter(|t| visible(ctx, server, &t.name))
+                    .cloned()
+                    .collect();
+                &narrowed
+            }
+        };
         match tool {
             None => Ok(Value::Array(
                 tools.iter().map(|t| docs::doc(server, t, detail)).collect(),
             )),
-            Some(name) => match docs::find(&tools, name) {
+            Some(name) => match docs::find(tools, name) {
                 Some(t) => Ok(json!([docs::doc(server, t, detail)])),
                 None => Err(UpstreamError::UnknownTool {
                     server: server.into(),
