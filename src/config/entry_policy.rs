@@ -270,4 +270,98 @@ mod tests {
         assert_eq!(out.tools.allowed, mine.tools.allowed);
         assert!(note.expect("a note").contains("allowedTools"));
     }
+
+    /// A project's `.mcp.json` (Claude Code, project scope) with `entry` as server `gh`, and
+    /// the user's `~/.claude.json` with `user` as `gh` when given; `allowed`: the project's
+    /// entry approved with `servers --allow` as it is written now.
+    fn discover_project(
+        d: &std::path::Path,
+        entry: Value,
+        user: Option<Value>,
+        allowed: Option<&Value>,
+    ) -> crate::config::Servers {
+        use crate::config::{AllowList, Approval, Client, ClientFile, Scope, Sources};
+        let project = d.join(".mcp.json");
+        std::fs::write(&project, json!({"mcpServers": {"gh": entry}}).to_string()).expect("w");
+        let home = d.join("claude.json");
+        let user_table = user.map(|u| json!({"gh": u})).unwrap_or(json!({}));
+        std::fs::write(&home, json!({"mcpServers": user_table}).to_string()).expect("w");
+        let state = d.join("state");
+        std::fs::create_dir_all(&state).expect("mkdir");
+        if let Some(approved) = allowed {
+            let mut list = AllowList::load(&state);
+            list.allow(Approval {
+                name: "gh".into(),
+                source: project.clone(),
+                sha256: crate::config::entry_hash(approved),
+            })
+            .expect("allow");
+        }
+        let file = |scope, path: &std::path::Path| ClientFile {
+            client: Client::ClaudeCode,
+            scope,
+            path: path.to_path_buf(),
+        };
+        crate::config::discover_with_env(
+            &Sources {
+                client_files: vec![file(Scope::Project, &project), file(Scope::User, &home)],
+                state_dir: Some(state),
+                limits: Limits {
+                    calls_per_minute: 60,
+                    ..Limits::default()
+                },
+                ..Sources::default()
+            },
+            &|_| None,
+        )
+    }
+
+    #[test]
+    fn a_project_entrys_approval_pins_its_rules_and_loosening_keys_are_ignored() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let entry = json!({"command": "gh-mcp", "allowedTools": ["get_*"],
+                           "autoApprove": ["*"], "callsPerMinute": 600});
+        let s = discover_project(d.path(), entry.clone(), None, Some(&entry));
+        let gh = s.get("gh").expect("gh");
+        assert!(gh.consent.permits(), "{:?}", gh.consent);
+        assert!(gh.tool_refusal("get_issue").is_none());
+        assert!(gh.tool_refusal("delete_repo").is_some());
+        assert!(gh.policy.tools.auto_approve.is_empty());
+        assert_eq!(gh.policy.limits.calls_per_minute, None);
+        let notes: Vec<&str> = s.notes.iter().map(|n| n.message.as_str()).collect();
+        assert!(
+            notes.iter().any(|n| n.contains("'gh': \"autoApprove\" is ignored")),
+            "{notes:?}"
+        );
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("\"callsPerMinute\": 600 is ignored")
+                    && n.contains("MCP_BRIDGE_CALLS_PER_MINUTE is 60")),
+            "{notes:?}"
+        );
+        // Widening its allow list after the approval makes it need approval again.
+        let wider = json!({"command": "gh-mcp", "allowedTools": ["*"],
+                           "autoApprove": ["*"], "callsPerMinute": 600});
+        let s = discover_project(d.path(), wider, None, Some(&entry));
+        assert!(!s.get("gh").expect("gh").consent.permits());
+    }
+
+    #[test]
+    fn a_project_entry_never_replaces_the_users_policy() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let user = json!({"command": "gh-mcp", "disabledTools": ["delete_*"],
+                          "maxCallsPerRun": 5});
+        let project = json!({"command": "gh-mcp", "disabledTools": ["merge_*"],
+                             "maxCallsPerRun": 50});
+        let s = discover_project(d.path(), project.clone(), Some(user), Some(&project));
+        let gh = s.get("gh").expect("gh");
+        // Claude Code's precedence keeps the project's definition (project over user) ...
+        assert!(gh.source.ends_with(".mcp.json"), "{:?}", gh.source);
+        // ... but the user's rules stay and the project's only add to them.
+        assert!(gh.tool_refusal("delete_repo").is_some());
+        assert!(gh.tool_refusal("merge_pr").is_some());
+        assert!(gh.tool_refusal("get_issue").is_none());
+        assert_eq!(gh.policy.limits.max_calls_per_run, Some(5));
+    }
 }

@@ -1,0 +1,102 @@
+"""Rate limits and run budgets (GUIDE.md, "Policy", "Rate limits and budgets") through the real bridge
+and the official MCP client: a call over a limit raises LimitExceededError in the sandbox naming the
+limit, its value and where it was set; the code catches it and the run goes on.
+
+The rates are low (1 or 2 calls a minute) so that no token comes back while a run makes its calls.
+"""
+
+from __future__ import annotations
+
+import json
+
+import servers as S
+
+# Calls `tool` of each server `n` times; records "ok" or [exception class, message]; prints after.
+CALLS = """
+import json
+out = {}
+for server, tool, args, n in PLAN:
+    got = out.setdefault(server + "." + tool, [])
+    for _ in range(n):
+        try:
+            await getattr(mcp_servers[server], tool)(**args)
+            got.append("ok")
+        except Exception as e:
+            got.append([type(e).__name__, str(e)])
+print("the run goes on")
+print(json.dumps(out))
+"""
+
+
+def _calls(bridge, plan: list, servers: list[str]) -> dict:
+    r = bridge.run(f"PLAN = {plan!r}\n" + CALLS, servers=servers)
+    assert not r.is_error and r.status == "ok", f"run failed:\n{r}"
+    lines = r.structured["stdout"].strip().splitlines()
+    assert lines[-2] == "the run goes on", lines
+    return json.loads(lines[-1])
+
+
+def _split(results: list) -> tuple[int, list]:
+    ok = [x for x in results if x == "ok"]
+    assert results[: len(ok)] == ok, results
+    return len(ok), results[len(ok):]
+
+
+def test_the_rate_limit_per_server_from_the_setting_and_the_entry(bridge_factory, stub_ready):
+    slow = S.stub("slow")
+    slow["callsPerMinute"] = 1
+    b = bridge_factory(
+        name="rate",
+        env={"MCP_BRIDGE_CALLS_PER_MINUTE": "2"},
+        config={"mcpServers": {"stub": S.stub("stub"), "slow": slow}},
+    )
+    config_file = str(b.dir / "mcps" / "servers.json")
+    echo = {"text": "x"}
+    got = _calls(b, [("stub", "echo", echo, 4), ("slow", "echo", echo, 3)], ["stub", "slow"])
+    ok, refused = _split(got["stub.echo"])
+    assert ok == 2 and len(refused) == 2, got
+    kind, message = refused[0]
+    assert kind == "LimitExceededError", refused
+    assert "rate limit of 2 calls per minute to server 'stub'" in message, message
+    assert "(limit MCP_BRIDGE_CALLS_PER_MINUTE=2)" in message and "the run goes on" in message, message
+    ok, refused = _split(got["slow.echo"])
+    assert ok == 1 and len(refused) == 2, got
+    assert f"(limit \"callsPerMinute\": 1 in {config_file})" in refused[0][1], refused
+    # Over all runs: the next run finds the bucket still empty.
+    again = _calls(b, [("stub", "echo", echo, 1)], ["stub"])
+    assert again["stub.echo"][0][0] == "LimitExceededError", again
+
+
+def test_run_budgets_of_calls_and_result_bytes(bridge_factory, stub_ready):
+    capped = S.stub("capped")
+    capped["maxCallsPerRun"] = 2
+    capped["maxResultBytesPerRun"] = 1000
+    b = bridge_factory(
+        name="budgets",
+        env={"MCP_BRIDGE_RUN_MAX_CALLS": "6", "MCP_BRIDGE_RUN_MAX_RESULT_BYTES": "3000"},
+        config={"mcpServers": {"stub": S.stub("stub"), "capped": capped}},
+    )
+    config_file = str(b.dir / "mcps" / "servers.json")
+    echo = {"text": "x"}
+    # Calls: 2 to capped (its own cap), then the run's 6 in all.
+    got = _calls(b, [("capped", "echo", echo, 3), ("stub", "echo", echo, 6)], ["stub", "capped"])
+    ok, refused = _split(got["capped.echo"])
+    assert ok == 2 and len(refused) == 1, got
+    assert refused[0][0] == "LimitExceededError", refused
+    assert "this run made its 2 calls to server 'capped'" in refused[0][1], refused
+    assert f"(limit \"maxCallsPerRun\": 2 in {config_file})" in refused[0][1], refused
+    ok, refused = _split(got["stub.echo"])
+    assert ok == 4 and len(refused) == 2, got
+    assert "this run made its 6 tool calls" in refused[0][1], refused
+    assert "(limit MCP_BRIDGE_RUN_MAX_CALLS=6)" in refused[0][1], refused
+
+    # Result bytes: the run's total, and capped's own; a new run starts afresh.
+    big = {"bytes": 1200}
+    got = _calls(b, [("capped", "big", big, 2), ("stub", "big", big, 3)], ["stub", "capped"])
+    ok, refused = _split(got["capped.big"])
+    assert ok == 1 and refused[0][0] == "LimitExceededError", got
+    assert "from server 'capped'" in refused[0][1], refused
+    assert f"(limit \"maxResultBytesPerRun\": 1000 in {config_file})" in refused[0][1], refused
+    ok, refused = _split(got["stub.big"])
+    assert ok == 2 and refused[0][0] == "LimitExceededError", got
+    assert "(limit MCP_BRIDGE_RUN_MAX_RESULT_BYTES=3000)" in refused[0][1], refused
