@@ -331,7 +331,7 @@ async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
     let p = Arc::new(pool_on(lane, vec![stub("my-stub", &[], &[])], d.path()));
     let host = UpstreamHostCalls::new(p.clone());
     let servers = vec!["my-stub".to_string()];
-    host.load(&servers, soon(20)).await.expect("load");
+    host.load(&servers, None, soon(20)).await.expect("load");
     let ctx = CallContext {
         servers: Arc::from(servers),
         deadline: soon(10),

@@ -330,7 +330,9 @@ mod tests {
         assert_eq!(gh.policy.limits.calls_per_minute, None);
         let notes: Vec<&str> = s.notes.iter().map(|n| n.message.as_str()).collect();
         assert!(
-            notes.iter().any(|n| n.contains("'gh': \"autoApprove\" is ignored")),
+            notes
+                .iter()
+                .any(|n| n.contains("'gh': \"autoApprove\" is ignored")),
             "{notes:?}"
         );
         assert!(

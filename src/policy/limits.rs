@@ -268,7 +268,8 @@ mod tests {
         for _ in 0..3 {
             limits.admit(&ctx(), "a", &NONE, "/f").expect("within");
         }
-        let (verdict, rule, msg) = message(limits.admit(&ctx(), "a", &NONE, "/f").unwrap_err());
+        let (verdict, rule, msg) =
+            message(limits.admit(&ctx(), "a", &NONE, "/f").expect_err("refused"));
         assert_eq!(verdict, Verdict::Limited);
         assert_eq!(rule, "MCP_BRIDGE_CALLS_PER_MINUTE=3");
         assert!(msg.contains("3 calls per minute to server 'a'"), "{msg}");
@@ -290,7 +291,11 @@ mod tests {
             ..NONE
         };
         limits.admit(&ctx(), "c", &entry, "/e.json").expect("first");
-        let (_, rule, _) = message(limits.admit(&ctx(), "c", &entry, "/e.json").unwrap_err());
+        let (_, rule, _) = message(
+            limits
+                .admit(&ctx(), "c", &entry, "/e.json")
+                .expect_err("refused"),
+        );
         assert_eq!(rule, "\"callsPerMinute\": 1 in /e.json");
         let off = LimitOverrides {
             calls_per_minute: Some(0),
@@ -311,7 +316,7 @@ mod tests {
         limits.admit(&run, "a", &NONE, "/f").expect("1");
         limits.admit(&run, "b", &NONE, "/f").expect("2");
         limits.admit(&run, "a", &NONE, "/f").expect("3");
-        let (_, rule, msg) = message(limits.admit(&run, "b", &NONE, "/f").unwrap_err());
+        let (_, rule, msg) = message(limits.admit(&run, "b", &NONE, "/f").expect_err("refused"));
         assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_CALLS=3");
         assert!(msg.contains("made its 3 tool calls"), "{msg}");
         // A new run starts afresh.
@@ -319,7 +324,7 @@ mod tests {
         limits.admit(&next, "a", &NONE, "/f").expect("new run");
         Tally::add(&next.run.tally.result_bytes, 100);
         limits.received(&next, "a", 100);
-        let (_, rule, msg) = message(limits.admit(&next, "a", &NONE, "/f").unwrap_err());
+        let (_, rule, msg) = message(limits.admit(&next, "a", &NONE, "/f").expect_err("refused"));
         assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_RESULT_BYTES=100");
         assert!(msg.contains("received 100 bytes"), "{msg}");
     }
@@ -336,7 +341,11 @@ mod tests {
         let run = ctx();
         limits.admit(&run, "a", &entry, "/e.json").expect("1");
         limits.admit(&run, "a", &entry, "/e.json").expect("2");
-        let (_, rule, msg) = message(limits.admit(&run, "a", &entry, "/e.json").unwrap_err());
+        let (_, rule, msg) = message(
+            limits
+                .admit(&run, "a", &entry, "/e.json")
+                .expect_err("refused"),
+        );
         assert_eq!(rule, "\"maxCallsPerRun\": 2 in /e.json");
         assert!(msg.contains("made its 2 calls to server 'a'"), "{msg}");
         limits
@@ -345,7 +354,11 @@ mod tests {
         let run = ctx();
         limits.admit(&run, "a", &entry, "/e.json").expect("1");
         limits.received(&run, "a", 10);
-        let (_, rule, _) = message(limits.admit(&run, "a", &entry, "/e.json").unwrap_err());
+        let (_, rule, _) = message(
+            limits
+                .admit(&run, "a", &entry, "/e.json")
+                .expect_err("refused"),
+        );
         assert_eq!(rule, "\"maxResultBytesPerRun\": 10 in /e.json");
         let budgets = run.run.tally.budgets.lock().expect("lock");
         assert_eq!(budgets.servers.len(), 1);
