@@ -17,8 +17,8 @@ use serde_json::{json, Map, Value};
 use tokio::time::Instant as TokioInstant;
 
 use mcp_code_bridge::bridge::{
-    BackendCall, CallContext, CallError, Dispatcher, HostCalls, LoadError, LoadedTools, RunScope,
-    ToolFacts,
+    BackendCall, CallContext, CallError, Dispatcher, HostCalls, LoadError, LoadedTools, Narrowing,
+    RunScope, ToolFacts,
 };
 use mcp_code_bridge::config::{Pattern, PolicySettings, ServerPolicy, ToolRules};
 use mcp_code_bridge::policy::Policy;
@@ -41,7 +41,12 @@ struct Instant0 {
 
 #[async_trait::async_trait]
 impl HostCalls for Instant0 {
-    async fn load(&self, _: &[String], _: TokioInstant) -> Result<LoadedTools, LoadError> {
+    async fn load(
+        &self,
+        _: &[String],
+        _: Option<&Narrowing>,
+        _: TokioInstant,
+    ) -> Result<LoadedTools, LoadError> {
         Ok(LoadedTools::new())
     }
 
