@@ -167,6 +167,9 @@ impl Narrowing {
 pub enum ApprovalReason {
     /// The server marks the tool `destructiveHint: true` (and not `readOnlyHint: true`).
     Destructive,
+    /// Nothing is known of the tool: its server is not running and no tool list of it is
+    /// cached, so its hints cannot be read (treated as destructive).
+    HintsUnknown,
     /// The operator's `requireApproval` rule in `file`.
     Listed {
         /// The pattern.

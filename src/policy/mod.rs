@@ -5,7 +5,7 @@
 //! 2. the operator's `allowedTools` / `disabledTools` for the server (deny wins; upstream
 //!    also hides such tools from every listing),
 //! 3. the rate limit and the run's budgets (`limits.rs`),
-//! 4. approval, when the tool needs it (`approval.rs`): asked through the run's asker.
+//! 4. approval, when the tool needs it (`approval/`): asked through the run's asker.
 //!
 //! Once the call is answered it counts the result's bytes and writes the audit line
 //! (`crate::audit`); when a run ends it writes the run's line. Installed by the wiring

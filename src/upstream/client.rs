@@ -119,16 +119,11 @@ impl Upstream {
     }
 
     /// `tool`'s behaviour hints in the running server's list: (`destructiveHint`,
-    /// `readOnlyHint`), each `false` when not said; `None` when the server is not running or
-    /// has no such tool.
+    /// `readOnlyHint`), each `false` when not said or when the running server has no such tool
+    /// (the call fails as an unknown tool); `None` when the server is not running.
     pub fn hints(&self, tool: &str) -> Option<(bool, bool)> {
         let live = self.live_arc()?;
-        let t = live.tools.iter().find(|t| t.name == tool)?;
-        let a = t.annotations.as_ref();
-        Some((
-            a.and_then(|a| a.destructive_hint).unwrap_or(false),
-            a.and_then(|a| a.read_only_hint).unwrap_or(false),
-        ))
+        Some(tool_hints(&live.tools, tool).unwrap_or_default())
     }
 
     /// The connection if it is up, without starting anything or waiting for a start.
@@ -347,4 +342,15 @@ mod tests {
             std::mem::size_of_val(&call)
         );
     }
+}
+
+/// `tool`'s (`destructiveHint`, `readOnlyHint`) in `tools`, each `false` when not said; `None`
+/// when `tools` has no such tool.
+pub fn tool_hints(tools: &[rmcp::model::Tool], tool: &str) -> Option<(bool, bool)> {
+    let t = tools.iter().find(|t| t.name == tool)?;
+    let a = t.annotations.as_ref();
+    Some((
+        a.and_then(|a| a.destructive_hint).unwrap_or(false),
+        a.and_then(|a| a.read_only_hint).unwrap_or(false),
+    ))
 }

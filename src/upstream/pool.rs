@@ -177,6 +177,12 @@ impl UpstreamPool {
         out
     }
 
+    /// `tool`'s (`destructiveHint`, `readOnlyHint`) in the cached list of `spec`; `None` when
+    /// there is no cached list or it has no such tool.
+    pub fn cached_hints(&self, spec: &ServerSpec, tool: &str) -> Option<(bool, bool)> {
+        super::client::tool_hints(&self.cache.get(spec)?, tool)
+    }
+
     /// Whether `spec` has a cached tool list.
     pub fn is_cached(&self, spec: &ServerSpec) -> bool {
         self.cache.has(spec)

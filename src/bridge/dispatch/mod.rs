@@ -109,6 +109,9 @@ pub struct ToolFacts {
     pub destructive: bool,
     /// The tool says `readOnlyHint: true`.
     pub read_only: bool,
+    /// The hints come from the server's tool list (live, or cached when it last connected);
+    /// `false`: nothing is known of the tool, and a call is treated as needing approval.
+    pub hints_known: bool,
 }
 
 /// A backend with no servers and no methods beyond the built-ins.

@@ -103,12 +103,19 @@ impl HostCalls for UpstreamHostCalls {
         let Ok(up) = self.pool.get(server) else {
             return ToolFacts::default();
         };
-        let (destructive, read_only) = up.hints(tool).unwrap_or_default();
+        // The running server's list; when it is not running (it stopped since the run loaded
+        // it, and the call will restart it), the list cached when it last connected. Neither:
+        // the hints are unknown and the policy treats the call as one that needs approval.
+        let hints = up
+            .hints(tool)
+            .or_else(|| self.pool.cached_hints(&up.spec, tool));
+        let (destructive, read_only) = hints.unwrap_or_default();
         ToolFacts {
             policy: Some(up.spec.policy.clone()),
             file: up.spec.source.display().to_string().into(),
             destructive,
             read_only,
+            hints_known: hints.is_some(),
         }
     }
 }
