@@ -179,6 +179,21 @@ pub enum ApprovalReason {
     },
 }
 
+impl std::fmt::Display for ApprovalReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ApprovalReason::Destructive => f.write_str("the server marks it destructiveHint"),
+            ApprovalReason::HintsUnknown => f.write_str(
+                "its server is not running and no tool list of it is cached, so it may be \
+                 destructive",
+            ),
+            ApprovalReason::Listed { pattern, file } => {
+                write!(f, "\"requireApproval\" rule \"{pattern}\" in {file}")
+            }
+        }
+    }
+}
+
 /// One call waiting for approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AskedCall {

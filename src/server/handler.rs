@@ -17,11 +17,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::time::Instant;
 
+use super::approve::{self, ElicitAsker, Face, Rounds};
 use super::files;
 use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::tool::{self, TOOL_NAME};
-use crate::bridge::{Progress, RunRequest, RunScope, Sandbox};
+use crate::bridge::{Asker, Progress, RunRequest, RunScope, Sandbox};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
@@ -33,6 +34,8 @@ pub struct BridgeServer {
     sandbox: Sandbox,
     settings: Arc<Settings>,
     outbox: Arc<Outbox>,
+    /// Runs of 2026-07-28 clients waiting for an approval, and the seal of their state.
+    rounds: Arc<Rounds>,
 }
 
 impl BridgeServer {
@@ -42,10 +45,12 @@ impl BridgeServer {
             sandbox,
             settings,
             outbox,
+            rounds: Arc::new(Rounds::default()),
         }
     }
 
-    /// Runs one `run_python` call and renders it as a tool result.
+    /// Runs one `run_python` call and renders it as a tool result; `asker` asks the user to
+    /// approve calls (none: such calls fail closed).
     ///
     /// Bad arguments are a tool result with `isError: true` (SEP-1303), not a JSON-RPC error.
     ///
@@ -56,6 +61,7 @@ impl BridgeServer {
         args: Option<&rmcp::model::JsonObject>,
         cancel: tokio_util::sync::CancellationToken,
         progress: Progress,
+        asker: Option<Arc<dyn Asker>>,
     ) -> Result<CallToolResult, ErrorData> {
         let arrived = Instant::now();
         let args = match tool::parse_args(args) {
@@ -70,7 +76,7 @@ impl BridgeServer {
             }
         };
         let capped = self.settings.timeout_capped_note(args.timeout);
-        let scope = Arc::new(RunScope::new(&args.code, args.narrowing, None));
+        let scope = Arc::new(RunScope::new(&args.code, args.narrowing, asker));
         let req = RunRequest {
             code: args.code,
             servers: args.servers,
@@ -145,10 +151,34 @@ impl ServerHandler for BridgeServer {
                 None,
             ));
         }
+        // A retry of a 2026-07-28 client answering an approval question.
+        if request.request_state.is_some() || request.input_responses.is_some() {
+            return self.rounds.resume(&request, context.ct).await;
+        }
         let token = context.meta.get_progress_token();
         let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
+        let asker: Option<Arc<dyn Asker>> = match approve::face(&context) {
+            Face::Elicit(peer) => Some(Arc::new(ElicitAsker::new(peer))),
+            Face::None => None,
+            Face::Rounds => {
+                // The run goes on in the background between rounds; its progress reaches
+                // the client during this first round only.
+                let me = self.clone();
+                let arguments = request.arguments.clone();
+                let run = move |asker, stop| async move {
+                    me.run_python(arguments.as_ref(), stop, progress, Some(asker))
+                        .await
+                };
+                let response = self
+                    .rounds
+                    .start(request.arguments.as_ref(), run, context.ct)
+                    .await;
+                forwarder.finish().await;
+                return response;
+            }
+        };
         let result = self
-            .run_python(request.arguments.as_ref(), context.ct, progress)
+            .run_python(request.arguments.as_ref(), context.ct, progress, asker)
             .await;
         forwarder.finish().await;
         result.map(Into::into)

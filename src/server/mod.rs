@@ -1,6 +1,7 @@
 //! Our MCP face: serves [`BridgeServer`] over any byte stream (stdio in production, duplex
 //! pipes in tests).
 
+mod approve;
 mod files;
 mod handler;
 mod progress;

@@ -66,7 +66,7 @@ impl Approvals {
                 let message = format!(
                     "call to {what} refused: it needs approval ({}) and MCP_BRIDGE_APPROVAL=deny \
                      refuses every such call",
-                    why(&reason)
+                    reason
                 );
                 return Decision::refused(
                     Verdict::Unapproved,
@@ -152,20 +152,6 @@ fn approved_for_run(ctx: &CallContext, call: &ToolCall) -> bool {
     approved.contains(&(call.server.clone(), call.tool.clone()))
 }
 
-/// Why a call needs approval, for messages.
-pub fn why(reason: &ApprovalReason) -> String {
-    match reason {
-        ApprovalReason::Destructive => "the server marks it destructiveHint".into(),
-        ApprovalReason::HintsUnknown => {
-            "its server is not running and no tool list of it is cached, so it may be destructive"
-                .into()
-        }
-        ApprovalReason::Listed { pattern, file } => {
-            format!("\"requireApproval\" rule \"{pattern}\" in {file}")
-        }
-    }
-}
-
 /// Refused for want of someone to ask (`because`), saying how to allow such calls.
 fn unapproved(
     call: &ToolCall,
@@ -177,12 +163,7 @@ fn unapproved(
         "call to {}.{} refused: it needs the user's approval ({}) and {because} (no elicitation \
          support, or `mcp-code-bridge exec`). To allow such calls, add \"autoApprove\": [\"{}\"] \
          to the entry of server '{}' in {}, or set MCP_BRIDGE_APPROVAL=allow",
-        call.server,
-        call.tool,
-        why(reason),
-        call.tool,
-        call.server,
-        facts.file
+        call.server, call.tool, reason, call.tool, call.server, facts.file
     );
     let rule = format!("approval needed; {because}");
     Decision::refused(Verdict::Unapproved, rule, ErrorKind::NotApproved, message)

@@ -1,0 +1,212 @@
+//! [`Rounds`]: approval for 2026-07-28 clients (SEP-2322). The run starts in the background
+//! with a [`RoundsAsker`]; the handler waits for the run's end (the normal result) or its next
+//! question. A question becomes an input-required result: the elicitation form in
+//! `inputRequests`, and a `requestState` sealed for this run, question and arguments
+//! (`state.rs`); the run waits in [`Parked`] meanwhile. The client's retry (same arguments,
+//! `inputResponses`, `requestState`) is checked, its answer handed to the waiting call, and
+//! the handler waits again. Progress notifications reach the client only in the first round:
+//! later rounds have no progress token of the first request, and theirs are dropped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ElicitRequest, ElicitResult,
+    InputRequest, InputRequiredResult,
+};
+use rmcp::ErrorData;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::parked::{Parked, ParkedRun};
+use super::state::{StateSeal, Ticket};
+use crate::bridge::{random_id, Answer, Asker, Question};
+
+/// The key of the approval form in `inputRequests` / `inputResponses`.
+pub const INPUT_KEY: &str = "approval";
+
+/// One question of a run, on its way to the handler.
+pub struct Asked {
+    question: Question,
+    id: String,
+    reply: oneshot::Sender<Answer>,
+    deadline: Instant,
+}
+
+/// The run's asker: hands each question to whichever handler drives the run.
+pub struct RoundsAsker {
+    tx: mpsc::Sender<Asked>,
+}
+
+#[async_trait::async_trait]
+impl Asker for RoundsAsker {
+    async fn ask(&self, question: Question, deadline: Instant) -> Answer {
+        let (reply, rx) = oneshot::channel();
+        let asked = Asked {
+            question,
+            id: random_id(),
+            reply,
+            deadline,
+        };
+        if self.tx.send(asked).await.is_err() {
+            return Answer::Unavailable("the client's request is gone".into());
+        }
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Answer::Unavailable("the question was dropped unanswered".into()),
+            Err(_) => Answer::TimedOut,
+        }
+    }
+}
+
+/// A run going on in the background.
+pub struct InFlight {
+    /// The run's id (known with its first question; empty before).
+    pub id: String,
+    asks: mpsc::Receiver<Asked>,
+    done: JoinHandle<Result<CallToolResult, ErrorData>>,
+    /// Stops the run when the run is dropped (expired, evicted, its client gone).
+    _stop: DropGuard,
+}
+
+/// The 2026-07-28 face: the seal and the waiting runs. One per server handler.
+pub struct Rounds {
+    seal: StateSeal,
+    parked: Arc<Parked>,
+}
+
+impl Default for Rounds {
+    fn default() -> Self {
+        Rounds {
+            seal: StateSeal::new(),
+            parked: Arc::new(Parked::default()),
+        }
+    }
+}
+
+impl Rounds {
+    /// Starts a run: `run` gets the asker and the run's stop token and returns its result.
+    pub async fn start<F, Fut>(
+        &self,
+        arguments: Option<&rmcp::model::JsonObject>,
+        run: F,
+        ct: CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        F: FnOnce(Arc<dyn Asker>, CancellationToken) -> Fut,
+        Fut: std::future::Future<Output = Result<CallToolResult, ErrorData>> + Send + 'static,
+    {
+        let (tx, asks) = mpsc::channel(1);
+        let stop = CancellationToken::new();
+        let done = tokio::spawn(run(Arc::new(RoundsAsker { tx }), stop.clone()));
+        let flight = InFlight {
+            id: String::new(),
+            asks,
+            done,
+            _stop: stop.drop_guard(),
+        };
+        self.drive(flight, arguments, ct).await
+    }
+
+    /// A retry: checks its `requestState`, hands its answer to the waiting run, and drives
+    /// the run on. A state that does not verify, or whose question is not waiting, is an
+    /// invalid-params error (the request is not one this server can continue).
+    pub async fn resume(
+        &self,
+        request: &CallToolRequestParams,
+        ct: CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.as_ref();
+        let Some(state) = request.request_state.as_deref() else {
+            return Err(ErrorData::invalid_params(
+                "inputResponses without a requestState: nothing asked for them",
+                None,
+            ));
+        };
+        let Some(Ticket { run, question }) = self.seal.open(state, arguments) else {
+            return Err(ErrorData::invalid_params(
+                "requestState refused: it does not verify (forged, altered, sent with other \
+                 arguments, or expired)",
+                None,
+            ));
+        };
+        let parked = self
+            .parked
+            .take(&run, &question)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|r| r.get(INPUT_KEY))
+            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+            .map_or(Answer::Declined, |r| {
+                super::answer(r.action, r.content.as_ref())
+            });
+        let _ = parked.reply.send(answer);
+        self.drive(parked.run, arguments, ct).await
+    }
+
+    /// Waits for the run's end or its next question (parked, and returned as input required).
+    async fn drive(
+        &self,
+        mut flight: InFlight,
+        arguments: Option<&rmcp::model::JsonObject>,
+        ct: CancellationToken,
+    ) -> Result<CallToolResponse, ErrorData> {
+        loop {
+            let asked = tokio::select! {
+                biased;
+                // The client cancelled this request: dropping the run stops it.
+                () = ct.cancelled() => {
+                    return Err(ErrorData::internal_error("the request was cancelled", None))
+                }
+                done = &mut flight.done => {
+                    return match done {
+                        Ok(result) => result.map(Into::into),
+                        Err(e) => Err(ErrorData::internal_error(format!("the run failed: {e}"), None)),
+                    };
+                }
+                Some(asked) = flight.asks.recv() => asked,
+            };
+            let Asked {
+                question,
+                id,
+                reply,
+                deadline,
+            } = asked;
+            flight.id = question.run.clone();
+            let ttl = deadline.saturating_duration_since(Instant::now());
+            let ticket = Ticket {
+                run: question.run.clone(),
+                question: id.clone(),
+            };
+            let state = self.seal.seal(&ticket, arguments, ttl);
+            let mut requests = BTreeMap::new();
+            requests.insert(
+                INPUT_KEY.to_string(),
+                InputRequest::Elicitation(ElicitRequest::new(super::form(&question))),
+            );
+            let parked = ParkedRun {
+                run: flight,
+                question: id,
+                reply,
+                expires: deadline,
+            };
+            match self.parked.park(parked) {
+                Ok(()) => {
+                    let result = InputRequiredResult::new(Some(requests), Some(state));
+                    return Ok(CallToolResponse::InputRequired(result));
+                }
+                Err(back) => {
+                    let _ = back.reply.send(Answer::Unavailable(format!(
+                        "{} runs wait for approval already",
+                        super::parked::CAPACITY
+                    )));
+                    flight = back.run;
+                }
+            }
+        }
+    }
+}
