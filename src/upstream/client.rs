@@ -319,6 +319,17 @@ impl Upstream {
     }
 }
 
+/// `tool`'s (`destructiveHint`, `readOnlyHint`) in `tools`, each `false` when not said; `None`
+/// when `tools` has no such tool.
+pub fn tool_hints(tools: &[rmcp::model::Tool], tool: &str) -> Option<(bool, bool)> {
+    let t = tools.iter().find(|t| t.name == tool)?;
+    let a = t.annotations.as_ref();
+    Some((
+        a.and_then(|a| a.destructive_hint).unwrap_or(false),
+        a.and_then(|a| a.read_only_hint).unwrap_or(false),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,15 +353,4 @@ mod tests {
             std::mem::size_of_val(&call)
         );
     }
-}
-
-/// `tool`'s (`destructiveHint`, `readOnlyHint`) in `tools`, each `false` when not said; `None`
-/// when `tools` has no such tool.
-pub fn tool_hints(tools: &[rmcp::model::Tool], tool: &str) -> Option<(bool, bool)> {
-    let t = tools.iter().find(|t| t.name == tool)?;
-    let a = t.annotations.as_ref();
-    Some((
-        a.and_then(|a| a.destructive_hint).unwrap_or(false),
-        a.and_then(|a| a.read_only_hint).unwrap_or(false),
-    ))
 }

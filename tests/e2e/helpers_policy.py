@@ -16,10 +16,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import servers as S
 from bridge_driver import BRIDGE_BIN, base_env
 from mcp import StdioServerParameters, types
 from mcp.client.client import Client
+
+import servers as S
 
 CALL_WAIT = 120.0
 

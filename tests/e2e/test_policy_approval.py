@@ -12,11 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-import servers as S
 from bridge_driver import BRIDGE_BIN, base_env
 from helpers_policy import Approver, approval_session, drive_once, ran, run, workdir
 from mcp import types
 from mcp.shared.exceptions import MCPError
+
+import servers as S
 
 pytestmark = pytest.mark.timeout(300)
 

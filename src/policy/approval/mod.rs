@@ -201,7 +201,7 @@ mod tests {
     impl Asker for FakeAsker {
         async fn ask(&self, question: Question, _deadline: Instant) -> Answer {
             self.count.fetch_add(1, Ordering::SeqCst);
-            self.asked.lock().unwrap().push(question);
+            self.asked.lock().expect("lock").push(question);
             self.answer.clone()
         }
     }
@@ -264,20 +264,23 @@ mod tests {
         }
     }
 
+    /// hints, requireApproval, autoApprove, mode, the verdict, whether the user was asked.
+    type Case = (
+        Option<(bool, bool)>,
+        &'static [&'static str],
+        &'static [&'static str],
+        ApprovalMode,
+        Verdict,
+        bool,
+    );
+
     #[tokio::test]
     async fn which_calls_need_approval() {
         // (hints, requireApproval, autoApprove, mode) -> verdict, asked?
         let d = Some((true, false));
         let ro = Some((true, true));
         let plain = Some((false, false));
-        let cases: &[(
-            Option<(bool, bool)>,
-            &[&str],
-            &[&str],
-            ApprovalMode,
-            Verdict,
-            bool,
-        )] = &[
+        let cases: &[Case] = &[
             (plain, &[], &[], ApprovalMode::Ask, Verdict::Allowed, false),
             (d, &[], &[], ApprovalMode::Ask, Verdict::Approved, true),
             // readOnlyHint wins over destructiveHint
@@ -371,7 +374,7 @@ mod tests {
             &facts(d, &["drop_*"], &[]),
         )
         .await;
-        let q = a.asked.lock().unwrap().pop().expect("asked");
+        let q = a.asked.lock().expect("lock").pop().expect("asked");
         assert_eq!(
             q.calls[0].reason,
             ApprovalReason::Listed {
@@ -473,10 +476,10 @@ mod tests {
             }));
         }
         for t in tasks {
-            assert_eq!(t.await.unwrap().verdict, Verdict::Approved);
+            assert_eq!(t.await.expect("joined").verdict, Verdict::Approved);
         }
         assert_eq!(a.count.load(Ordering::SeqCst), 1);
-        let q = a.asked.lock().unwrap().pop().unwrap();
+        let q = a.asked.lock().expect("lock").pop().expect("asked");
         assert_eq!(q.calls.len(), 20);
         assert_eq!(q.run, ctx.run.id);
         assert_eq!(g.batches.runs_waiting(), 0, "no entry outlives its calls");

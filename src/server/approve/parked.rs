@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::rounds::InFlight;
 use crate::bridge::Answer;
 
 /// Runs waiting for an answer at most.
@@ -17,10 +16,12 @@ pub const CAPACITY: usize = 8;
 /// Answered questions remembered, to name a replay.
 const SPENT: usize = 64;
 
-/// A run waiting for the answer to one question.
-pub struct ParkedRun {
+/// A run (`R`) waiting for the answer to one question.
+pub struct ParkedRun<R> {
     /// The run.
-    pub run: InFlight,
+    pub run: R,
+    /// The run's id.
+    pub run_id: String,
     /// The question's id.
     pub question: String,
     /// Where the answer goes (the asking call waits on it).
@@ -43,18 +44,27 @@ pub enum TakeError {
 }
 
 /// The waiting runs.
-#[derive(Default)]
-pub struct Parked {
-    inner: Mutex<Inner>,
+pub struct Parked<R> {
+    inner: Mutex<Inner<R>>,
 }
 
-#[derive(Default)]
-struct Inner {
-    runs: Vec<ParkedRun>,
+impl<R> Default for Parked<R> {
+    fn default() -> Self {
+        Parked {
+            inner: Mutex::new(Inner {
+                runs: Vec::new(),
+                spent: VecDeque::new(),
+            }),
+        }
+    }
+}
+
+struct Inner<R> {
+    runs: Vec<ParkedRun<R>>,
     spent: VecDeque<(String, String)>,
 }
 
-impl Inner {
+impl<R> Inner<R> {
     /// Drops the runs whose question expired (stopping them).
     fn prune(&mut self) {
         let now = Instant::now();
@@ -62,10 +72,10 @@ impl Inner {
     }
 }
 
-impl Parked {
+impl<R: Send + 'static> Parked<R> {
     /// Parks `run`; gives it back when [`CAPACITY`] runs wait already. A timer drops it once
     /// its question expires.
-    pub fn park(self: &Arc<Self>, run: ParkedRun) -> Result<(), ParkedRun> {
+    pub fn park(self: &Arc<Self>, run: ParkedRun<R>) -> Result<(), ParkedRun<R>> {
         let expires = run.expires;
         {
             let mut inner = self.inner.lock().expect("parked lock");
@@ -80,7 +90,7 @@ impl Parked {
             tokio::time::sleep_until(expires).await;
             if let Some(me) = me.upgrade() {
                 // Dropped outside the lock: dropping a run stops it.
-                let expired: Vec<ParkedRun> = {
+                let expired: Vec<ParkedRun<R>> = {
                     let mut inner = me.inner.lock().expect("parked lock");
                     let now = Instant::now();
                     let (gone, kept) = std::mem::take(&mut inner.runs)
@@ -99,14 +109,14 @@ impl Parked {
     ///
     /// # Errors
     /// [`TakeError`] when no run waits on that question.
-    pub fn take(&self, run: &str, question: &str) -> Result<ParkedRun, TakeError> {
+    pub fn take(&self, run: &str, question: &str) -> Result<ParkedRun<R>, TakeError> {
         let mut inner = self.inner.lock().expect("parked lock");
         inner.prune();
         let key = (run.to_string(), question.to_string());
         let Some(i) = inner
             .runs
             .iter()
-            .position(|p| p.run.id == run && p.question == question)
+            .position(|p| p.run_id == run && p.question == question)
         else {
             return Err(if inner.spent.contains(&key) {
                 TakeError::Replayed

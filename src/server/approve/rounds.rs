@@ -63,8 +63,6 @@ impl Asker for RoundsAsker {
 
 /// A run going on in the background.
 pub struct InFlight {
-    /// The run's id (known with its first question; empty before).
-    pub id: String,
     asks: mpsc::Receiver<Asked>,
     done: JoinHandle<Result<CallToolResult, ErrorData>>,
     /// Stops the run when the run is dropped (expired, evicted, its client gone).
@@ -74,7 +72,7 @@ pub struct InFlight {
 /// The 2026-07-28 face: the seal and the waiting runs. One per server handler.
 pub struct Rounds {
     seal: StateSeal,
-    parked: Arc<Parked>,
+    parked: Arc<Parked<InFlight>>,
 }
 
 impl Default for Rounds {
@@ -102,7 +100,6 @@ impl Rounds {
         let stop = CancellationToken::new();
         let done = tokio::spawn(run(Arc::new(RoundsAsker { tx }), stop.clone()));
         let flight = InFlight {
-            id: String::new(),
             asks,
             done,
             _stop: stop.drop_guard(),
@@ -176,7 +173,6 @@ impl Rounds {
                 reply,
                 deadline,
             } = asked;
-            flight.id = question.run.clone();
             let ttl = deadline.saturating_duration_since(Instant::now());
             let ticket = Ticket {
                 run: question.run.clone(),
@@ -190,6 +186,7 @@ impl Rounds {
             );
             let parked = ParkedRun {
                 run: flight,
+                run_id: question.run.clone(),
                 question: id,
                 reply,
                 expires: deadline,
