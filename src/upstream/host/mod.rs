@@ -126,6 +126,32 @@ mod tests {
     use crate::bridge::ToolCall;
 
     #[test]
+    fn hints_of_a_stopped_server_come_from_its_cached_list() {
+        use rmcp::model::{Tool, ToolAnnotations};
+        let stdio = crate::config::Transport::Stdio {
+            command: "db-server".into(),
+            args: vec![],
+            env: Default::default(),
+            cwd: None,
+        };
+        let spec = crate::config::ServerSpec::new("db", stdio, std::path::Path::new("/x.json"));
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut drop_table = Tool::new("drop_table", "Drop", Arc::new(serde_json::Map::new()));
+        drop_table.annotations = Some(ToolAnnotations::new().destructive(true));
+        super::super::cache::ToolCache::new(dir.path()).put(&spec, Arc::new(vec![drop_table]));
+        let servers = Arc::new(crate::config::Servers {
+            specs: vec![spec],
+            ..Default::default()
+        });
+        let calls = UpstreamHostCalls::new(Arc::new(UpstreamPool::new(servers, dir.path())));
+        let f = calls.facts("db", "drop_table");
+        assert!(f.hints_known && f.destructive && !f.read_only, "{f:?}");
+        // Nothing known of a tool the cached list lacks: the policy asks.
+        assert!(!calls.facts("db", "new_tool").hints_known);
+        assert!(calls.facts("nope", "x").policy.is_none());
+    }
+
+    #[test]
     fn a_call_tool_future_is_small() {
         // The discovery methods may start servers; their state must not ride along (and be
         // copied) on every proxied call.
