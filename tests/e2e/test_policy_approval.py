@@ -311,3 +311,34 @@ def test_question_text_is_bounded_and_escaped(db):
     go(scenario())
     message = approver.questions[0].message
     assert "\x1b" not in message and len(message) < 2000, json.dumps(message[:300])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_operators_lists_decide_whatever_the_hints_say(tmp_path, stub_ready, mode):
+    calls = tmp_path / "calls.txt"
+    entry = S.stub("db", policy_tools=True, call_file=calls)
+    # write_note has no hints and peek says readOnlyHint: the list makes them ask; drop_table is
+    # approved in advance.
+    entry.update({"requireApproval": ["write_*", "peek"], "autoApprove": ["drop_table"]})
+    d = workdir(tmp_path, {"db": entry})
+    approver = Approver(approve=False)
+    code = """
+for name, call in [("note", lambda: mcp_db.write_note(text="n")), ("peek", lambda: mcp_db.peek(name="t")),
+                   ("drop", lambda: mcp_db.drop_table(name="t"))]:
+    try:
+        await call()
+        print(name, "RAN")
+    except Exception as e:
+        print(name, "REFUSED", type(e).__name__, e)
+"""
+
+    async def scenario():
+        async with approval_session(d, mode, approver) as client:
+            return await run(client, code)
+
+    text, _ = go(scenario())
+    assert "note REFUSED NotApprovedError" in text and "peek REFUSED NotApprovedError" in text, text
+    assert "drop RAN" in text, text
+    assert '"requireApproval" rule "write_*"' in approver.questions[0].message, approver.questions[0].message
+    assert ran(calls, "write_note") == 0 and ran(calls, "peek") == 0 and ran(calls) == 1
+    assert len(approver.questions) == 2
