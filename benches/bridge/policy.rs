@@ -60,6 +60,7 @@ impl HostCalls for Instant0 {
             file: Arc::from("/bench/servers.json"),
             destructive: false,
             read_only: false,
+            hints_known: true,
         }
     }
 }
