@@ -8,6 +8,7 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::audit::{self, AuditLog};
 use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
 use crate::config::{self, Settings};
 use crate::container;
@@ -56,12 +57,20 @@ pub struct App {
     /// This session's files copied out of the sandbox.
     pub outbox: Arc<Outbox>,
     tracker: TaskTracker,
+    /// The audit log, closed (queue written out, file synced) last at shutdown.
+    audit: Option<AuditLog>,
 }
 
 impl App {
     /// A bridge that finds a real container engine on first use and serves the MCP servers
     /// found in the configured sources.
     pub fn with_engine(settings: Arc<Settings>) -> App {
+        App::with_engine_audited(settings, None)
+    }
+
+    /// [`App::with_engine`] writing every call and run to `audit` (opened by the caller from
+    /// `settings.policy`, so a log that cannot be opened stops the bridge before it starts).
+    pub fn with_engine_audited(settings: Arc<Settings>, audit: Option<AuditLog>) -> App {
         let s = settings.clone();
         let connector: Connector = Arc::new(move || {
             let s = s.clone();
@@ -98,7 +107,7 @@ impl App {
             tasks,
         ));
         let backend = Arc::new(UpstreamHostCalls::new(pool.clone()));
-        let mut app = App::assemble(settings, connector, backend, ct, tracker);
+        let mut app = App::assemble(settings, connector, backend, ct, tracker, audit);
         app.pool = Some(pool);
         app
     }
@@ -124,6 +133,7 @@ impl App {
             backend,
             CancellationToken::new(),
             TaskTracker::new(),
+            None,
         )
     }
 
@@ -133,9 +143,10 @@ impl App {
         backend: Arc<dyn HostCalls>,
         ct: CancellationToken,
         tracker: TaskTracker,
+        audit: Option<AuditLog>,
     ) -> App {
         let outbox = Outbox::new(&settings);
-        let policy = Policy::new(&settings.policy, backend.clone(), None);
+        let policy = Policy::new(&settings.policy, backend.clone(), audit.clone());
         let sandbox = Sandbox::spawn(
             settings.clone(),
             connector,
@@ -151,12 +162,15 @@ impl App {
             pool: None,
             outbox,
             tracker,
+            audit,
         }
     }
 
     /// Stops everything: the sandbox container is removed, any podman service we started is
     /// stopped, and every MCP server is closed (starts in progress abandoned, process groups
-    /// killed after a short grace), all at once. Bounded by [`SHUTDOWN_TIMEOUT_SECS`].
+    /// killed after a short grace), all at once. Bounded by [`SHUTDOWN_TIMEOUT_SECS`]. Then the
+    /// audit log's queue is written out and the file synced, within [`audit::FLUSH_TIMEOUT`]
+    /// (the runs that ended in the shutdown have their lines by then).
     pub async fn shutdown(self) {
         self.ct.cancel();
         self.tracker.close();
@@ -171,6 +185,9 @@ impl App {
             .is_err()
         {
             tracing::warn!("shutdown did not finish within {SHUTDOWN_TIMEOUT_SECS} s");
+        }
+        if let Some(audit) = &self.audit {
+            audit.close(audit::FLUSH_TIMEOUT).await;
         }
     }
 }

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use mcp_code_bridge::app::App;
+use mcp_code_bridge::audit::AuditLog;
 use mcp_code_bridge::bridge::{Progress, RunRequest};
 use mcp_code_bridge::cli::exec as exec_cli;
 use mcp_code_bridge::cli::image::{self as image_cli, BuildArgs};
+use mcp_code_bridge::cli::safe_line::safe_line;
 use mcp_code_bridge::config::{Client, RuntimeChoice, Settings};
 use mcp_code_bridge::image::Route;
 use mcp_code_bridge::{server, shutdown};
@@ -96,6 +98,21 @@ enum Command {
         /// Show the diffs and change nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Show the audit log's last entries (MCP_BRIDGE_AUDIT_LOG, and its rotated files when
+    /// --last reaches back): one line per tool call, a summary line ending each run; refused
+    /// calls stand out (DENIED, LIMIT, DECLINED, UNAPPROVED) and the header counts them. Lines
+    /// that are not audit entries are skipped and counted. Exit 2 when no log is named.
+    Audit {
+        /// How many entries to show (the newest).
+        #[arg(long, value_name = "N", default_value_t = mcp_code_bridge::cli::audit::DEFAULT_LAST)]
+        last: usize,
+        /// Print the entries as JSON lines (non-ASCII escaped) instead.
+        #[arg(long)]
+        json: bool,
+        /// The log to read [default: MCP_BRIDGE_AUDIT_LOG].
+        #[arg(long, value_name = "PATH")]
+        file: Option<std::path::PathBuf>,
     },
     /// The sandbox image (MCP_BRIDGE_IMAGE): build it, show it, remove it.
     Image {
@@ -225,14 +242,26 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
         }
     }
+    // An audit log that cannot be written safely stops the bridge: never run unaudited.
+    let audit = if matches!(command, Command::Run | Command::Exec { .. }) {
+        match AuditLog::open(&settings.policy) {
+            Ok(log) => log,
+            Err(e) => {
+                eprintln!("mcp-code-bridge: {}", safe_line(&e.to_string()));
+                return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
+            }
+        }
+    } else {
+        None
+    };
     match command {
-        Command::Run => run(settings).await,
+        Command::Run => run(settings, audit).await,
         Command::Exec {
             code,
             servers,
             timeout,
             json,
-        } => exec(settings, code, servers, timeout, json).await,
+        } => exec(settings, audit, code, servers, timeout, json).await,
         Command::Servers { allow, .. } if allow.is_empty() => {
             Ok(mcp_code_bridge::cli::servers::list(&settings))
         }
@@ -261,6 +290,13 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
                 dry_run,
             };
             Ok(mcp_code_bridge::cli::setup::run(&settings, &opts))
+        }
+        Command::Audit { last, json, file } => {
+            let args = mcp_code_bridge::cli::audit::AuditArgs { last, json, file };
+            Ok(mcp_code_bridge::cli::audit::audit(
+                settings.policy.audit_log.as_deref(),
+                &args,
+            ))
         }
         Command::Image { engine, action } => {
             Ok(ExitCode::from(image(settings, engine, action).await))
@@ -311,8 +347,8 @@ async fn image(settings: Arc<Settings>, engine: Option<String>, action: ImageAct
     }
 }
 
-async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
-    let app = App::with_engine(settings.clone());
+async fn run(settings: Arc<Settings>, audit: Option<AuditLog>) -> anyhow::Result<ExitCode> {
+    let app = App::with_engine_audited(settings.clone(), audit);
     app.index_in_background();
     if settings.prewarm {
         app.sandbox.prewarm();
@@ -331,6 +367,7 @@ async fn run(settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
 /// Runs `code` once and prints the report (`exec_cli`); the exit code says how it ended.
 async fn exec(
     settings: Arc<Settings>,
+    audit: Option<AuditLog>,
     code: String,
     servers: Vec<String>,
     timeout: Option<u64>,
@@ -350,7 +387,7 @@ async fn exec(
     // A script waits for a missing image's whole build (its progress goes to the log).
     let mut patient = settings.as_ref().clone();
     patient.image_build_wait = std::time::Duration::from_secs(EXEC_IMAGE_BUILD_WAIT_SECS);
-    let app = App::with_engine(Arc::new(patient));
+    let app = App::with_engine_audited(Arc::new(patient), audit);
     let capped = settings.timeout_capped_note(timeout);
     // `exec` has nobody to ask: calls that need approval fail closed.
     let scope = std::sync::Arc::new(mcp_code_bridge::bridge::RunScope::new(&code, None, None));

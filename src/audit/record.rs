@@ -21,6 +21,10 @@ pub struct CallRecord {
     /// The argument values (only with `MCP_BRIDGE_AUDIT_VALUES=1`; secret-looking keys redacted).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
+    /// The values were longer than [`MAX_ARGUMENTS`] bytes as JSON: `arguments` holds the
+    /// start of that JSON text, cut.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub arguments_cut: bool,
     /// Milliseconds from the request to its answer (the wait for approval included).
     pub duration_ms: f64,
     /// `ok`, `error` (the call failed) or `refused` (the policy refused it).
@@ -70,6 +74,53 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The most bytes of argument values one call line holds (as JSON text).
+pub const MAX_ARGUMENTS: usize = 64 * 1024;
+
+/// The most bytes of any one name (server, tool, run id, rule, error kind) in a line.
+pub const MAX_NAME: usize = 1024;
+
+/// `text` cut to at most `max` bytes (at a character boundary), with `…` when cut.
+fn cut(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push('…');
+}
+
+impl CallRecord {
+    /// The record with every field bounded: names cut to [`MAX_NAME`] bytes (a tool name comes
+    /// from the sandbox), and argument values longer than [`MAX_ARGUMENTS`] as JSON replaced by
+    /// the start of their JSON text, marked `arguments_cut`.
+    pub fn bounded(mut self) -> CallRecord {
+        for name in [&mut self.run, &mut self.server, &mut self.tool] {
+            cut(name, MAX_NAME);
+        }
+        for name in [&mut self.rule, &mut self.error_kind].into_iter().flatten() {
+            cut(name, MAX_NAME);
+        }
+        if let Some(values) = &self.arguments {
+            let text = serde_json::to_string(values).unwrap_or_default();
+            if text.len() > MAX_ARGUMENTS {
+                let mut text = text;
+                cut(&mut text, MAX_ARGUMENTS);
+                self.arguments = Some(Value::String(text));
+                self.arguments_cut = true;
+            }
+        }
+        self
+    }
+}
+
 /// A line of the audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -78,4 +129,49 @@ pub enum Record {
     Call(CallRecord),
     /// A run.
     Run(RunRecord),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: String, arguments: Option<Value>) -> CallRecord {
+        CallRecord {
+            time: "t".into(),
+            run: "r".into(),
+            server: "s".into(),
+            tool,
+            args_sha256: "h".into(),
+            arguments,
+            arguments_cut: false,
+            duration_ms: 1.0,
+            outcome: "ok".into(),
+            error_kind: None,
+            bytes_in: 0,
+            bytes_out: 0,
+            decision: "allow".into(),
+            rule: None,
+        }
+    }
+
+    #[test]
+    fn huge_values_and_names_are_cut_and_marked() {
+        let big = serde_json::json!({"text": "é".repeat(100_000)});
+        let r = call("t".repeat(5000), Some(big)).bounded();
+        assert!(r.arguments_cut);
+        let Some(Value::String(text)) = &r.arguments else {
+            panic!("{:?}", r.arguments)
+        };
+        assert!(text.len() <= MAX_ARGUMENTS + '…'.len_utf8() && text.starts_with("{\"text\":\"é"));
+        assert!(r.tool.len() <= MAX_NAME + 3 && r.tool.ends_with('…'));
+        let line = serde_json::to_string(&Record::Call(r)).expect("json");
+        assert!(line.len() < MAX_ARGUMENTS + 4 * MAX_NAME, "{}", line.len());
+        assert!(line.contains("\"arguments_cut\":true"));
+        // Small values are kept as they are, with no mark.
+        let small = serde_json::json!({"text": "hi"});
+        let r = call("echo".into(), Some(small.clone())).bounded();
+        assert_eq!(r.arguments, Some(small));
+        let line = serde_json::to_string(&r).expect("json");
+        assert!(!line.contains("arguments_cut"), "{line}");
+    }
 }

@@ -177,6 +177,7 @@ impl CallHook for Policy {
             tool: memo.tool,
             args_sha256: memo.args_sha256,
             arguments: memo.arguments,
+            arguments_cut: false,
             duration_ms: millis(answered.elapsed),
             outcome: outcome.to_string(),
             error_kind,

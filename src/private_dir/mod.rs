@@ -160,6 +160,15 @@ impl CheckedDir {
         sys::unlink_at(self.dir.as_fd(), OsStr::new(name), 0)
     }
 
+    /// Renames the file `from` in this folder to `to` (replacing it); a link is renamed, not
+    /// followed.
+    ///
+    /// # Errors
+    /// As `renameat(2)` (`NotFound` when `from` is missing).
+    pub fn rename_file(&self, from: &str, to: &str) -> io::Result<()> {
+        sys::rename_at(self.dir.as_fd(), OsStr::new(from), OsStr::new(to))
+    }
+
     /// The folder's path (absolute).
     pub fn path(&self) -> &Path {
         &self.path

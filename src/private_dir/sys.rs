@@ -118,6 +118,14 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &OsStr, flags: libc::c_int) -> io::R
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), flags) }).map(drop)
 }
 
+/// `renameat(dir, from, dir, to)`: replaces `to` when it exists; links are renamed, not followed.
+pub fn rename_at(dir: BorrowedFd<'_>, from: &OsStr, to: &OsStr) -> io::Result<()> {
+    let (f, t) = (c_name(from)?, c_name(to)?);
+    // SAFETY: a valid fd and two NUL-terminated names.
+    check(unsafe { libc::renameat(dir.as_raw_fd(), f.as_ptr(), dir.as_raw_fd(), t.as_ptr()) })
+        .map(drop)
+}
+
 /// What a `stat` mode says the file is, for messages.
 pub fn kind(mode: libc::mode_t) -> &'static str {
     match mode & libc::S_IFMT {
