@@ -222,6 +222,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn close_returns_once_every_queued_line_is_on_disk() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.log");
+        let file = file::AuditFile::open(&path, 1 << 20).expect("open");
+        let (log, queue) = AuditLog::queue(false, 8);
+        for n in 0..3 {
+            log.call(call(n));
+        }
+        log.run(run_line());
+        // No writer yet: closing waits.
+        let closing = tokio::spawn({
+            let log = log.clone();
+            async move { log.close(FLUSH_TIMEOUT).await }
+        });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!closing.is_finished(), "close returned before the lines were written");
+        let handle = writer::spawn(file, queue, log.shared.clone()).expect("spawn");
+        *log.writer.lock().expect("lock") = Some(handle);
+        closing.await.expect("closed");
+        assert_eq!(lines(&path).len(), 4);
+    }
+
+    #[tokio::test]
     async fn open_writes_lines_in_order_and_close_flushes_them() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("logs/audit.log");
