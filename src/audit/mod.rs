@@ -239,7 +239,10 @@ mod tests {
         for _ in 0..10 {
             tokio::task::yield_now().await;
         }
-        assert!(!closing.is_finished(), "close returned before the lines were written");
+        assert!(
+            !closing.is_finished(),
+            "close returned before the lines were written"
+        );
         let handle = writer::spawn(file, queue, log.shared.clone()).expect("spawn");
         *log.writer.lock().expect("lock") = Some(handle);
         closing.await.expect("closed");

@@ -147,12 +147,12 @@ pub fn tail(path: &Path, last: usize) -> io::Result<Tail> {
             }
             break;
         };
-        chosen.push(p);
         if n < ROTATED {
-            have += count(file).map_err(|e| named(path, e))?;
-            if have >= last {
-                break;
-            }
+            have += count(file).map_err(|e| named(&p, e))?;
+        }
+        chosen.push(p);
+        if have >= last {
+            break;
         }
     }
     let mut tail = Tail::default();
@@ -237,7 +237,7 @@ mod tests {
         std::fs::write(&path, call_line("new1") + &call_line("new2")).expect("w");
         let t = tail(&path, 2).expect("tail");
         assert_eq!(tools(&t), ["new1", "new2"]);
-        assert_eq!(t.files, [path.clone()]);
+        assert_eq!(t.files, std::slice::from_ref(&path));
         let t = tail(&path, 4).expect("tail");
         assert_eq!(tools(&t), ["old2", "mid", "new1", "new2"]);
         assert_eq!(t.files.len(), 3);
