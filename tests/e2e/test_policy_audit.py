@@ -278,3 +278,40 @@ def test_an_unsafe_log_stops_the_bridge_before_it_starts(cli_env, tmp_path, help
     assert str(log) in p.stderr or str(d) in p.stderr, p.stderr
     want = {"world_writable": "mode 0666", "symlink": "symbolic link", "open_folder": "MCP_BRIDGE_AUDIT_LOG"}[case]
     assert want in p.stderr, p.stderr
+
+
+LIMITED = """
+from mcp import runtime
+out = []
+for tool, args in (("echo", {"text": "1"}), ("drop_table", {}), ("echo", {"text": "3"})):
+    try:
+        await runtime.call_tool("stub", tool, args)
+        out.append("ok")
+    except Exception as e:
+        out.append(type(e).__name__)
+print(",".join(out))
+"""
+
+
+def test_every_refusal_has_its_decision_and_rule_in_the_log(cli_env, tmp_path, stub_ready, helpers):
+    # exec has nobody to ask: the destructive drop_table fails closed (unapproved); the budget of
+    # two calls then refuses the third (limit; the unapproved call used its place).
+    S.write_config(tmp_path / "mcps", {"stub": S.stub("stub", policy_tools=True)})
+    log = tmp_path / "logs" / "audit.log"
+    env = dict(cli_env, MCP_BRIDGE_CONFIG_DIR=str(tmp_path / "mcps"), MCP_BRIDGE_AUDIT_LOG=str(log),
+               MCP_BRIDGE_RUN_MAX_CALLS="2")
+    p = subprocess.run([helpers.BRIDGE_BIN, "exec", "--servers", "stub", LIMITED], env=env, cwd=str(tmp_path),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "ok,NotApprovedError,LimitExceededError"
+    calls = [r for r in records(log) if r["kind"] == "call"]
+    got = [(c["tool"], c["outcome"], c["decision"], c.get("error_kind")) for c in calls]
+    assert got == [
+        ("echo", "ok", "allow", None),
+        ("drop_table", "refused", "unapproved", "not_approved"),
+        ("echo", "refused", "limit", "limit_exceeded"),
+    ]
+    assert calls[1]["rule"] and calls[2]["rule"], calls
+    shown = subprocess.run([helpers.BRIDGE_BIN, "audit", "--file", str(log)], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert "2 refused: 1 UNAPPROVED, 1 LIMIT" in shown.stdout.splitlines()[0], shown.stdout
