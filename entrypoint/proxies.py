@@ -145,7 +145,9 @@ class ServerProxy:
         listed = ", ".join(sorted(state["_mcp_functions"])) or "(none)"
         near = difflib.get_close_matches(alias(name), list(state["_mcp_functions"]), n=1, cutoff=0.8)
         hint = " (did you mean %r?)" % near[0] if near else ""
-        raise AttributeError("MCP server %r has no tool %r%s; its tools: %s"
+        raise AttributeError("MCP server %r has no tool %r%s; its tools: %s (tools the operator's "
+                             "rules or this run's allowed_tools refuse are not listed: "
+                             "runtime.call_tool names the rule)"
                              % (state["_mcp_server"], name, hint, listed))
 
     def __dir__(self):

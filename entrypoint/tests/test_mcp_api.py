@@ -143,7 +143,8 @@ class ProxyTest(McpCase):
         self.assertIn("line 1, in <module>", result["error"])
         self.assertTrue(result["error"].endswith(
             "AttributeError: MCP server 'my-server.v2' has no tool 'delete_repo'; its tools: "
-            "_2fa, create_issue, list_repos\n"), result["error"])
+            "_2fa, create_issue, list_repos (tools the operator's rules or this run's allowed_tools "
+            "refuse are not listed: runtime.call_tool names the rule)\n"), result["error"])
 
     def test_sync_tool_call_from_plain_and_async_code(self):
         out, host = self.run_ok(

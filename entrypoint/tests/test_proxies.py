@@ -41,7 +41,9 @@ class ProxyTest(unittest.TestCase):
             _ = proxy.delete_repo
         self.assertEqual(str(ctx.exception),
                          "MCP server 'my-server.v2' has no tool 'delete_repo'; its tools: "
-                         "_2fa, create_issue, list_repos, plain")
+                         "_2fa, create_issue, list_repos, plain (tools the operator's rules or "
+                         "this run's allowed_tools refuse are not listed: runtime.call_tool names "
+                         "the rule)")
         self.assertFalse(hasattr(proxy, "__len__"))
         self.assertIsNone(getattr(proxy, "_repr_html_", None))
         with self.assertRaises(AttributeError) as ctx:

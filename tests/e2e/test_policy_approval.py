@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 import servers as S
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.host_only]
 
 MODES = ["legacy", "2026-07-28"]
 

@@ -24,6 +24,8 @@ from helpers_proxy import json_of
 
 import servers as S
 
+pytestmark = pytest.mark.host_only  # the policy is host-side: one engine is enough
+
 SECRET_ENV = "hunter2-from-the-server-config"
 
 
@@ -282,6 +284,7 @@ def test_an_unsafe_log_stops_the_bridge_before_it_starts(cli_env, tmp_path, help
 
 LIMITED = """
 from mcp import runtime
+
 out = []
 for tool, args in (("echo", {"text": "1"}), ("drop_table", {}), ("echo", {"text": "3"})):
     try:

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import servers as S
+
+pytestmark = pytest.mark.host_only  # the policy is host-side: one engine is enough
 
 # Calls `tool` of each server `n` times; records "ok" or [exception class, message]; prints after.
 CALLS = """
 import json
+
 out = {}
 for server, tool, args, n in PLAN:
     got = out.setdefault(server + "." + tool, [])

@@ -10,10 +10,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from helpers_cli import cli_env_for as cli_env
 from helpers_cli import home_env, servers_cli
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # the policy is host-side: one engine is enough
 
 # What sandbox code sees of the stub: every listing, the docs, the search, the proxies, and the
 # outcome of calling each tool through runtime.call_tool (the proxies only exist for listed tools).
@@ -146,6 +149,7 @@ def test_a_project_files_entry_only_tightens(tmp_path, bridge_factory, stub_read
         """
 import json
 from mcp import runtime
+
 out = {"tools": [t["name"] for t in runtime.list_tools("proj")], "echo": [], "add": None}
 try:
     await mcp_proj.add(a=1, b=2)
