@@ -12,20 +12,19 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::bridge::{
-    Answer, ApprovalReason, AskedCall, CallContext, ErrorKind, ToolCall, ToolFacts,
-};
+use crate::bridge::{Answer, AskedCall, CallContext, ErrorKind, ToolCall, ToolFacts};
 use crate::config::{ApprovalMode, PolicySettings};
 
 use super::decision::{Decision, Verdict};
 
 mod batch;
+mod need;
+
+pub use need::preview;
+use need::{needs_approval, unapproved};
 
 /// How long a batch stays open after the last call joined it.
 const WINDOW: Duration = Duration::from_millis(100);
-
-/// Characters of an argument preview shown to the user.
-pub const PREVIEW_CHARS: usize = 120;
 
 /// The approval gate.
 pub struct Approvals {
@@ -130,57 +129,15 @@ impl Approvals {
 /// The rule of a call approved for the rest of the run.
 const FOR_RUN: &str = "approved by the user for the rest of this run";
 
-/// Why `call` needs approval, or `None`. The operator's `requireApproval` decides whatever the
-/// hints say; hints only add: `destructiveHint` without `readOnlyHint`, or nothing known.
-fn needs_approval(call: &ToolCall, facts: &ToolFacts) -> Option<ApprovalReason> {
-    let policy = facts.policy.as_ref()?;
-    if let Some(p) = policy.tools.needs_approval(&call.tool) {
-        return Some(ApprovalReason::Listed {
-            pattern: p.to_string(),
-            file: facts.file.to_string(),
-        });
-    }
-    if !facts.hints_known {
-        return Some(ApprovalReason::HintsUnknown);
-    }
-    (facts.destructive && !facts.read_only).then_some(ApprovalReason::Destructive)
-}
-
 /// Whether the user approved `call`'s tool for the rest of the run.
 fn approved_for_run(ctx: &CallContext, call: &ToolCall) -> bool {
     let approved = ctx.run.tally.approved_for_run.lock().expect("tally lock");
     approved.contains(&(call.server.clone(), call.tool.clone()))
 }
 
-/// Refused for want of someone to ask (`because`), saying how to allow such calls.
-fn unapproved(
-    call: &ToolCall,
-    facts: &ToolFacts,
-    reason: &ApprovalReason,
-    because: &str,
-) -> Decision {
-    let message = format!(
-        "call to {}.{} refused: it needs the user's approval ({}) and {because} (no elicitation \
-         support, or `mcp-code-bridge exec`). To allow such calls, add \"autoApprove\": [\"{}\"] \
-         to the entry of server '{}' in {}, or set MCP_BRIDGE_APPROVAL=allow",
-        call.server, call.tool, reason, call.tool, call.server, facts.file
-    );
-    let rule = format!("approval needed; {because}");
-    Decision::refused(Verdict::Unapproved, rule, ErrorKind::NotApproved, message)
-}
-
-/// The arguments as JSON, cut to [`PREVIEW_CHARS`] and escaped for a terminal.
-pub fn preview(arguments: &serde_json::Map<String, serde_json::Value>) -> String {
-    let text = serde_json::to_string(arguments).unwrap_or_default();
-    let mut cut: String = text.chars().take(PREVIEW_CHARS).collect();
-    if cut.len() < text.len() {
-        cut.push('…');
-    }
-    crate::shown::escaped(&cut).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::bridge::ApprovalReason;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
