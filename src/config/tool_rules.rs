@@ -8,15 +8,20 @@
 use std::fmt;
 
 /// A tool name pattern: literal text with `*` matching any run of characters (none included).
+/// Split at its stars once, when made, so matching allocates nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pattern {
     text: String,
+    /// The literal runs between the stars (one more than the stars).
+    parts: Vec<String>,
 }
 
 impl Pattern {
     /// The pattern `text` (`*` is the only special character).
     pub fn new(text: impl Into<String>) -> Self {
-        Pattern { text: text.into() }
+        let text = text.into();
+        let parts = text.split('*').map(str::to_string).collect();
+        Pattern { text, parts }
     }
 
     /// The pattern as written.
@@ -26,22 +31,23 @@ impl Pattern {
 
     /// Whether `name` matches the whole pattern.
     pub fn matches(&self, name: &str) -> bool {
-        let mut parts = self.text.split('*');
-        let first = parts.next().unwrap_or("");
-        let Some(mut rest) = name.strip_prefix(first) else {
+        let (first, rest_parts) = match self.parts.split_first() {
+            Some(split) => split,
+            None => return name.is_empty(),
+        };
+        let Some(mut rest) = name.strip_prefix(first.as_str()) else {
             return false;
         };
-        let parts: Vec<&str> = parts.collect();
-        let Some((last, middle)) = parts.split_last() else {
+        let Some((last, middle)) = rest_parts.split_last() else {
             return rest.is_empty();
         };
         for part in middle {
-            match rest.find(part) {
+            match rest.find(part.as_str()) {
                 Some(at) => rest = &rest[at + part.len()..],
                 None => return false,
             }
         }
-        rest.len() >= last.len() && rest.ends_with(last)
+        rest.len() >= last.len() && rest.ends_with(last.as_str())
     }
 }
 

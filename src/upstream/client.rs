@@ -235,14 +235,16 @@ impl Upstream {
             Some(live) => live,
             None => Arc::new(Box::pin(self.connect(deadline)).await?),
         };
-        if let Some(refusal) = self.spec.tool_refusal(tool) {
-            return Err(UpstreamError::ToolDisabled {
-                server: self.spec.name.clone(),
-                tool: tool.to_string(),
-                rule: refusal.explain(&self.spec.source.display().to_string()),
-            });
-        }
+        // The live list holds no refused tool (filtered at its source): the rules are read only
+        // for a tool it lacks, to say which rule refuses it.
         if !live.tools.iter().any(|t| t.name == tool) {
+            if let Some(refusal) = self.spec.tool_refusal(tool) {
+                return Err(UpstreamError::ToolDisabled {
+                    server: self.spec.name.clone(),
+                    tool: tool.to_string(),
+                    rule: refusal.explain(&self.spec.source.display().to_string()),
+                });
+            }
             return Err(UpstreamError::UnknownTool {
                 server: self.spec.name.clone(),
                 tool: tool.to_string(),

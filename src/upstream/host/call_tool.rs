@@ -23,14 +23,6 @@ impl UpstreamHostCalls {
         } = call;
         let (server, tool) = (server.as_str(), tool.as_str());
         let up = self.pool.get(server)?;
-        if let Some(refusal) = up.spec.tool_refusal(tool) {
-            return Err(UpstreamError::ToolDisabled {
-                server: server.into(),
-                tool: tool.into(),
-                rule: refusal.explain(&up.spec.source.display().to_string()),
-            }
-            .into());
-        }
         if !ctx.servers.iter().any(|s| s == server) {
             return Err(UpstreamError::NotLoaded {
                 name: server.into(),
@@ -49,7 +41,17 @@ impl UpstreamHostCalls {
             arguments = args;
             match checked {
                 Ok(()) => {}
+                // Refused tools are not in the live list (filtered at its source): say which
+                // rule refuses one, else that it does not exist.
                 Err(Rejection::UnknownTool) => {
+                    if let Some(refusal) = up.spec.tool_refusal(tool) {
+                        return Err(UpstreamError::ToolDisabled {
+                            server: server.into(),
+                            tool: tool.into(),
+                            rule: refusal.explain(&up.spec.source.display().to_string()),
+                        }
+                        .into());
+                    }
                     return Err(UpstreamError::UnknownTool {
                         server: server.into(),
                         tool: tool.into(),
@@ -60,7 +62,7 @@ impl UpstreamHostCalls {
                             .map(|t| t.name.to_string())
                             .collect(),
                     }
-                    .into())
+                    .into());
                 }
                 Err(Rejection::Invalid {
                     signature,
