@@ -52,7 +52,8 @@ def test_tools_list_is_one_small_tool(core):
 
     schema = tool.input_schema if hasattr(tool, "input_schema") else tool.inputSchema
     assert schema["required"] == ["code"]
-    assert set(schema["properties"]) == {"code", "servers", "timeout"}
+    # allowed_tools (issue 24): optional, narrows what the run may call.
+    assert set(schema["properties"]) == {"code", "servers", "timeout", "allowed_tools"}
     assert schema["properties"]["code"]["type"] == "string"
 
     desc = tool.description or ""
