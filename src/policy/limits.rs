@@ -65,6 +65,14 @@ struct Limit {
     source: String,
 }
 
+/// The per-server cap `key` of the entry in `file`, when it sets one (`0` sets none).
+fn entry_cap(value: Option<u64>, key: &str, file: &str) -> Option<Limit> {
+    value.filter(|v| *v > 0).map(|v| Limit {
+        value: v,
+        source: format!("\"{key}\": {v} in {file}"),
+    })
+}
+
 /// The limit of `key` in the entry (`file`) when it overrides, else of the setting `row`;
 /// `None` when neither sets one (`0`).
 fn pick(entry: Option<u64>, key: &str, file: &str, setting: u64, row: &str) -> Option<Limit> {
@@ -131,13 +139,7 @@ impl Limits {
                 ),
             ));
         }
-        let server_calls = overrides
-            .max_calls_per_run
-            .filter(|v| *v > 0)
-            .map(|v| Limit {
-                value: v,
-                source: format!("\"maxCallsPerRun\": {v} in {file}"),
-            });
+        let server_calls = entry_cap(overrides.max_calls_per_run, "maxCallsPerRun", file);
         if let Some(l) = server_calls.filter(|l| used.calls >= l.value) {
             return Err(refused(
                 server,
@@ -145,13 +147,11 @@ impl Limits {
                 format!("this run made its {} calls to server '{server}'", l.value),
             ));
         }
-        let server_bytes = overrides
-            .max_result_bytes_per_run
-            .filter(|v| *v > 0)
-            .map(|v| Limit {
-                value: v,
-                source: format!("\"maxResultBytesPerRun\": {v} in {file}"),
-            });
+        let server_bytes = entry_cap(
+            overrides.max_result_bytes_per_run,
+            "maxResultBytesPerRun",
+            file,
+        );
         if let Some(l) = server_bytes.filter(|l| used.result_bytes >= l.value) {
             return Err(refused(
                 server,
