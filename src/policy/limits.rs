@@ -197,6 +197,13 @@ impl Limits {
         Ok(())
     }
 
+    /// Whether any result-byte budget applies to a call with these entry `overrides` (the
+    /// setting, or the entry's `maxResultBytesPerRun`).
+    pub fn counts_bytes(&self, overrides: Option<&LimitOverrides>) -> bool {
+        self.defaults.run_max_result_bytes > 0
+            || overrides.is_some_and(|o| o.max_result_bytes_per_run.is_some_and(|v| v > 0))
+    }
+
     /// Counts `result_bytes` received by `ctx`'s run from `server` (the run's total is the
     /// tally's `result_bytes`, counted by the caller).
     pub fn received(&self, ctx: &CallContext, server: &str, result_bytes: u64) {

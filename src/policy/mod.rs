@@ -52,6 +52,9 @@ struct CallMemo {
     arguments: Option<Value>,
     /// Bytes of the arguments as JSON (only when audited).
     args_bytes: u64,
+    /// Whether the result's bytes are counted (an audit log, or a result-byte budget): the
+    /// count serializes the result again, so it is skipped when nothing reads it.
+    count_bytes: bool,
 }
 
 impl Policy {
@@ -107,7 +110,7 @@ impl Policy {
         self.approvals.gate(ctx, call, facts).await
     }
 
-    fn memo(&self, call: &ToolCall, decision: Decision) -> CallMemo {
+    fn memo(&self, call: &ToolCall, decision: Decision, facts: &ToolFacts) -> CallMemo {
         let (args_sha256, arguments, args_bytes) = match &self.audit {
             Some(audit) => {
                 let text = serde_json::to_string(&call.arguments).unwrap_or_default();
@@ -125,6 +128,10 @@ impl Policy {
             args_sha256,
             arguments,
             args_bytes,
+            count_bytes: self.audit.is_some()
+                || self
+                    .limits
+                    .counts_bytes(facts.policy.as_deref().map(|p| &p.limits)),
         }
     }
 }
@@ -148,7 +155,7 @@ impl CallHook for Policy {
                 Admission::go()
             }
         };
-        admission.with_memo(self.memo(call, decision))
+        admission.with_memo(self.memo(call, decision, &facts))
     }
 
     fn after(&self, ctx: &CallContext, admission: Admission, answered: &Answered<'_>) {
@@ -156,7 +163,11 @@ impl CallHook for Policy {
             return;
         };
         let admitted = memo.decision.verdict.admits();
-        let bytes = if admitted { answered.bytes() as u64 } else { 0 };
+        let bytes = if admitted && memo.count_bytes {
+            answered.bytes() as u64
+        } else {
+            0
+        };
         let tally = &ctx.run.tally;
         Tally::add(&tally.result_bytes, bytes);
         Tally::add(&tally.argument_bytes, memo.args_bytes);
