@@ -32,8 +32,8 @@ pub use protocol::{
     parse_inbound, CallFrame, FrameError, Inbound, LoadedTools, Outbound, ReadyFrame, ResultFrame,
 };
 pub use run_scope::{
-    fill_random, random_id, sha256_hex, Answer, ApprovalReason, AskedCall, Asker, Narrowing,
-    Question, RunBudgets, RunScope, ServerUse, Tally, MAX_ALLOWED_TOOLS,
+    fill_random, random_id, sha256_hex, Answer, ApprovalReason, AskedCall, Asker, Caller,
+    Narrowing, Question, RunBudgets, RunScope, ServerUse, Tally, MAX_ALLOWED_TOOLS,
 };
 pub use sandbox::{Connector, RunRequest, Sandbox, INTERRUPT_GRACE_MS};
 pub use session::json_cost;

@@ -31,6 +31,20 @@ pub struct RunScope {
     pub tally: Tally,
     /// When the run arrived.
     pub arrived: Instant,
+    /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
+    /// and `exec` (one client).
+    pub caller: Option<Arc<Caller>>,
+}
+
+/// The client a run came from under `serve --http`: the token it authenticated with and the
+/// sandbox it runs in. Rate limits and the audit log are kept per token; servers marked
+/// `"perClient": true` get one process per sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Caller {
+    /// The token's name (from the tokens file; `local` on loopback without tokens).
+    pub token: String,
+    /// The client's sandbox: a key unique in this bridge process (never the handle itself).
+    pub sandbox: String,
 }
 
 impl RunScope {
@@ -43,7 +57,14 @@ impl RunScope {
             asker,
             tally: Tally::default(),
             arrived: Instant::now(),
+            caller: None,
         }
+    }
+
+    /// This scope, for a run from `caller`.
+    pub fn with_caller(mut self, caller: Option<Arc<Caller>>) -> Self {
+        self.caller = caller;
+        self
     }
 
     /// A scope with no narrowing and nobody to ask (tests, `doctor`).
@@ -58,6 +79,7 @@ impl std::fmt::Debug for RunScope {
             .field("id", &self.id)
             .field("narrowing", &self.narrowing)
             .field("can_ask", &self.asker.is_some())
+            .field("caller", &self.caller)
             .finish_non_exhaustive()
     }
 }

@@ -3,6 +3,7 @@
 //! its row, GUIDE.md's "Environment variables" table is held equal to [`ROWS`] by a test
 //! (`guide_table.rs`), and `doctor` lists the rows a user changed.
 
+use super::serve_settings as serve;
 use super::table::{Flag, Number, Row, Text, Unit};
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
@@ -450,6 +451,14 @@ pub const ROWS: &[Row] = &[
     Row::Text(&CHANNEL),
     Row::Flag(&CALL_LANE),
     Row::Flag(&PREWARM),
+    Row::Text(&serve::PRELOAD),
+    Row::Number(&serve::WARM_POOL),
+    Row::Number(&serve::MAX_SANDBOXES),
+    Row::Number(&serve::SANDBOXES_PER_TOKEN),
+    Row::Number(&serve::REQUESTS_PER_TOKEN),
+    Row::Number(&serve::HTTP_MAX_BODY),
+    Row::Number(&serve::SANDBOX_TTL),
+    Row::Number(&serve::DRAIN_TIMEOUT),
     Row::Flag(&STRUCTURED_CONTENT),
     Row::Text(&MOUNTS),
     Row::Text(&AUDIT_LOG),

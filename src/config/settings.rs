@@ -19,6 +19,7 @@ use super::mounts::{engine_sockets, HostRules};
 use super::overrides::{overrides, Override};
 use super::policy_settings::PolicySettings;
 use super::rows::{self, DEFAULT_IMAGE, DEFAULT_IMAGE_BASE};
+use super::serve_settings::ServeSettings;
 use super::spec::Sources;
 use super::table::{Lookup, Reading};
 use super::values::{parse_cpus, parse_user};
@@ -119,6 +120,8 @@ pub struct Settings {
     pub data: DataSettings,
     /// Policy: the audit log, approvals, default limits.
     pub policy: PolicySettings,
+    /// Serving many agents (`serve --http`) and the modules a waiting sandbox imports ahead.
+    pub serve: ServeSettings,
     /// The settings given a value other than their default, in the table's order (what
     /// `doctor` shows).
     pub overrides: Vec<Override>,
@@ -213,6 +216,7 @@ impl Settings {
             server_sources: server_sources(var, &paths)?,
             data: DataSettings::from_lookup(var, &rules)?,
             policy: PolicySettings::from_lookup(var)?,
+            serve: ServeSettings::from_lookup(var)?,
             container_user,
             idle_timeout: (!idle.is_zero()).then_some(idle),
             state_dir: paths.state_dir,
