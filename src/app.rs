@@ -11,7 +11,7 @@ use tokio_util::task::TaskTracker;
 use crate::audit::{self, AuditLog};
 use crate::bridge::{Connector, Dispatcher, HostCalls, Sandbox};
 use crate::config::{self, Settings};
-use crate::container;
+use crate::container::{self, SharedEngine};
 use crate::outbox::Outbox;
 use crate::policy::Policy;
 use crate::private_dir::{Access, CheckedDir, DirError, FIX_RUNTIME, FIX_STATE};
@@ -59,6 +59,55 @@ pub struct App {
     tracker: TaskTracker,
     /// The audit log, closed (queue written out, file synced) last at shutdown.
     audit: Option<AuditLog>,
+    /// Makes more sandboxes like [`App::sandbox`] (`serve --http`: one per client).
+    pub maker: SandboxMaker,
+    /// The engine connection the sandboxes share (`serve --http`).
+    engine: Option<Arc<SharedEngine>>,
+}
+
+/// Makes client sandboxes for `serve --http`: each with its own container, outbox, snapshot
+/// and cancellation, sharing the engine connector, the dispatcher (policy, upstream servers)
+/// and the bridge's task tracker (so shutdown waits for them). Cheap to clone.
+#[derive(Clone)]
+pub struct SandboxMaker {
+    settings: Arc<Settings>,
+    connector: Connector,
+    dispatcher: Dispatcher,
+    ct: CancellationToken,
+    tracker: TaskTracker,
+}
+
+/// A sandbox made by [`SandboxMaker`], with what the client's results are served from.
+pub struct MadeSandbox {
+    /// The sandbox actor's handle.
+    pub sandbox: Sandbox,
+    /// Its files copied out.
+    pub outbox: Arc<Outbox>,
+    /// Cancelling it stops the actor: the container is removed, the snapshot deleted.
+    pub ct: CancellationToken,
+}
+
+impl SandboxMaker {
+    /// A new sandbox actor (no container until it is prewarmed or used) for the client
+    /// sandbox `slot`.
+    pub fn make(&self, slot: &str) -> MadeSandbox {
+        let ct = self.ct.child_token();
+        let outbox = Outbox::new(&self.settings);
+        let sandbox = Sandbox::spawn_slot(
+            self.settings.clone(),
+            self.connector.clone(),
+            self.dispatcher.clone(),
+            ct.clone(),
+            &self.tracker,
+            outbox.clone(),
+            Some(slot),
+        );
+        MadeSandbox {
+            sandbox,
+            outbox,
+            ct,
+        }
+    }
 }
 
 impl App {
@@ -76,6 +125,23 @@ impl App {
             let s = s.clone();
             async move { container::connect(&s).await }.boxed()
         });
+        App::with_connector(settings, audit, connector)
+    }
+
+    /// [`App::with_engine_audited`] for `serve --http`: every sandbox it makes shares one
+    /// engine connection ([`SharedEngine`], closed at shutdown after the sandboxes).
+    pub fn for_serving(settings: Arc<Settings>, audit: Option<AuditLog>) -> App {
+        let engine = SharedEngine::new(settings.clone());
+        let mut app = App::with_connector(settings, audit, engine.connector());
+        app.engine = Some(engine);
+        app
+    }
+
+    fn with_connector(
+        settings: Arc<Settings>,
+        audit: Option<AuditLog>,
+        connector: Connector,
+    ) -> App {
         let servers = Arc::new(config::discover(&settings.server_sources));
         tracing::info!(
             servers = servers.specs.len(),
@@ -147,15 +213,25 @@ impl App {
     ) -> App {
         let outbox = Outbox::new(&settings);
         let policy = Policy::new(&settings.policy, backend.clone(), audit.clone());
+        let dispatcher = Dispatcher::new(backend).with_hook(Arc::new(policy));
+        let maker = SandboxMaker {
+            settings: settings.clone(),
+            connector: connector.clone(),
+            dispatcher: dispatcher.clone(),
+            ct: ct.clone(),
+            tracker: tracker.clone(),
+        };
         let sandbox = Sandbox::spawn(
             settings.clone(),
             connector,
-            Dispatcher::new(backend).with_hook(Arc::new(policy)),
+            dispatcher,
             ct.child_token(),
             &tracker,
             outbox.clone(),
         );
         App {
+            engine: None,
+            maker,
             settings,
             sandbox,
             ct,
@@ -179,6 +255,9 @@ impl App {
                 pool.shutdown().await;
             }
             self.tracker.wait().await;
+            if let Some(engine) = &self.engine {
+                engine.close().await;
+            }
         };
         if tokio::time::timeout(Duration::from_secs(SHUTDOWN_TIMEOUT_SECS), everything)
             .await

@@ -83,6 +83,8 @@ enum Outcome {
 enum Command {
     Run(RunRequest, oneshot::Sender<Outcome>),
     Prewarm,
+    /// Counts as use: the idle stop waits again (a warm pool's unassigned sandboxes).
+    Touch,
 }
 
 /// How many times a run goes back to wait for an image that went missing again.
@@ -109,6 +111,21 @@ impl Sandbox {
         tracker: &TaskTracker,
         outbox: Arc<Outbox>,
     ) -> Sandbox {
+        Sandbox::spawn_slot(settings, connector, dispatcher, ct, tracker, outbox, None)
+    }
+
+    /// [`Sandbox::spawn`] for one of many client sandboxes in this process (`serve --http`):
+    /// `slot` marks its containers and names its snapshot, so that neither is taken for another
+    /// client's.
+    pub fn spawn_slot(
+        settings: Arc<Settings>,
+        connector: Connector,
+        dispatcher: Dispatcher,
+        ct: CancellationToken,
+        tracker: &TaskTracker,
+        outbox: Arc<Outbox>,
+        slot: Option<&str>,
+    ) -> Sandbox {
         let (tx, rx) = mpsc::channel(64);
         let builder = BuildSpec::from_settings(&settings)
             .map(|spec| EngineBuild::new(spec, connector.clone()) as Arc<dyn ImageBuild>);
@@ -118,7 +135,7 @@ impl Sandbox {
             tracker.clone(),
             ct.clone(),
         );
-        let snapshots = Snapshots::new(settings.clone(), ct.clone());
+        let snapshots = Snapshots::new(settings.clone(), ct.clone(), slot);
         let actor = Actor {
             engine: Engine::new(
                 settings.clone(),
@@ -126,6 +143,7 @@ impl Sandbox {
                 provisioner.clone(),
                 tracker.clone(),
                 outbox,
+                slot,
             ),
             settings: settings.clone(),
             dispatcher: dispatcher.clone().with_saved(snapshots.saved_namespace()),
@@ -151,6 +169,11 @@ impl Sandbox {
     /// wait for it. A failure is only logged: the next call reports it.
     pub fn prewarm(&self) {
         let _ = self.tx.try_send(Command::Prewarm);
+    }
+
+    /// Counts as use, so an unassigned sandbox is not stopped as idle.
+    pub fn touch(&self) {
+        let _ = self.tx.try_send(Command::Touch);
     }
 
     /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
@@ -233,6 +256,7 @@ impl Actor {
                         let _ = reply.send(outcome);
                     }
                     Some(Command::Prewarm) => self.prewarm().await,
+                    Some(Command::Touch) => self.last_used = Instant::now(),
                 },
                 _ = std::future::ready(()), if self.respawn_due && self.settings.prewarm => {
                     self.prewarm().await;

@@ -11,6 +11,7 @@ mod podman_service;
 #[doc(hidden)]
 pub mod process;
 mod runtime;
+mod shared;
 mod spec;
 mod workarounds;
 
@@ -23,4 +24,5 @@ pub use owner::{
 pub use runtime::{
     ArchiveStream, Attached, Chunk, ContainerRuntime, ImageInfo, LineSink, ManagedContainer,
 };
+pub use shared::SharedEngine;
 pub use spec::SandboxSpec;

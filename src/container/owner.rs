@@ -16,6 +16,8 @@ pub const LABEL_HOST: &str = "mcp-code-bridge.host";
 pub const LABEL_PID: &str = "mcp-code-bridge.pid";
 /// Label: start time of the owning bridge's pid (clock ticks since boot, Linux), or empty.
 pub const LABEL_STARTED: &str = "mcp-code-bridge.pid-start";
+/// Label: which of the bridge's client sandboxes this is (`serve --http`); absent under `run`.
+pub const LABEL_SLOT: &str = "mcp-code-bridge.slot";
 
 /// The identity of a bridge process.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +28,9 @@ pub struct Owner {
     pub pid: u32,
     /// Process start time, when the OS tells it.
     pub started: Option<u64>,
+    /// The client sandbox within the bridge (`serve --http` runs many); `None`: the bridge's
+    /// one sandbox.
+    pub slot: Option<String>,
 }
 
 impl Owner {
@@ -36,12 +41,19 @@ impl Owner {
             host: host_name(),
             pid,
             started: process_start(pid),
+            slot: None,
         }
+    }
+
+    /// This identity, for the client sandbox `slot`.
+    pub fn with_slot(mut self, slot: Option<&str>) -> Self {
+        self.slot = slot.map(str::to_string);
+        self
     }
 
     /// The labels that mark a container as owned by this bridge.
     pub fn labels(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
+        let mut labels = BTreeMap::from([
             (LABEL_MANAGED.to_string(), "1".to_string()),
             (LABEL_HOST.to_string(), self.host.clone()),
             (LABEL_PID.to_string(), self.pid.to_string()),
@@ -49,12 +61,18 @@ impl Owner {
                 LABEL_STARTED.to_string(),
                 self.started.map(|s| s.to_string()).unwrap_or_default(),
             ),
-        ])
+        ]);
+        if let Some(slot) = &self.slot {
+            labels.insert(LABEL_SLOT.to_string(), slot.clone());
+        }
+        labels
     }
 
-    /// True when the labels name this very process (host, pid and start time).
+    /// True when the labels name this very process (host, pid and start time) and, for a
+    /// client sandbox's identity, that sandbox (one client's sweep never takes another's).
     pub fn is_mine(&self, labels: &std::collections::HashMap<String, String>) -> bool {
-        labels.get(LABEL_HOST) == Some(&self.host)
+        (self.slot.is_none() || labels.get(LABEL_SLOT) == self.slot.as_ref())
+            && labels.get(LABEL_HOST) == Some(&self.host)
             && labels.get(LABEL_PID) == Some(&self.pid.to_string())
             && labels.get(LABEL_STARTED).map(String::as_str)
                 == Some(&self.started.map(|s| s.to_string()).unwrap_or_default())
@@ -223,6 +241,26 @@ mod tests {
         assert!(
             !me.is_dead_owner(&HashMap::new()),
             "unlabelled is never ours"
+        );
+    }
+
+    #[test]
+    fn a_client_sandbox_sweeps_only_its_own() {
+        let me = Owner::current();
+        let a = me.clone().with_slot(Some("a"));
+        let b = me.clone().with_slot(Some("b"));
+        assert!(a.is_mine(&labels(&a)) && !a.is_mine(&labels(&b)));
+        assert!(
+            !a.is_mine(&labels(&me)),
+            "the bridge's own sandbox is not a's"
+        );
+        assert!(
+            me.is_mine(&labels(&a)),
+            "the bridge's exit sweep takes them all"
+        );
+        assert!(
+            !a.is_dead_owner(&labels(&b)),
+            "a live bridge's sandboxes stay"
         );
     }
 

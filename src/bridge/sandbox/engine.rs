@@ -65,6 +65,7 @@ impl Engine {
         provisioner: Provisioner,
         tracker: TaskTracker,
         outbox: Arc<Outbox>,
+        slot: Option<&str>,
     ) -> Self {
         let channel = match settings.channel {
             ChannelMode::Stdio => FrameChannel::Stdio,
@@ -74,7 +75,7 @@ impl Engine {
             settings,
             connector,
             provisioner,
-            owner: Owner::current(),
+            owner: Owner::current().with_slot(slot),
             tracker,
             conn: None,
             channel,

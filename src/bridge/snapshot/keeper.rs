@@ -67,9 +67,10 @@ enum RestoreFailed {
 impl Snapshots {
     /// The snapshot feature for this bridge under `settings.state_dir`; `ct` ends a save or
     /// restore when the bridge shuts down.
-    pub fn new(settings: Arc<Settings>, ct: CancellationToken) -> Self {
+    /// `slot` names a client sandbox's own snapshot (`serve --http`).
+    pub fn new(settings: Arc<Settings>, ct: CancellationToken, slot: Option<&str>) -> Self {
         Snapshots {
-            store: Arc::new(SnapshotStore::new(&settings.state_dir)),
+            store: Arc::new(SnapshotStore::for_slot(&settings.state_dir, slot)),
             settings,
             restored: None,
             restored_before: false,

@@ -42,11 +42,22 @@ pub struct SnapshotWriter {
 
 impl SnapshotStore {
     /// The store of this bridge process under `state_dir` (nothing is created yet).
+    #[cfg(test)]
     pub fn new(state_dir: &Path) -> Self {
+        SnapshotStore::for_slot(state_dir, None)
+    }
+
+    /// The store of the client sandbox `slot` of this bridge process (`serve --http`): its
+    /// file name adds `-<slot>` (made file-safe) to the process's.
+    pub fn for_slot(state_dir: &Path, slot: Option<&str>) -> Self {
         let me = Owner::current();
         let dir = state_dir.join(DIR);
         let started = me.started.map(|s| s.to_string()).unwrap_or_default();
-        let name = format!("{PREFIX}{}-{started}-{}", me.pid, file_safe(&me.host));
+        let mut name = format!("{PREFIX}{}-{started}-{}", me.pid, file_safe(&me.host));
+        if let Some(slot) = slot {
+            name.push('-');
+            name.push_str(&file_safe(slot));
+        }
         SnapshotStore {
             path: dir.join(&name),
             tmp: dir.join(format!("{name}.tmp")),
@@ -212,7 +223,8 @@ fn file_safe(host: &str) -> String {
 fn owner_labels(name: &str, me: &Owner) -> Option<HashMap<String, String>> {
     let rest = name.strip_prefix(PREFIX)?;
     let rest = rest.strip_suffix(".tmp").unwrap_or(rest);
-    let mut fields = rest.splitn(3, '-');
+    // `<pid>-<start>-<host>[-<slot>]`: the host and the slot are file-safe (no `-`).
+    let mut fields = rest.splitn(4, '-');
     let (pid, started, host) = (fields.next()?, fields.next()?, fields.next()?);
     pid.parse::<u32>().ok()?;
     // The file name carries the host made file-safe; compare it the same way.
@@ -289,13 +301,23 @@ mod tests {
         let dead = folder.join(format!("{PREFIX}4194305-1-{host}"));
         let dead_tmp = folder.join(format!("{PREFIX}4194305-1-{host}.tmp"));
         let elsewhere = folder.join(format!("{PREFIX}4194305-1-another_host"));
+        let dead_slot = folder.join(format!("{PREFIX}4194305-1-{host}-abc"));
+        let live_slot = SnapshotStore::for_slot(dir.path(), Some("s1"));
+        let mut w = live_slot.writer().expect("writer");
+        w.write(b"client").await.expect("write");
+        live_slot.commit(w).await.expect("commit");
+        assert_ne!(live_slot.path(), store.path());
         let unrelated = folder.join("notes.txt");
-        for f in [&dead, &dead_tmp, &elsewhere, &unrelated] {
+        for f in [&dead, &dead_tmp, &elsewhere, &unrelated, &dead_slot] {
             std::fs::write(f, b"x").expect("write");
         }
-        assert_eq!(store.remove_dead(), 2);
-        assert!(!dead.exists() && !dead_tmp.exists());
+        assert_eq!(store.remove_dead(), 3);
+        assert!(!dead.exists() && !dead_tmp.exists() && !dead_slot.exists());
         assert!(elsewhere.exists() && unrelated.exists() && store.path().exists());
+        assert!(
+            live_slot.path().exists(),
+            "a live client sandbox's snapshot stays"
+        );
     }
 
     #[test]
