@@ -293,7 +293,7 @@ mod tests {
         let settings =
             Settings::from_lookup(|k| (k == "MCP_BRIDGE_STATE_DIR").then(|| dir.clone()))
                 .expect("settings");
-        Snapshots::new(Arc::new(settings), CancellationToken::new())
+        Snapshots::new(Arc::new(settings), CancellationToken::new(), None)
     }
 
     #[tokio::test]
