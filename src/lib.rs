@@ -5,7 +5,10 @@
 //! - [`cli`]: the commands that speak to a person (`servers`, `servers --allow`, `doctor`,
 //!   `image`, `setup`, `exec`) and the last escape before a terminal (`cli::safe_line`, also the
 //!   log writer).
-//! - [`app`]: wiring and ordered shutdown, shared by `run` and `exec`; [`shutdown`]: signals.
+//! - [`serve`]: `serve --http`, one bridge for many agents: the HTTP front (tokens, limits),
+//!   the hub of client sandboxes and the warm pool; drains on SIGTERM.
+//! - [`app`]: wiring and ordered shutdown, shared by `run`, `exec` and `serve`; [`shutdown`]:
+//!   signals.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //!   [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`policy`]: the operator's policy on every proxied call (allow lists, the run's
@@ -43,6 +46,7 @@ pub mod outbox;
 pub mod policy;
 pub mod private_dir;
 pub mod report;
+pub mod serve;
 pub mod server;
 pub mod shown;
 pub mod shutdown;

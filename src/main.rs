@@ -31,6 +31,20 @@ struct Cli {
 enum Command {
     /// Serve MCP over stdin/stdout (logs go to stderr).
     Run,
+    /// Serve MCP to many agents over streamable HTTP at http://ADDR/mcp, each client in its own
+    /// sandbox (one per MCP session; clients without sessions get a handle from run_python).
+    /// Loopback only, and only this user's processes, unless --token-file names the bearer
+    /// tokens (`TOKEN [NAME]` per line, mode 0600; re-read on SIGHUP). SIGTERM drains: runs in
+    /// flight get MCP_BRIDGE_DRAIN_TIMEOUT, then every sandbox is removed. Limits: see
+    /// GUIDE.md, "Serving many agents".
+    Serve {
+        /// Where to listen (port 0: any free port; the log says which).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+        http: std::net::SocketAddr,
+        /// The bearer tokens file (required for a non-loopback address).
+        #[arg(long, value_name = "PATH")]
+        token_file: Option<std::path::PathBuf>,
+    },
     /// Run one snippet through the same path: its stdout to stdout, its stderr and traceback to
     /// stderr. Exit 0 ok, 1 raised, n for sys.exit(n), 2 usage or config error, 124 timeout,
     /// 125 sandbox or engine failure, 130 interrupted.
@@ -200,7 +214,7 @@ fn main() -> ExitCode {
     // `run` and `exec` log what they do; the other commands print their answer to a person.
     let level = match (&settings.log_level, &cli.command) {
         (Some(level), _) => level.as_str(),
-        (None, Command::Run | Command::Exec { .. }) => "info",
+        (None, Command::Run | Command::Exec { .. } | Command::Serve { .. }) => "info",
         (None, _) if cli.verbose => "info",
         (None, _) => "warn",
     };
@@ -235,7 +249,11 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
-    if matches!(command, Command::Run | Command::Exec { .. }) {
+    let runs_code = matches!(
+        command,
+        Command::Run | Command::Exec { .. } | Command::Serve { .. }
+    );
+    if runs_code {
         // A folder another user could reach is refused before anything is put in it.
         if let Err(e) = mcp_code_bridge::app::check_folders(&settings) {
             eprintln!("mcp-code-bridge: {e}");
@@ -243,7 +261,7 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
         }
     }
     // An audit log that cannot be written safely stops the bridge: never run unaudited.
-    let audit = if matches!(command, Command::Run | Command::Exec { .. }) {
+    let audit = if runs_code {
         match AuditLog::open(&settings.policy) {
             Ok(log) => log,
             Err(e) => {
@@ -256,6 +274,19 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
     };
     match command {
         Command::Run => run(settings, audit).await,
+        Command::Serve { http, token_file } => {
+            let opts = mcp_code_bridge::serve::ServeOptions {
+                addr: http,
+                token_file,
+            };
+            match mcp_code_bridge::serve::serve(settings, audit, opts).await {
+                Ok(()) => Ok(ExitCode::SUCCESS),
+                Err(e) => {
+                    eprintln!("mcp-code-bridge: {}", safe_line(&e.to_string()));
+                    Ok(ExitCode::from(exec_cli::EXIT_USAGE))
+                }
+            }
+        }
         Command::Exec {
             code,
             servers,

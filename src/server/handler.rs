@@ -21,8 +21,9 @@ use super::approve::{self, ElicitAsker, Face, Rounds};
 use super::files;
 use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
+use super::router::{SandboxRouter, SessionTie, Who};
 use super::tool::{self, TOOL_NAME};
-use crate::bridge::{Asker, Progress, RunRequest, RunScope, Sandbox};
+use crate::bridge::{Asker, Caller, Progress, RunRequest, RunScope, Sandbox};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
@@ -31,21 +32,117 @@ use crate::report::{RunReport, RunStatus};
 /// The bridge's MCP server handler; cheap to clone.
 #[derive(Clone)]
 pub struct BridgeServer {
-    sandbox: Sandbox,
+    target: Target,
     settings: Arc<Settings>,
-    outbox: Arc<Outbox>,
     /// Runs of 2026-07-28 clients waiting for an approval, and the seal of their state.
     rounds: Arc<Rounds>,
+}
+
+/// Where runs go.
+#[derive(Clone)]
+enum Target {
+    /// Stdio `run`: the one sandbox and its files.
+    One {
+        sandbox: Sandbox,
+        outbox: Arc<Outbox>,
+    },
+    /// `serve --http`: each client's own, found by the router; the tie tells it when this
+    /// handler's session ends.
+    Many(Arc<SessionTie>),
+}
+
+/// Where one run goes, and what its result must carry.
+struct Destination {
+    sandbox: Sandbox,
+    caller: Option<Arc<Caller>>,
+    minted: Option<String>,
+    _lease: Option<Box<dyn Send + Sync>>,
 }
 
 impl BridgeServer {
     /// A handler running code in `sandbox` with `settings`, serving the files in `outbox`.
     pub fn new(sandbox: Sandbox, settings: Arc<Settings>, outbox: Arc<Outbox>) -> Self {
         BridgeServer {
-            sandbox,
+            target: Target::One { sandbox, outbox },
             settings,
-            outbox,
             rounds: Arc::new(Rounds::default()),
+        }
+    }
+
+    /// A handler for many clients, each running in the sandbox `router` finds for it. Make
+    /// one per MCP session with [`BridgeServer::fresh`].
+    pub fn many(router: Arc<dyn SandboxRouter>, settings: Arc<Settings>) -> Self {
+        BridgeServer {
+            target: Target::Many(SessionTie::new(router)),
+            settings,
+            rounds: Arc::new(Rounds::default()),
+        }
+    }
+
+    /// This handler for a new session (or a stateless request): the same sandboxes and
+    /// parked approval rounds, a tie of its own.
+    pub fn fresh(&self) -> Self {
+        let target = match &self.target {
+            Target::One { .. } => self.target.clone(),
+            Target::Many(tie) => Target::Many(SessionTie::new(tie.router().clone())),
+        };
+        BridgeServer {
+            target,
+            settings: self.settings.clone(),
+            rounds: self.rounds.clone(),
+        }
+    }
+
+    /// The sandbox a run with the `sandbox` argument `handle` from `who` goes to.
+    async fn destination(
+        &self,
+        who: Option<&Who>,
+        handle: Option<&str>,
+    ) -> Result<Destination, Refused> {
+        match &self.target {
+            // One client: a handle (from a prompt written for `serve --http`) changes nothing.
+            Target::One { sandbox, .. } => Ok(Destination {
+                sandbox: sandbox.clone(),
+                caller: None,
+                minted: None,
+                _lease: None,
+            }),
+            Target::Many(tie) => {
+                let Some(who) = who else {
+                    return Err(Refused::Rpc(ErrorData::invalid_request(
+                        "the request did not come through the HTTP front",
+                        None,
+                    )));
+                };
+                tie.note(who);
+                if who.session.is_some() && handle.is_some() {
+                    return Err(Refused::Tool(
+                        "this MCP session has its own sandbox: leave out `sandbox` (handles \
+                         are for clients without sessions)"
+                            .into(),
+                    ));
+                }
+                let routed = tie
+                    .router()
+                    .route(who, handle)
+                    .await
+                    .map_err(Refused::Rpc)?;
+                Ok(Destination {
+                    sandbox: routed.sandbox,
+                    caller: Some(routed.caller),
+                    minted: routed.minted,
+                    _lease: Some(routed.lease),
+                })
+            }
+        }
+    }
+
+    /// The outboxes `who` may list and read.
+    fn outboxes(&self, who: Option<&Who>) -> Vec<Arc<Outbox>> {
+        match (&self.target, who) {
+            (Target::One { outbox, .. }, _) => vec![outbox.clone()],
+            (Target::Many(tie), Some(who)) => tie.router().outboxes(who),
+            (Target::Many(_), None) => Vec::new(),
         }
     }
 
@@ -59,6 +156,7 @@ impl BridgeServer {
     pub async fn run_python(
         &self,
         args: Option<&rmcp::model::JsonObject>,
+        who: Option<&Who>,
         cancel: tokio_util::sync::CancellationToken,
         progress: Progress,
         asker: Option<Arc<dyn Asker>>,
@@ -75,8 +173,18 @@ impl BridgeServer {
                 return Ok(self.result(&report));
             }
         };
+        let dest = match self.destination(who, args.sandbox.as_deref()).await {
+            Ok(dest) => dest,
+            Err(Refused::Rpc(err)) => return Err(err),
+            Err(Refused::Tool(message)) => {
+                let report = RunReport::failed(RunStatus::Error, message);
+                return Ok(self.result(&report));
+            }
+        };
         let capped = self.settings.timeout_capped_note(args.timeout);
-        let scope = Arc::new(RunScope::new(&args.code, args.narrowing, asker));
+        let scope = Arc::new(
+            RunScope::new(&args.code, args.narrowing, asker).with_caller(dest.caller.clone()),
+        );
         let req = RunRequest {
             code: args.code,
             servers: args.servers,
@@ -86,11 +194,24 @@ impl BridgeServer {
             progress,
             scope,
         };
-        let mut report = self.sandbox.run(req).await;
+        let mut report = dest.sandbox.run(req).await;
         if let Some(note) = capped {
             report.add_notice(note);
         }
-        Ok(self.result(&report))
+        if let Some(handle) = &dest.minted {
+            report.add_notice(format!(
+                "this sandbox's handle is {handle}: pass sandbox=\"{handle}\" to run_python to \
+                 keep its variables and files"
+            ));
+        }
+        let mut result = self.result(&report);
+        if let Some(handle) = dest.minted {
+            let mut meta = result.meta.take().unwrap_or_default();
+            meta.0
+                .insert(SANDBOX_META.into(), serde_json::Value::String(handle));
+            result.meta = Some(meta);
+        }
+        Ok(result)
     }
 
     /// `report` as a tool result: the rendered text, then a picture's image content and a
@@ -115,6 +236,17 @@ impl BridgeServer {
     }
 }
 
+/// The result `_meta` key carrying a handle minted for a stateless client.
+pub const SANDBOX_META: &str = "mcp-code-bridge/sandbox";
+
+/// Why a run was not sent to a sandbox.
+enum Refused {
+    /// A JSON-RPC error (who the client is, a handle, a limit).
+    Rpc(ErrorData),
+    /// A tool error the model can act on.
+    Tool(String),
+}
+
 impl ServerHandler for BridgeServer {
     fn get_info(&self) -> ServerConfig {
         let caps = ServerCapabilities::builder()
@@ -134,7 +266,11 @@ impl ServerHandler for BridgeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(vec![tool::definition()]))
+        let definition = match self.target {
+            Target::One { .. } => tool::definition(),
+            Target::Many(_) => tool::definition_for_many(),
+        };
+        Ok(ListToolsResult::with_all_items(vec![definition]))
     }
 
     async fn call_tool(
@@ -155,6 +291,7 @@ impl ServerHandler for BridgeServer {
         if request.request_state.is_some() || request.input_responses.is_some() {
             return self.rounds.resume(&request, context.ct).await;
         }
+        let who = Who::of(&context);
         let token = context.meta.get_progress_token();
         let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
         let asker: Option<Arc<dyn Asker>> = match approve::face(&context) {
@@ -166,8 +303,14 @@ impl ServerHandler for BridgeServer {
                 let me = self.clone();
                 let arguments = request.arguments.clone();
                 let run = move |asker, stop| async move {
-                    me.run_python(arguments.as_ref(), stop, progress, Some(asker))
-                        .await
+                    me.run_python(
+                        arguments.as_ref(),
+                        who.as_ref(),
+                        stop,
+                        progress,
+                        Some(asker),
+                    )
+                    .await
                 };
                 let response = self
                     .rounds
@@ -178,7 +321,13 @@ impl ServerHandler for BridgeServer {
             }
         };
         let result = self
-            .run_python(request.arguments.as_ref(), context.ct, progress, asker)
+            .run_python(
+                request.arguments.as_ref(),
+                who.as_ref(),
+                context.ct,
+                progress,
+                asker,
+            )
             .await;
         forwarder.finish().await;
         result.map(Into::into)
@@ -187,10 +336,20 @@ impl ServerHandler for BridgeServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
-        let (mut items, next) = files::page(&self.outbox, cursor);
+        let outboxes = self.outboxes(Who::of(&context).as_ref());
+        let (mut items, next) = match outboxes.as_slice() {
+            [one] => files::page(one, cursor),
+            // Several sandboxes (a token's stateless clients): each one's first page.
+            many => (
+                many.iter()
+                    .flat_map(|o| files::page(o, None).0)
+                    .collect::<Vec<_>>(),
+                None,
+            ),
+        };
         if cursor.is_none() {
             let resource = Resource::new(CAPABILITIES_URI, "capabilities")
                 .with_description("Sandbox helpers and how to load MCP servers")
@@ -205,16 +364,18 @@ impl ServerHandler for BridgeServer {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         if request.uri != CAPABILITIES_URI {
-            return match files::read(&self.outbox, &request.uri).await {
-                Some(contents) => Ok(ReadResourceResult::new(vec![contents?]).into()),
-                None => Err(ErrorData::resource_not_found(
-                    format!("no resource {}", request.uri),
-                    None,
-                )),
-            };
+            for outbox in self.outboxes(Who::of(&context).as_ref()) {
+                if let Some(contents) = files::read(&outbox, &request.uri).await {
+                    return Ok(ReadResourceResult::new(vec![contents?]).into());
+                }
+            }
+            return Err(ErrorData::resource_not_found(
+                format!("no resource {}", request.uri),
+                None,
+            ));
         }
         let text = capabilities(&self.settings.data.mounts);
         let contents =

@@ -6,11 +6,13 @@ mod files;
 mod handler;
 mod progress;
 mod resources;
+mod router;
 mod tool;
 
-pub use handler::BridgeServer;
+pub use handler::{BridgeServer, SANDBOX_META};
 pub use resources::{CAPABILITIES, CAPABILITIES_URI};
-pub use tool::{definition as tool_definition, DESCRIPTION, TOOL_NAME};
+pub use router::{Authenticated, Routed, SandboxRouter, Who};
+pub use tool::{definition as tool_definition, definition_for_many, DESCRIPTION, TOOL_NAME};
 
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;

@@ -26,7 +26,21 @@ await mcp_<server>.<tool>(...). Filter and aggregate in Python; print only what 
 /// The tool definition returned by `tools/list`, marked to be loaded up front by clients that
 /// defer tools behind a tool search (`anthropic/alwaysLoad`, Claude Code).
 pub fn definition() -> Tool {
-    let schema = json!({
+    definition_with(None)
+}
+
+/// The tool definition `serve --http` lists: [`definition`] plus the optional `sandbox`
+/// handle, described so that models pass it back (clients without MCP sessions need it to
+/// keep their state).
+pub fn definition_for_many() -> Tool {
+    definition_with(Some(json!({
+        "type": "string",
+        "description": "Handle from an earlier result (\"this sandbox's handle is ...\"); pass it to keep your variables and files"
+    })))
+}
+
+fn definition_with(sandbox: Option<Value>) -> Tool {
+    let mut schema = json!({
         "type": "object",
         "properties": {
             "code": {"type": "string", "description": "Python source"},
@@ -36,6 +50,9 @@ pub fn definition() -> Tool {
         },
         "required": ["code"]
     });
+    if let Some(sandbox) = sandbox {
+        schema["properties"]["sandbox"] = sandbox;
+    }
     let Value::Object(schema) = schema else {
         unreachable!("a json object literal")
     };
@@ -57,7 +74,12 @@ pub struct RunArgs {
     pub timeout: Option<u64>,
     /// `allowed_tools`: narrows what the run may call (never widens the config).
     pub narrowing: Option<Narrowing>,
+    /// `sandbox`: the handle of a client's sandbox (`serve --http`, clients without sessions).
+    pub sandbox: Option<String>,
 }
+
+/// Characters a `sandbox` handle may have at most (the hub's are far shorter).
+pub const MAX_HANDLE_CHARS: usize = 128;
 
 /// Parses and validates the arguments of a `run_python` call.
 ///
@@ -66,14 +88,25 @@ pub struct RunArgs {
 pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
     let empty = JsonObject::new();
     let args = args.unwrap_or(&empty);
-    if let Some(unknown) = args
-        .keys()
-        .find(|k| !matches!(k.as_str(), "code" | "servers" | "timeout" | "allowed_tools"))
-    {
+    if let Some(unknown) = args.keys().find(|k| {
+        !matches!(
+            k.as_str(),
+            "code" | "servers" | "timeout" | "allowed_tools" | "sandbox"
+        )
+    }) {
         return Err(format!(
-            "unknown argument '{unknown}'; run_python takes code, servers, timeout and allowed_tools"
+            "unknown argument '{unknown}'; run_python takes code, servers, timeout, allowed_tools and sandbox"
         ));
     }
+    let sandbox = match args.get("sandbox") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(h)) if h.chars().count() <= MAX_HANDLE_CHARS => Some(h.clone()),
+        Some(_) => {
+            return Err(format!(
+                "'sandbox' must be a handle string (at most {MAX_HANDLE_CHARS} characters)"
+            ))
+        }
+    };
     let code = match args.get("code") {
         Some(Value::String(s)) => s.clone(),
         Some(_) => return Err("'code' must be a string".into()),
@@ -96,6 +129,7 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
         servers,
         timeout,
         narrowing,
+        sandbox,
     })
 }
 
@@ -137,6 +171,7 @@ mod tests {
                 servers: vec!["a".into()],
                 timeout: Some(5),
                 narrowing: None,
+                sandbox: None,
             }
         );
     }
@@ -157,6 +192,11 @@ mod tests {
                 "'allowed_tools'",
             ),
             (json!({"code": "x", "allowed_tools": ["ab"]}), "server.tool"),
+            (json!({"code": "x", "sandbox": 7}), "'sandbox'"),
+            (
+                json!({"code": "x", "sandbox": "h".repeat(200)}),
+                "'sandbox'",
+            ),
             (
                 json!({"code": "x", "approved": true}),
                 "unknown argument 'approved'",
@@ -186,5 +226,14 @@ mod tests {
         );
         let def = serde_json::to_value(definition()).expect("serializes");
         assert_eq!(def["_meta"]["anthropic/alwaysLoad"], json!(true));
+        assert!(def["inputSchema"]["properties"].get("sandbox").is_none());
+        // serve --http adds the handle, described so that models pass it back.
+        let many = serde_json::to_value(definition_for_many()).expect("serializes");
+        let bytes = many.to_string().len();
+        assert!(bytes < 1200, "serve's tools/list entry is {bytes} bytes");
+        assert_eq!(
+            many["inputSchema"]["properties"]["sandbox"]["type"],
+            json!("string")
+        );
     }
 }

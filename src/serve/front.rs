@@ -1,0 +1,253 @@
+//! [`Front`]: what every HTTP request meets before rmcp's streamable HTTP service. It serves
+//! the protected-resource metadata (RFC 9728, which the MCP authorization spec points
+//! clients to), answers only `/mcp`, admits a request by its bearer token (or, with no tokens
+//! file, only from this user's own processes on loopback), caps each token's requests in
+//! flight, and marks the request with the token's name for the MCP face.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::{header, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::StreamableHttpService;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::tokens::Tokens;
+use crate::server::{Authenticated, BridgeServer};
+
+/// The MCP endpoint's path.
+pub const MCP_PATH: &str = "/mcp";
+/// Where the protected-resource metadata is (RFC 9728, with and without the resource path).
+const METADATA_PATHS: [&str; 2] = [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+];
+/// The token name of every request when there is no tokens file (loopback, own user only).
+pub const LOCAL_TOKEN: &str = "local";
+
+/// A response body.
+pub type Reply = Response<BoxBody<Bytes, Infallible>>;
+
+/// The front of the HTTP server.
+pub struct Front {
+    /// `None`: no tokens file (loopback only, this user's processes only).
+    tokens: RwLock<Option<Arc<Tokens>>>,
+    inflight: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
+    per_token: usize,
+    mcp: StreamableHttpService<BridgeServer, LocalSessionManager>,
+    /// This endpoint's URL, for the metadata.
+    resource: String,
+}
+
+impl Front {
+    /// A front admitting `tokens` (none: own user on loopback) to `mcp`, at most `per_token`
+    /// requests in flight each; `resource` is the endpoint's URL.
+    pub fn new(
+        tokens: Option<Tokens>,
+        per_token: usize,
+        mcp: StreamableHttpService<BridgeServer, LocalSessionManager>,
+        resource: String,
+    ) -> Self {
+        Front {
+            tokens: RwLock::new(tokens.map(Arc::new)),
+            inflight: Mutex::new(HashMap::new()),
+            per_token,
+            mcp,
+            resource,
+        }
+    }
+
+    /// Replaces the tokens (a reload of the tokens file).
+    pub fn set_tokens(&self, tokens: Tokens) {
+        *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(tokens));
+        let keep = self.current().map(|t| t.names()).unwrap_or_default();
+        self.inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|name, _| keep.contains(name));
+    }
+
+    fn current(&self) -> Option<Arc<Tokens>> {
+        self.tokens
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Answers one request; `own_user` says whether the connection comes from this user's
+    /// own process (only asked when there is no tokens file).
+    pub async fn handle<B>(&self, mut req: Request<B>, own_user: bool) -> Reply
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: std::fmt::Display,
+    {
+        let path = req.uri().path();
+        if METADATA_PATHS.contains(&path) {
+            return self.metadata();
+        }
+        if path != MCP_PATH {
+            return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
+        }
+        let token = match self.current() {
+            None if own_user => Arc::from(LOCAL_TOKEN),
+            None => {
+                return plain(
+                    StatusCode::FORBIDDEN,
+                    "this bridge serves only its own user's processes (no --token-file)",
+                )
+            }
+            Some(tokens) => {
+                let presented = req
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .map(str::trim);
+                match presented.and_then(|p| tokens.check(p)) {
+                    Some(name) => name,
+                    None => return self.unauthorized(presented.is_some()),
+                }
+            }
+        };
+        let Some(permit) = self.permit(&token) else {
+            let mut reply = rpc_error(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "too many requests in flight for this token (MCP_BRIDGE_REQUESTS_PER_TOKEN={})",
+                    self.per_token
+                ),
+            );
+            reply
+                .headers_mut()
+                .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+            return reply;
+        };
+        req.extensions_mut().insert(Authenticated { token });
+        let reply = self.mcp.handle(req).await;
+        reply.map(|body| {
+            Held {
+                inner: body,
+                _permit: permit,
+            }
+            .boxed()
+        })
+    }
+
+    /// A permit for one more request of `token`, if it has fewer than its cap in flight.
+    fn permit(&self, token: &Arc<str>) -> Option<OwnedSemaphorePermit> {
+        let semaphore = self
+            .inflight
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(token.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.per_token)))
+            .clone();
+        semaphore.try_acquire_owned().ok()
+    }
+
+    /// 401 with the challenge pointing at the metadata (RFC 6750, RFC 9728).
+    fn unauthorized(&self, presented: bool) -> Reply {
+        let mut challenge = format!(
+            "Bearer realm=\"mcp-code-bridge\", resource_metadata=\"{}\"",
+            self.metadata_url()
+        );
+        if presented {
+            challenge.push_str(", error=\"invalid_token\"");
+        }
+        let mut reply = plain(
+            StatusCode::UNAUTHORIZED,
+            if presented {
+                "unknown bearer token"
+            } else {
+                "a bearer token is required (Authorization: Bearer TOKEN)"
+            },
+        );
+        if let Ok(v) = http::HeaderValue::from_str(&challenge) {
+            reply.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+        }
+        reply
+    }
+
+    fn metadata_url(&self) -> String {
+        let origin = self.resource.trim_end_matches(MCP_PATH);
+        format!("{origin}{}", METADATA_PATHS[1])
+    }
+
+    /// The protected-resource metadata: this resource, bearer tokens in the header; no
+    /// authorization server (tokens are issued by the operator, out of band).
+    fn metadata(&self) -> Reply {
+        let doc = serde_json::json!({
+            "resource": self.resource,
+            "bearer_methods_supported": ["header"],
+            "resource_name": "mcp-code-bridge",
+        });
+        let mut reply = Response::new(Full::new(Bytes::from(doc.to_string())).boxed());
+        reply.headers_mut().insert(
+            header::CONTENT_TYPE,
+            http::HeaderValue::from_static("application/json"),
+        );
+        reply
+    }
+}
+
+/// A plain-text reply.
+pub fn plain(status: StatusCode, text: &str) -> Reply {
+    let mut reply = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
+    *reply.status_mut() = status;
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    reply
+}
+
+/// A JSON-RPC error reply with no id (the request was not read).
+fn rpc_error(status: StatusCode, message: &str) -> Reply {
+    let doc = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32000, "message": message},
+    });
+    let mut reply = Response::new(Full::new(Bytes::from(doc.to_string())).boxed());
+    *reply.status_mut() = status;
+    reply.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    reply
+}
+
+/// A body that holds its request's permit until it has been sent (an SSE stream lasts as
+/// long as its call).
+struct Held {
+    inner: BoxBody<Bytes, Infallible>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Body for Held {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}

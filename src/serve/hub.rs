@@ -1,0 +1,345 @@
+//! [`Hub`]: the client sandboxes of `serve --http`, the [`SandboxRouter`] the MCP face asks.
+//! One sandbox per 2025-11-25 MCP session; under 2026-07-28, one per handle, minted by the
+//! first `run_python` without one and bound to the token that minted it. It enforces the
+//! sandbox limits (`MCP_BRIDGE_MAX_SANDBOXES`, `MCP_BRIDGE_SANDBOXES_PER_TOKEN`), hands out
+//! warm pool sandboxes, forgets a client's sandbox (removing its container and snapshot) when
+//! its session ends, its token is revoked, or it went unused for `MCP_BRIDGE_SANDBOX_TTL`, and
+//! counts the runs in flight so that a drain can wait for them. A sandbox's container stops
+//! earlier when idle (`MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT`) and comes back with its variables:
+//! the sandbox actor does that.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::ErrorCode;
+use rmcp::ErrorData;
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::handle;
+use super::pool::{Pooled, WarmPool};
+use crate::app::{MadeSandbox, SandboxMaker};
+use crate::bridge::{random_id, Caller};
+use crate::config::ServeSettings;
+use crate::outbox::Outbox;
+use crate::server::{Routed, SandboxRouter, Who};
+
+/// JSON-RPC error code of a refusal for a limit (the implementation-defined server range).
+pub const LIMIT_CODE: ErrorCode = ErrorCode(-32000);
+
+/// What a client's sandbox is found by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// A 2025-11-25 session of a token.
+    Session(Arc<str>, String),
+    /// A 2026-07-28 handle.
+    Handle(String),
+}
+
+/// One client's sandbox.
+struct Slot {
+    token: Arc<str>,
+    caller: Arc<Caller>,
+    made: MadeSandbox,
+    last_used: Instant,
+    /// Runs in flight.
+    busy: usize,
+}
+
+/// Called with a slot's key when its sandbox is forgotten (per-client servers close).
+pub type OnRelease = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The client sandboxes.
+pub struct Hub {
+    maker: SandboxMaker,
+    settings: ServeSettings,
+    slots: Mutex<HashMap<Key, Slot>>,
+    pool: WarmPool,
+    closing: AtomicBool,
+    inflight: AtomicUsize,
+    idle: Notify,
+    on_release: Mutex<Option<OnRelease>>,
+}
+
+/// Held while a run goes on.
+struct Lease {
+    hub: Arc<Hub>,
+    key: Key,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(slot) = self.hub.lock().get_mut(&self.key) {
+            slot.busy = slot.busy.saturating_sub(1);
+            slot.last_used = Instant::now();
+        }
+        if self.hub.inflight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.hub.idle.notify_waiters();
+        }
+    }
+}
+
+impl Hub {
+    /// A hub making sandboxes with `maker`, within `settings`' limits; fills the warm pool.
+    pub fn new(maker: SandboxMaker, settings: ServeSettings) -> Arc<Self> {
+        let pool = WarmPool::new(settings.warm_pool);
+        pool.fill(&maker);
+        Arc::new(Hub {
+            maker,
+            settings,
+            slots: Mutex::new(HashMap::new()),
+            pool,
+            closing: AtomicBool::new(false),
+            inflight: AtomicUsize::new(0),
+            idle: Notify::new(),
+            on_release: Mutex::new(None),
+        })
+    }
+
+    /// Calls `f` with each forgotten sandbox's key (the upstream pool closes that client's
+    /// own server processes).
+    pub fn on_release(&self, f: OnRelease) {
+        *self.on_release.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Client sandboxes now (the pool not counted).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// True when no client has a sandbox.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stops `slots`' sandboxes (container removed, snapshot deleted) and tells the release
+    /// hook.
+    fn release(&self, slots: Vec<Slot>) {
+        let hook = self
+            .on_release
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for slot in slots {
+            tracing::info!(token = %crate::shown::Shown(&slot.token), sandbox = %slot.caller.sandbox, "client sandbox released");
+            slot.made.ct.cancel();
+            if let Some(hook) = &hook {
+                hook(&slot.caller.sandbox);
+            }
+        }
+    }
+
+    /// Forgets the sandboxes unused for `MCP_BRIDGE_SANDBOX_TTL` and keeps the pool's from
+    /// being stopped as idle; returns how many were forgotten.
+    pub fn reap(&self) -> usize {
+        let ttl = self.settings.sandbox_ttl;
+        let now = Instant::now();
+        let gone: Vec<Slot> = {
+            let mut slots = self.lock();
+            let old: Vec<Key> = slots
+                .iter()
+                .filter(|(_, s)| s.busy == 0 && now.duration_since(s.last_used) >= ttl)
+                .map(|(k, _)| k.clone())
+                .collect();
+            old.iter().filter_map(|k| slots.remove(k)).collect()
+        };
+        let n = gone.len();
+        self.release(gone);
+        self.pool.touch();
+        n
+    }
+
+    /// How often [`Hub::reap`] should run.
+    pub fn reap_every(&self) -> Duration {
+        (self.settings.sandbox_ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))
+    }
+
+    /// Forgets the sandboxes of tokens not in `kept` (revoked by a reload of the tokens file).
+    pub fn revoke_all_but(&self, kept: &HashSet<Arc<str>>) -> usize {
+        let gone: Vec<Slot> = {
+            let mut slots = self.lock();
+            let old: Vec<Key> = slots
+                .iter()
+                .filter(|(_, s)| !kept.contains(&s.token))
+                .map(|(k, _)| k.clone())
+                .collect();
+            old.iter().filter_map(|k| slots.remove(k)).collect()
+        };
+        let n = gone.len();
+        self.release(gone);
+        n
+    }
+
+    /// Refuses new runs from now on, then waits up to `limit` for the runs in flight; true
+    /// when none is left.
+    pub async fn drain(&self, limit: Duration) -> bool {
+        self.closing.store(true, Ordering::Release);
+        self.pool.drain();
+        let deadline = Instant::now() + limit;
+        loop {
+            let notified = self.idle.notified();
+            if self.inflight.load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.inflight.load(Ordering::Acquire) == 0;
+            }
+        }
+    }
+
+    /// Runs in flight.
+    pub fn inflight(&self) -> usize {
+        self.inflight.load(Ordering::Acquire)
+    }
+
+    /// A new slot for `token` under `key`, within the limits.
+    fn admit_new(&self, slots: &HashMap<Key, Slot>, token: &Arc<str>) -> Result<(), ErrorData> {
+        let total = self.settings.max_sandboxes;
+        if slots.len() >= total {
+            return Err(limit(
+                "MCP_BRIDGE_MAX_SANDBOXES",
+                total,
+                "the bridge holds as many client sandboxes as it may; try again when one is \
+                 released (a session ended, or an idle one forgotten)",
+            ));
+        }
+        let per_token = self.settings.sandboxes_per_token;
+        if slots.values().filter(|s| &s.token == token).count() >= per_token {
+            return Err(limit(
+                "MCP_BRIDGE_SANDBOXES_PER_TOKEN",
+                per_token,
+                "this token holds as many sandboxes as it may; reuse one (pass its handle, or \
+                 keep your MCP session) or end a session",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A limit refusal: the code, a message naming the setting, and the setting as data.
+fn limit(setting: &str, value: usize, why: &str) -> ErrorData {
+    ErrorData::new(
+        LIMIT_CODE,
+        format!("{why} ({setting}={value})"),
+        Some(json!({"limit": setting, "value": value})),
+    )
+}
+
+/// The refusal of a handle that is not one of this token's live sandboxes: the same for a
+/// forged, expired or another token's handle, so that nothing tells them apart.
+fn unknown_handle() -> ErrorData {
+    ErrorData::invalid_params(
+        "unknown or expired sandbox handle; leave out `sandbox` to start a new sandbox",
+        None,
+    )
+}
+
+#[async_trait::async_trait]
+impl SandboxRouter for Arc<Hub> {
+    async fn route(&self, who: &Who, handle: Option<&str>) -> Result<Routed, ErrorData> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(ErrorData::new(
+                LIMIT_CODE,
+                "the bridge is shutting down; no new runs",
+                None,
+            ));
+        }
+        let (key, minted) = match (&who.session, handle) {
+            (Some(session), _) => (Key::Session(who.token.clone(), session.clone()), None),
+            (None, Some(h)) if handle::well_formed(h) => (Key::Handle(h.to_string()), None),
+            (None, Some(_)) => return Err(unknown_handle()),
+            (None, None) => {
+                let h = handle::mint();
+                (Key::Handle(h.clone()), Some(h))
+            }
+        };
+        let mut took_from_pool = false;
+        let routed = {
+            let mut slots = self.lock();
+            if !slots.contains_key(&key) {
+                if matches!(key, Key::Handle(_)) && minted.is_none() {
+                    return Err(unknown_handle());
+                }
+                self.admit_new(&slots, &who.token)?;
+                let Pooled { slot, made } = match self.pool.take() {
+                    Some(p) => {
+                        took_from_pool = true;
+                        p
+                    }
+                    None => {
+                        let slot = random_id();
+                        let made = self.maker.make(&slot);
+                        Pooled { slot, made }
+                    }
+                };
+                let caller = Arc::new(Caller {
+                    token: who.token.to_string(),
+                    sandbox: slot,
+                });
+                tracing::info!(token = %crate::shown::Shown(&who.token), sandbox = %caller.sandbox, pooled = took_from_pool, "client sandbox assigned");
+                slots.insert(
+                    key.clone(),
+                    Slot {
+                        token: who.token.clone(),
+                        caller,
+                        made,
+                        last_used: Instant::now(),
+                        busy: 0,
+                    },
+                );
+            }
+            let slot = slots.get_mut(&key).expect("present");
+            if slot.token != who.token {
+                return Err(unknown_handle());
+            }
+            slot.busy += 1;
+            slot.last_used = Instant::now();
+            self.inflight.fetch_add(1, Ordering::AcqRel);
+            Routed {
+                sandbox: slot.made.sandbox.clone(),
+                outbox: slot.made.outbox.clone(),
+                caller: slot.caller.clone(),
+                minted,
+                lease: Box::new(Lease {
+                    hub: self.clone(),
+                    key,
+                }),
+            }
+        };
+        if took_from_pool {
+            self.pool.fill(&self.maker);
+        }
+        Ok(routed)
+    }
+
+    fn outboxes(&self, who: &Who) -> Vec<Arc<Outbox>> {
+        let slots = self.lock();
+        match &who.session {
+            Some(session) => slots
+                .get(&Key::Session(who.token.clone(), session.clone()))
+                .map(|s| vec![s.made.outbox.clone()])
+                .unwrap_or_default(),
+            None => slots
+                .iter()
+                .filter(|(k, s)| matches!(k, Key::Handle(_)) && s.token == who.token)
+                .map(|(_, s)| s.made.outbox.clone())
+                .collect(),
+        }
+    }
+
+    fn session_ended(&self, token: &str, session: &str) {
+        let gone = self
+            .lock()
+            .remove(&Key::Session(Arc::from(token), session.to_string()));
+        if let Some(slot) = gone {
+            self.release(vec![slot]);
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! `mcp-code-bridge serve --http ADDR`: one bridge for many agents over MCP's streamable HTTP
+//! transport (rmcp's server: 2025-11-25 clients get sessions, 2026-07-28 clients are served
+//! statelessly). `front.rs` admits requests (tokens, per-token requests in flight, the
+//! protected-resource metadata), `listen.rs` accepts connections, `hub.rs` gives each client
+//! its own sandbox (`pool.rs`: the warm pool; `handle.rs`: the handles of stateless clients),
+//! `tokens.rs` reads the tokens file, `peer.rs` tells whose a loopback connection is. This file
+//! wires them, reloads the tokens on SIGHUP and drains on SIGTERM.
+
+mod front;
+mod handle;
+mod hub;
+mod listen;
+mod peer;
+mod pool;
+mod tokens;
+
+pub use front::{LOCAL_TOKEN, MCP_PATH};
+pub use hub::{Hub, LIMIT_CODE};
+pub use tokens::{TokenFileError, Tokens};
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::app::App;
+use crate::audit::AuditLog;
+use crate::config::Settings;
+use crate::server::BridgeServer;
+use crate::shown::ShownPath;
+use front::Front;
+
+/// How `serve` was asked to run.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen.
+    pub addr: SocketAddr,
+    /// The tokens file; required unless `addr` is loopback.
+    pub token_file: Option<PathBuf>,
+}
+
+/// Why `serve` did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without tokens.
+    #[error(
+        "{0} is not a loopback address: serving it needs --token-file (bearer tokens); \
+         or listen on 127.0.0.1 / [::1]"
+    )]
+    NeedsTokens(SocketAddr),
+    /// The tokens file was refused.
+    #[error(transparent)]
+    Tokens(#[from] TokenFileError),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Serves until SIGTERM or SIGINT, then drains: new runs are refused, runs in flight get
+/// `MCP_BRIDGE_DRAIN_TIMEOUT`, then every sandbox is removed and every server closed.
+///
+/// # Errors
+/// [`ServeError`] when it cannot start; nothing after it started.
+pub async fn serve(
+    settings: Arc<Settings>,
+    audit: Option<AuditLog>,
+    opts: ServeOptions,
+) -> Result<(), ServeError> {
+    if opts.token_file.is_none() && !opts.addr.ip().is_loopback() {
+        return Err(ServeError::NeedsTokens(opts.addr));
+    }
+    let tokens = match &opts.token_file {
+        Some(path) => Some(Tokens::load(path)?),
+        None => None,
+    };
+    let listener = TcpListener::bind(opts.addr)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: opts.addr,
+            source,
+        })?;
+    let local = listener.local_addr().unwrap_or(opts.addr);
+    let app = App::for_serving(settings.clone(), audit);
+    app.index_in_background();
+    let hub = Hub::new(app.maker.clone(), settings.serve.clone());
+    let template = BridgeServer::many(Arc::new(hub.clone()), settings.clone());
+    let mcp_ct = CancellationToken::new();
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(mcp_ct.clone())
+        .with_max_request_body_bytes(settings.serve.http_max_body);
+    if !local.ip().is_loopback() {
+        // Reached by name through a proxy or DNS: the bearer token, not the Host header,
+        // admits a request.
+        config = config.disable_allowed_hosts();
+    }
+    let mut sessions = LocalSessionManager::default();
+    // A session lives as long as its sandbox may (its container stops earlier when idle).
+    sessions.session_config.keep_alive = Some(settings.serve.sandbox_ttl);
+    let mcp = StreamableHttpService::new(move || Ok(template.fresh()), Arc::new(sessions), config);
+    let resource = format!("http://{local}{MCP_PATH}");
+    let front = Arc::new(Front::new(
+        tokens.clone(),
+        settings.serve.requests_per_token,
+        mcp,
+        resource.clone(),
+    ));
+    let tracker = TaskTracker::new();
+    let stops = (CancellationToken::new(), CancellationToken::new());
+    tracker.spawn(listen::accept(
+        listener,
+        front.clone(),
+        tokens.is_none(),
+        listen::Stops {
+            accepting: stops.0.clone(),
+            connections: stops.1.clone(),
+        },
+        tracker.clone(),
+    ));
+    tracker.spawn(reap(hub.clone(), stops.0.clone()));
+    if let Some(path) = opts.token_file.clone() {
+        tracker.spawn(reload_on_hangup(path, front, hub.clone(), stops.0.clone()));
+    }
+    tracing::info!(
+        tokens = tokens.as_ref().map_or(0, |t| t.names().len()),
+        warm_pool = settings.serve.warm_pool,
+        "serving MCP on {resource}"
+    );
+    crate::shutdown::signalled().await;
+    tracing::info!(
+        runs = hub.inflight(),
+        "draining: new runs are refused; runs in flight get {} s",
+        settings.serve.drain_timeout.as_secs()
+    );
+    stops.0.cancel();
+    if !hub.drain(settings.serve.drain_timeout).await {
+        tracing::warn!(
+            runs = hub.inflight(),
+            "drain time is up; stopping the runs left"
+        );
+    }
+    mcp_ct.cancel();
+    stops.1.cancel();
+    tracker.close();
+    app.shutdown().await;
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(3), tracker.wait()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Forgets unused sandboxes every so often until `stop`.
+async fn reap(hub: Arc<Hub>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(hub.reap_every());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tick.tick() => {
+                let n = hub.reap();
+                if n > 0 {
+                    tracing::info!(forgotten = n, "forgot client sandboxes unused for MCP_BRIDGE_SANDBOX_TTL");
+                }
+            }
+        }
+    }
+}
+
+/// Re-reads the tokens file on each SIGHUP: a good file replaces the tokens (the sandboxes
+/// of tokens no longer in it are released); a bad one is reported and the old tokens stay.
+async fn reload_on_hangup(
+    path: PathBuf,
+    front: Arc<Front>,
+    hub: Arc<Hub>,
+    stop: CancellationToken,
+) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("cannot listen for SIGHUP: the tokens file is read once");
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            got = hangups.recv() => if got.is_none() { return },
+        }
+        match Tokens::load(&path) {
+            Ok(tokens) => {
+                let names = tokens.names();
+                front.set_tokens(tokens);
+                let released = hub.revoke_all_but(&names);
+                tracing::info!(
+                    tokens = names.len(),
+                    released,
+                    "reloaded the tokens file {}",
+                    ShownPath(&path)
+                );
+            }
+            Err(err) => tracing::error!("SIGHUP: kept the old tokens: {err}"),
+        }
+    }
+}
