@@ -16,9 +16,11 @@ use http_body::{Body, Frame};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::sessions::SessionBook;
 use super::tokens::Tokens;
 use crate::server::{Authenticated, BridgeServer};
 
@@ -42,17 +44,26 @@ pub struct Front {
     inflight: Mutex<HashMap<Arc<str>, Arc<Semaphore>>>,
     per_token: usize,
     mcp: StreamableHttpService<BridgeServer, LocalSessionManager>,
+    /// rmcp's sessions, to close those the book evicts or revokes.
+    manager: Arc<LocalSessionManager>,
+    /// Which token opened each session.
+    book: Mutex<SessionBook>,
     /// This endpoint's URL, for the metadata.
     resource: String,
 }
 
+/// The header carrying a session id.
+const SESSION_HEADER: &str = "mcp-session-id";
+
 impl Front {
-    /// A front admitting `tokens` (none: own user on loopback) to `mcp`, at most `per_token`
-    /// requests in flight each; `resource` is the endpoint's URL.
+    /// A front admitting `tokens` (none: own user on loopback) to `mcp` (whose sessions
+    /// `manager` keeps), at most `per_token` requests in flight each; `resource` is the
+    /// endpoint's URL.
     pub fn new(
         tokens: Option<Tokens>,
         per_token: usize,
         mcp: StreamableHttpService<BridgeServer, LocalSessionManager>,
+        manager: Arc<LocalSessionManager>,
         resource: String,
     ) -> Self {
         Front {
@@ -60,18 +71,38 @@ impl Front {
             inflight: Mutex::new(HashMap::new()),
             per_token,
             mcp,
+            manager,
+            book: Mutex::new(SessionBook::default()),
             resource,
         }
     }
 
-    /// Replaces the tokens (a reload of the tokens file).
+    /// Replaces the tokens (a reload of the tokens file); the sessions of tokens no longer in
+    /// it are closed.
     pub fn set_tokens(&self, tokens: Tokens) {
+        let keep = tokens.names();
         *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(tokens));
-        let keep = self.current().map(|t| t.names()).unwrap_or_default();
         self.inflight
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .retain(|name, _| keep.contains(name));
+        let revoked = self.book().revoke(|t| keep.contains(t));
+        self.close_sessions(revoked);
+    }
+
+    fn book(&self) -> std::sync::MutexGuard<'_, SessionBook> {
+        self.book.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Closes rmcp's `sessions` in the background (their handlers are dropped: their
+    /// sandboxes go).
+    fn close_sessions(&self, sessions: Vec<String>) {
+        for id in sessions {
+            let manager = self.manager.clone();
+            tokio::spawn(async move {
+                let _ = manager.close_session(&Arc::from(id)).await;
+            });
+        }
     }
 
     fn current(&self) -> Option<Arc<Tokens>> {
@@ -130,8 +161,34 @@ impl Front {
                 .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
             return reply;
         };
-        req.extensions_mut().insert(Authenticated { token });
+        let session = req
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        if let Some(s) = &session {
+            // Another token's session is answered as if it did not exist.
+            if !self.book().allows(s, &token) {
+                return plain(StatusCode::NOT_FOUND, "session not found");
+            }
+            if req.method() == http::Method::DELETE {
+                self.book().closed(s);
+            }
+        }
+        req.extensions_mut().insert(Authenticated {
+            token: token.clone(),
+        });
         let reply = self.mcp.handle(req).await;
+        if session.is_none() {
+            if let Some(new) = reply
+                .headers()
+                .get(SESSION_HEADER)
+                .and_then(|v| v.to_str().ok())
+            {
+                let evicted = self.book().opened(new, &token);
+                self.close_sessions(evicted);
+            }
+        }
         reply.map(|body| {
             Held {
                 inner: body,

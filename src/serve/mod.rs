@@ -12,6 +12,7 @@ mod hub;
 mod listen;
 mod peer;
 mod pool;
+mod sessions;
 mod tokens;
 
 pub use front::{LOCAL_TOKEN, MCP_PATH};
@@ -107,12 +108,14 @@ pub async fn serve(
     let mut sessions = LocalSessionManager::default();
     // A session lives as long as its sandbox may (its container stops earlier when idle).
     sessions.session_config.keep_alive = Some(settings.serve.sandbox_ttl);
-    let mcp = StreamableHttpService::new(move || Ok(template.fresh()), Arc::new(sessions), config);
+    let sessions = Arc::new(sessions);
+    let mcp = StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), config);
     let resource = format!("http://{local}{MCP_PATH}");
     let front = Arc::new(Front::new(
         tokens.clone(),
         settings.serve.requests_per_token,
         mcp,
+        sessions,
         resource.clone(),
     ));
     let tracker = TaskTracker::new();

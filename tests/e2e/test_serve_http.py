@@ -199,3 +199,27 @@ def test_without_tokens_only_loopback_and_only_this_user(e2e_tmp: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(60)
+
+
+def test_a_session_is_bound_to_the_token_that_opened_it(bridge: ServeBridge) -> None:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        },
+    }
+    opened = _post(bridge.url, {"Authorization": f"Bearer {ALICE}"}, json.dumps(init))
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    common = {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    done = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert _post(bridge.url, {"Authorization": f"Bearer {ALICE}", **common}, done).status_code < 300
+    theirs = _post(bridge.url, {"Authorization": f"Bearer {BOB}", **common}, listing)
+    assert theirs.status_code == 404, theirs.text
+    mine = _post(bridge.url, {"Authorization": f"Bearer {ALICE}", **common}, listing)
+    assert mine.status_code == 200 and "run_python" in mine.text, mine.text
