@@ -3,7 +3,8 @@
 //! `type` (or `transport`) `stdio`/`http`/`sse`, a remote `url` without `type` (Cursor), Windsurf's
 //! `serverUrl`, `disabled`, and the policy keys (`entry_policy.rs`: `allowedTools`,
 //! `disabledTools`, `requireApproval`, `autoApprove`, `callsPerMinute`, `maxCallsPerRun`,
-//! `maxResultBytesPerRun`).
+//! `maxResultBytesPerRun`), and `perClient` (one process per client under `serve --http`; a
+//! project's file may set it too: it only adds isolation, and its approval pins it).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,6 +46,11 @@ pub fn parse_entry(
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("\"disabled\" must be true or false".into())),
+    };
+    let per_client = match obj.get("perClient") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("\"perClient\" must be true or false".into())),
     };
     let policy = parse_policy(obj).map_err(&err)?;
     let kind = fields
@@ -110,6 +116,7 @@ pub fn parse_entry(
     }
     let mut spec = ServerSpec::new(name, transport, file);
     spec.disabled = disabled;
+    spec.per_client = per_client;
     spec.policy = Arc::new(policy);
     spec.description = fields.string("description")?;
     spec.origin = origin;
@@ -207,5 +214,32 @@ impl<E: Fn(String) -> ConfigIssue> Fields<'_, E> {
                 "\"{key}\" must be an object of strings"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::expand::Syntax;
+    use serde_json::json;
+
+    fn parse(entry: Value) -> Result<ServerSpec, ConfigIssue> {
+        let no_env = |_: &str| None;
+        let mut x = Expander::new(Syntax::Literal, &no_env, None, None);
+        parse_entry(Path::new("/c.json"), Origin::Own, "s", &entry, &mut x)
+    }
+
+    #[test]
+    fn per_client_is_a_boolean_off_by_default_and_a_bad_one_names_the_key() {
+        let off = parse(json!({"command": "x"})).expect("valid");
+        assert!(!off.per_client);
+        let on = parse(json!({"command": "x", "perClient": true})).expect("valid");
+        assert!(on.per_client);
+        assert!(!parse(json!({"command": "x", "perClient": null})).expect("valid").per_client);
+        let bad = parse(json!({"command": "x", "perClient": "yes"})).expect_err("a string");
+        assert_eq!(bad.message, "\"perClient\" must be true or false");
+        assert_eq!(bad.source, "/c.json (server 's')");
+        // Part of the definition: the same entry without it is another definition.
+        assert!(!on.same_definition(&off));
     }
 }

@@ -366,4 +366,20 @@ mod tests {
         assert!(gh.tool_refusal("get_issue").is_none());
         assert_eq!(gh.policy.limits.max_calls_per_run, Some(5));
     }
+
+    #[test]
+    fn per_client_from_a_project_applies_and_never_drops_the_users() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // Approved, a project's entry may ask for a process per client: it only isolates more.
+        let project = json!({"command": "gh-mcp", "perClient": true});
+        let s = discover_project(d.path(), project.clone(), None, Some(&project));
+        assert!(s.get("gh").expect("gh").per_client);
+        // Winning over the user's own entry, it cannot take the user's isolation away.
+        let user = json!({"command": "gh-mcp", "perClient": true});
+        let plain = json!({"command": "gh-mcp"});
+        let s = discover_project(d.path(), plain.clone(), Some(user), Some(&plain));
+        let gh = s.get("gh").expect("gh");
+        assert!(gh.source.ends_with(".mcp.json"), "{:?}", gh.source);
+        assert!(gh.per_client);
+    }
 }

@@ -291,7 +291,10 @@ pub(super) fn merge(
                 if let Some(note) = note {
                     notes.push(issue(&defs[0].source, format!("server '{name}': {note}")));
                 }
+                // Your own entry's `perClient` stays: a project's may only add isolation.
+                let per_client = user.per_client;
                 defs[0].policy = Arc::new(policy);
+                defs[0].per_client |= per_client;
             }
         }
         let mut defs = defs.into_iter();

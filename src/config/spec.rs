@@ -80,6 +80,9 @@ pub struct ServerSpec {
     pub entry_sha256: String,
     /// Values that came from the environment through variable expansion: kept out of messages.
     pub secrets: Vec<String>,
+    /// `"perClient": true`: under `serve --http`, one process of the server per client sandbox
+    /// instead of one shared by every client (stdio `run` and `exec` have one client anyway).
+    pub per_client: bool,
 }
 
 impl ServerSpec {
@@ -96,6 +99,7 @@ impl ServerSpec {
             policy: Arc::default(),
             entry_sha256: String::new(),
             secrets: Vec::new(),
+            per_client: false,
         }
     }
 
@@ -116,7 +120,9 @@ impl ServerSpec {
 
     /// Same server, same options: a duplicate that needs no note.
     pub(super) fn same_definition(&self, other: &ServerSpec) -> bool {
-        self.transport == other.transport && self.policy == other.policy
+        self.transport == other.transport
+            && self.policy == other.policy
+            && self.per_client == other.per_client
     }
 }
 
