@@ -58,6 +58,7 @@ pub use policy_settings::{ApprovalMode, Limits, PolicySettings};
 pub use portable::{launches_bridge, portability, Portability};
 pub use rows::{DEFAULT_IMAGE, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT, ROWS};
 pub use serve_settings::{ServeSettings, MAX_PRELOAD};
+pub use serve_settings::MAX_SANDBOXES;
 pub use servers::{discover, discover_with_env, Servers};
 pub use settings::Settings;
 pub use spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};

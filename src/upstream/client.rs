@@ -21,6 +21,7 @@ use super::lane::LaneError;
 pub use super::live::{
     Live, START_TIMEOUT_SECS, STDERR_LINE_CHARS, STDERR_LINE_MAX, STDERR_TAIL_LINES,
 };
+use super::live::SameList;
 use super::owner::{Connect, Owner, Refusal, Status};
 use super::start::Starter;
 use super::transport::EndReason;
@@ -79,6 +80,8 @@ pub struct Upstream {
     owner: OnceLock<mpsc::Sender<Connect>>,
     /// Cancelled by the owner task when it has closed everything and ended.
     exited: CancellationToken,
+    /// The tool list shared with this server's other processes.
+    list: Arc<SameList>,
 }
 
 impl Upstream {
@@ -89,6 +92,16 @@ impl Upstream {
 
     /// A server that is not started yet, whose tasks go on `tasks` (its token is the parent).
     pub fn with_tasks(spec: Arc<ServerSpec>, tasks: UpstreamTasks) -> Self {
+        Self::sharing(spec, tasks, Arc::default())
+    }
+
+    /// Another process of the same server (a client's own, for `"perClient"`), not started
+    /// yet, whose tasks go on `tasks`; it shares this one's tool list while they list the same.
+    pub fn sibling(&self, tasks: UpstreamTasks) -> Self {
+        Self::sharing(self.spec.clone(), tasks, self.list.clone())
+    }
+
+    fn sharing(spec: Arc<ServerSpec>, tasks: UpstreamTasks, list: Arc<SameList>) -> Self {
         let tasks = UpstreamTasks {
             ct: tasks.ct.child_token(),
             ..tasks
@@ -102,6 +115,7 @@ impl Upstream {
             tasks,
             owner: OnceLock::new(),
             exited: CancellationToken::new(),
+            list,
         }
     }
 
@@ -201,6 +215,7 @@ impl Upstream {
                     ct: self.tasks.ct.clone(),
                     call_lane: self.tasks.call_lane,
                     max_message: self.tasks.max_message,
+                    list: self.list.clone(),
                 },
                 status: self.status.clone(),
                 failures: (0, None),

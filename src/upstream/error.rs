@@ -93,6 +93,15 @@ pub enum UpstreamError {
         /// Seconds that were left.
         secs: f64,
     },
+    /// The server runs one process per client (`"perClient": true`), and the bridge already
+    /// holds the most such processes it may: nothing is started for this client.
+    #[error("MCP server '{server}' runs one process per client, and the bridge already holds its most ({cap}: MCP_BRIDGE_MAX_SANDBOXES x the servers marked \"perClient\"); nothing was started for this client; the call can be tried again once another client is gone")]
+    TooManyClients {
+        /// The server.
+        server: String,
+        /// Per-client processes held at most.
+        cap: usize,
+    },
     /// The tool ran and reported an error, or the server rejected the request.
     #[error("{server}.{tool}: {message}")]
     Tool {
@@ -119,6 +128,7 @@ impl UpstreamError {
             | UpstreamError::Crashed { .. }
             | UpstreamError::Timeout { .. } => ErrorKind::Server,
             UpstreamError::Tool { .. } => ErrorKind::Tool,
+            UpstreamError::TooManyClients { .. } => ErrorKind::LimitExceeded,
         }
     }
 }

@@ -46,6 +46,28 @@ impl Live {
     }
 }
 
+/// The tool list every process of one server shares while they list the same tools (the shared
+/// process, the per-client ones of a `"perClient"` server, and each restart): one `Arc`, so the
+/// tool cache, the argument checks and the exec-frame entries, keyed by the list's identity, are
+/// made once, not once per process.
+#[derive(Default)]
+pub(super) struct SameList(std::sync::Mutex<Option<Arc<Vec<Tool>>>>);
+
+impl SameList {
+    /// `tools` as the one shared list: the list kept when it is equal, else `tools`, kept.
+    pub(super) fn share(&self, tools: Vec<Tool>) -> Arc<Vec<Tool>> {
+        let mut kept = self.0.lock().expect("tool list lock");
+        match &*kept {
+            Some(list) if **list == tools => list.clone(),
+            _ => {
+                let list = Arc::new(tools);
+                *kept = Some(list.clone());
+                list
+            }
+        }
+    }
+}
+
 /// Reads a server's stderr until it ends: each line redacted, logged at debug and kept in `tail`.
 pub(super) async fn drain_stderr(
     mut stderr: tokio::process::ChildStderr,

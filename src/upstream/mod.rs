@@ -1,6 +1,7 @@
 //! The upstream layer: the user's MCP servers, their warm clients, tool docs and search.
 //!
-//! `pool.rs` holds one [`client::Upstream`] handle per configured server, whose connection one
+//! `pool.rs` holds one [`client::Upstream`] handle per configured server (and, for a
+//! `"perClient"` server, one per client: `per_client.rs`), whose connection one
 //! task owns (`owner.rs`, starting it through `start.rs`; `transport.rs` its stdio pipes,
 //! `lane/` the fast `tools/call` path on them); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
@@ -17,6 +18,7 @@ mod lane;
 mod live;
 mod near;
 mod owner;
+mod per_client;
 mod pool;
 mod read_chunk;
 mod result;

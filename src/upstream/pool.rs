@@ -1,5 +1,11 @@
 //! [`UpstreamPool`]: every configured server by name, their warm clients, and the tool cache.
 //! No formatting and no policy: `host/` decides what a sandbox may ask for.
+//!
+//! A server is one process shared by every run, whoever the client. A `"perClient": true`
+//! server asked for by a run with a [`Caller`] (`serve --http`) is that client's own process
+//! instead (`per_client.rs`), made on the client's first use, closed by
+//! [`UpstreamPool::release_caller`] or shutdown; the tool cache and search stay shared (one
+//! definition, one list). Runs without a caller (stdio `run`, `exec`) always get the shared one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +17,9 @@ use tokio::time::Instant;
 
 use super::cache::ToolCache;
 use super::client::{Live, Upstream, UpstreamTasks, START_TIMEOUT_SECS};
+use super::per_client::PerClient;
 use super::UpstreamError;
+use crate::bridge::Caller;
 use crate::config::{ServerSpec, Servers, Transport};
 
 /// Servers indexed at once by the background indexer.
@@ -25,6 +33,8 @@ pub struct UpstreamPool {
     cache: ToolCache,
     /// Set once the first indexing pass is over: the servers it could not index, with why.
     indexed: tokio::sync::OnceCell<Arc<Vec<(String, String)>>>,
+    /// The clients' own processes of `"perClient"` servers.
+    per_client: PerClient,
 }
 
 impl UpstreamPool {
@@ -49,13 +59,36 @@ impl UpstreamPool {
                 (s.name.clone(), Arc::new(up))
             })
             .collect();
+        let per_client = PerClient::new(Self::per_client_cap(
+            &servers,
+            crate::config::MAX_SANDBOXES.default as usize,
+        ));
         UpstreamPool {
             servers,
             upstreams,
             tasks,
             cache: ToolCache::new(state_dir),
             indexed: tokio::sync::OnceCell::new(),
+            per_client,
         }
+    }
+
+    /// The same pool for at most `clients` clients at once (`MCP_BRIDGE_MAX_SANDBOXES`; the
+    /// default is that setting's): per-client processes are held at most `clients` times the
+    /// number of `"perClient"` servers.
+    pub fn with_max_clients(mut self, clients: usize) -> Self {
+        self.per_client = PerClient::new(Self::per_client_cap(&self.servers, clients));
+        self
+    }
+
+    fn per_client_cap(servers: &Servers, clients: usize) -> usize {
+        let marked = servers.specs.iter().filter(|s| s.per_client).count();
+        clients.saturating_mul(marked)
+    }
+
+    /// Per-client processes held now (made, whether started or not), over all clients.
+    pub fn per_client_count(&self) -> usize {
+        self.per_client.count()
     }
 
     /// The configuration the pool was built from.
@@ -76,12 +109,74 @@ impl UpstreamPool {
             })
     }
 
+    /// The handle a run of `caller` uses for `shared` (a handle of [`UpstreamPool::get`]):
+    /// `shared` itself, or, for a `"perClient"` server and a run with a caller, the caller's
+    /// own (made now if it has none; its process starts on first connect).
+    ///
+    /// # Errors
+    /// [`UpstreamError::TooManyClients`] when the caller has none and the most are held.
+    pub fn for_caller(
+        &self,
+        shared: &Arc<Upstream>,
+        caller: Option<&Caller>,
+    ) -> Result<Arc<Upstream>, UpstreamError> {
+        match caller {
+            Some(c) if shared.spec.per_client => self
+                .per_client
+                .get_or_make(&c.sandbox, &shared.spec.name, || {
+                    shared.sibling(self.tasks.clone())
+                })
+                .map_err(|()| UpstreamError::TooManyClients {
+                    server: shared.spec.name.clone(),
+                    cap: self.per_client.cap(),
+                }),
+            _ => Ok(shared.clone()),
+        }
+    }
+
+    /// The handle of `name` a run of `caller` uses ([`UpstreamPool::for_caller`]).
+    ///
+    /// # Errors
+    /// Unknown server, or [`UpstreamError::TooManyClients`].
+    pub fn upstream(
+        &self,
+        name: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Arc<Upstream>, UpstreamError> {
+        self.for_caller(self.get(name)?, caller)
+    }
+
+    /// The handle of `name` that shows what `caller` has: its own of a `"perClient"` server when
+    /// it has one, else the shared one. Makes nothing.
+    ///
+    /// # Errors
+    /// [`UpstreamError::UnknownServer`].
+    pub fn peek(&self, name: &str, caller: Option<&Caller>) -> Result<Arc<Upstream>, UpstreamError> {
+        let shared = self.get(name)?;
+        let own = caller
+            .filter(|_| shared.spec.per_client)
+            .and_then(|c| self.per_client.get(&c.sandbox, name));
+        Ok(own.unwrap_or_else(|| shared.clone()))
+    }
+
+    /// Closes `caller_sandbox`'s own processes of `"perClient"` servers (each gets the grace
+    /// to exit before its process group is killed, all at once) and waits for them. Called when
+    /// the client's sandbox is forgotten; a later run of that client starts afresh.
+    pub async fn release_caller(&self, caller_sandbox: &str) {
+        let own = self.per_client.take(caller_sandbox);
+        futures::future::join_all(own.iter().map(|u| u.shutdown())).await;
+    }
+
     /// Connects `name` (starting it if needed) and refreshes its cache entry.
     ///
     /// # Errors
     /// Unknown server or start failure.
     pub async fn connect(&self, name: &str, deadline: Instant) -> Result<Live, UpstreamError> {
-        let up = self.get(name)?;
+        self.connect_up(self.get(name)?, deadline).await
+    }
+
+    /// Connects `up` (starting it if needed) and refreshes its server's cache entry.
+    async fn connect_up(&self, up: &Upstream, deadline: Instant) -> Result<Live, UpstreamError> {
         let live = up.connect(deadline).await?;
         if !self
             .cache
@@ -107,13 +202,36 @@ impl UpstreamPool {
         names: &[String],
         deadline: Instant,
     ) -> Result<BTreeMap<String, Arc<Vec<Tool>>>, UpstreamError> {
-        let mut found: Vec<Option<Result<Arc<Vec<Tool>>, UpstreamError>>> =
-            names.iter().map(|n| self.warm(n)).collect();
+        self.load_for(names, None, deadline).await
+    }
+
+    /// [`UpstreamPool::load`] for a run of `caller`: its own processes of `"perClient"`
+    /// servers ([`UpstreamPool::for_caller`]).
+    ///
+    /// # Errors
+    /// The first server that is unknown, fails to start, or cannot have a process for `caller`.
+    pub async fn load_for(
+        &self,
+        names: &[String],
+        caller: Option<&Caller>,
+        deadline: Instant,
+    ) -> Result<BTreeMap<String, Arc<Vec<Tool>>>, UpstreamError> {
+        let ups: Vec<Result<Arc<Upstream>, UpstreamError>> =
+            names.iter().map(|n| self.upstream(n, caller)).collect();
+        let mut found: Vec<Option<Result<Arc<Vec<Tool>>, UpstreamError>>> = ups
+            .iter()
+            .map(|up| match up {
+                Ok(up) => self.warm(up).map(Ok),
+                Err(err) => Some(Err(err.clone())),
+            })
+            .collect();
         let cold: Vec<usize> = (0..names.len()).filter(|i| found[*i].is_none()).collect();
         if !cold.is_empty() {
-            let started =
-                futures::future::join_all(cold.iter().map(|i| self.connect(&names[*i], deadline)))
-                    .await;
+            let started = futures::future::join_all(cold.iter().map(|i| {
+                let up = ups[*i].as_ref().expect("a handle: errors were found above");
+                self.connect_up(up, deadline)
+            }))
+            .await;
             for (i, r) in cold.into_iter().zip(started) {
                 found[i] = Some(r.map(|live| live.tools));
             }
@@ -126,21 +244,17 @@ impl UpstreamPool {
         Ok(out)
     }
 
-    /// The tools of `name` when it is connected and its cache entry is that list; `None` when
-    /// it must go through [`UpstreamPool::connect`] (not started, closed, refused, or its
-    /// cache entry to refresh); an unknown name is an error at once.
-    fn warm(&self, name: &str) -> Option<Result<Arc<Vec<Tool>>, UpstreamError>> {
-        let up = match self.get(name) {
-            Ok(up) => up,
-            Err(err) => return Some(Err(err)),
-        };
+    /// The tools of `up` when it is connected and its cache entry is that list; `None` when
+    /// it must go through [`UpstreamPool::connect_up`] (not started, closed, refused, or its
+    /// cache entry to refresh).
+    fn warm(&self, up: &Upstream) -> Option<Arc<Vec<Tool>>> {
         // A server without consent is never connected; `connect` words the refusal.
         if !up.spec.consent.permits() {
             return None;
         }
         let live = up.live_now()?;
         let cached = self.cache.get(&up.spec)?;
-        Arc::ptr_eq(&cached, &live.tools).then_some(Ok(live.tools))
+        Arc::ptr_eq(&cached, &live.tools).then_some(live.tools)
     }
 
     /// The tools of `name`: live if connected, else cached, else by starting it.
@@ -152,14 +266,29 @@ impl UpstreamPool {
         name: &str,
         deadline: Instant,
     ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
-        let up = self.get(name)?;
+        self.tools_for(name, None, deadline).await
+    }
+
+    /// [`UpstreamPool::tools`] for a run of `caller` ([`UpstreamPool::for_caller`]): the
+    /// cached list serves any client; only a start is the caller's own.
+    ///
+    /// # Errors
+    /// Unknown server, start failure, or no process for `caller`.
+    pub async fn tools_for(
+        &self,
+        name: &str,
+        caller: Option<&Caller>,
+        deadline: Instant,
+    ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        let up = self.peek(name, caller)?;
         if let Some(live) = up.live_now() {
             return Ok(live.tools);
         }
         if let Some(cached) = self.cache.get(&up.spec) {
             return Ok(cached);
         }
-        Ok(self.connect(name, deadline).await?.tools)
+        let up = self.upstream(name, caller)?;
+        Ok(self.connect_up(&up, deadline).await?.tools)
     }
 
     /// Every server's tools known without starting anything (live, else cached).
@@ -256,10 +385,11 @@ impl UpstreamPool {
         spec.consent.permits() && !spec.disabled && !matches!(spec.transport, Transport::Sse { .. })
     }
 
-    /// Closes every connection, all at once: starts in progress are abandoned, each server
+    /// Closes every connection (the clients' own too), all at once: starts in progress are abandoned, each server
     /// gets a short grace to exit before its process group is killed (see `owner.rs`).
     pub async fn shutdown(&self) {
         self.tasks.ct.cancel();
-        futures::future::join_all(self.upstreams.values().map(|u| u.shutdown())).await;
+        let own = self.per_client.take_all();
+        futures::future::join_all(self.upstreams.values().chain(&own).map(|u| u.shutdown())).await;
     }
 }

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::live::{drain_stderr, Live};
+use super::live::{drain_stderr, Live, SameList};
 use super::transport::{ChildTransport, EndReason, ProcessGroup};
 use crate::config::{ServerSpec, Transport};
 use crate::lines::LineTail;
@@ -83,6 +83,8 @@ pub(super) struct Starter {
     pub call_lane: bool,
     /// The largest message accepted from a stdio server.
     pub max_message: usize,
+    /// The tool list shared with the server's other processes.
+    pub list: Arc<SameList>,
 }
 
 impl Starter {
@@ -185,7 +187,7 @@ impl Starter {
         tools.retain(|t| self.spec.tool_refusal(&t.name).is_none());
         let live = Live {
             peer,
-            tools: Arc::new(tools),
+            tools: self.list.share(tools),
             info,
             lane,
             closed,
@@ -210,6 +212,7 @@ mod tests {
             ct: CancellationToken::new(),
             call_lane: false,
             max_message: 1 << 20,
+            list: Arc::default(),
         }
     }
 

@@ -84,6 +84,20 @@ pub trait HostCalls: Send + Sync + 'static {
         narrowing: Option<&Narrowing>,
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError>;
+    /// [`HostCalls::load`] for the run of `scope`, whose client ([`RunScope::caller`]) a
+    /// backend may keep things for (its own processes of `"perClient"` servers). By default,
+    /// `load` with the run's narrowing.
+    ///
+    /// # Errors
+    /// The [`LoadError`] naming the server that could not be loaded.
+    async fn load_for_run(
+        &self,
+        servers: &[String],
+        scope: &RunScope,
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
+        self.load(servers, scope.narrowing.as_ref(), deadline).await
+    }
     /// Answers `call`, parsed and passed by the dispatcher.
     ///
     /// # Errors
@@ -193,6 +207,20 @@ impl Dispatcher {
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
         self.backend.load(servers, narrowing, deadline).await
+    }
+
+    /// Loads the servers the run of `scope` names, for its client; see
+    /// [`HostCalls::load_for_run`].
+    ///
+    /// # Errors
+    /// The [`LoadError`] naming the server that could not be loaded.
+    pub async fn load_for_run(
+        &self,
+        servers: &[String],
+        scope: &RunScope,
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
+        self.backend.load_for_run(servers, scope, deadline).await
     }
 
     /// Tells the hook (if any) that the run of `scope` ended with `report`.

@@ -1,9 +1,10 @@
 //! `call_tool`: the hot path of proxied calls. A run may only call tools of the servers it
 //! loaded; arguments are checked against the running server's input schema before the call.
+//! A run of a client (`serve --http`) calls its own process of a `"perClient"` server.
 
 use serde_json::Value;
 
-use super::{visible, UpstreamHostCalls};
+use super::{caller, visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, CallError, ToolCall};
 use crate::upstream::docs::alias;
 use crate::upstream::validate::Rejection;
@@ -22,7 +23,7 @@ impl UpstreamHostCalls {
             mut arguments,
         } = call;
         let (server, tool) = (server.as_str(), tool.as_str());
-        let up = self.pool.get(server)?;
+        let shared = self.pool.get(server)?;
         if !ctx.servers.iter().any(|s| s == server) {
             return Err(UpstreamError::NotLoaded {
                 name: server.into(),
@@ -30,6 +31,8 @@ impl UpstreamHostCalls {
             }
             .into());
         }
+        // The caller's own process of a `"perClient"` server; else the shared one.
+        let up = self.pool.for_caller(shared, caller(ctx))?;
         // Checked against the tool list of the running server; when it is not running (it
         // crashed since the run loaded it) the call restarts it and goes unchecked.
         if let Some(live) = up.live_now() {

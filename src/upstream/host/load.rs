@@ -9,25 +9,27 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::UpstreamHostCalls;
-use crate::bridge::{LoadError, LoadedTools, Narrowing};
+use crate::bridge::{Caller, LoadError, LoadedTools, Narrowing};
 use crate::upstream::docs;
 
 /// A server's tool list and its exec-frame entries.
 pub(super) type ProxyEntries = (Arc<Vec<Tool>>, Arc<RawValue>);
 
 impl UpstreamHostCalls {
-    /// Starts (if needed) the servers a run names; their entries are rebuilt only when a
-    /// server's tool list changed. A run with a `narrowing` gets only the tools inside it
+    /// Starts (if needed) the servers a run names (`caller`'s own processes of `"perClient"`
+    /// ones); their entries are rebuilt only when a server's tool list changed (the processes
+    /// of one server share their list). A run with a `narrowing` gets only the tools inside it
     /// (built for that run, not kept).
     pub(super) async fn load_servers(
         &self,
         servers: &[String],
         narrowing: Option<&Narrowing>,
+        caller: Option<&Caller>,
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
         let lists = self
             .pool
-            .load(servers, deadline)
+            .load_for(servers, caller, deadline)
             .await
             .map_err(|e| LoadError::Backend(Box::new(e)))?;
         if let Some(n) = narrowing {

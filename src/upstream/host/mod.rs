@@ -14,7 +14,8 @@ use tokio::time::Instant;
 use super::validate::Validators;
 use super::{UpstreamError, UpstreamPool};
 use crate::bridge::{
-    BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools, Narrowing, ToolFacts,
+    BackendCall, Caller, CallContext, CallError, HostCalls, LoadError, LoadedTools, Narrowing,
+    RunScope, ToolFacts,
 };
 
 mod call_tool;
@@ -44,6 +45,11 @@ impl UpstreamHostCalls {
     }
 }
 
+/// The client the run of `ctx` came from, if any (`serve --http`).
+fn caller(ctx: &CallContext) -> Option<&Caller> {
+    ctx.run.caller.as_deref()
+}
+
 /// Whether the run of `ctx` may see `server`'s `tool`: inside its `allowed_tools`, when it has
 /// one. (Tools the config refuses are never in a tool list at all.)
 fn visible(ctx: &CallContext, server: &str, tool: &str) -> bool {
@@ -70,7 +76,19 @@ impl HostCalls for UpstreamHostCalls {
         narrowing: Option<&Narrowing>,
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
-        self.load_servers(servers, narrowing, deadline).await
+        self.load_servers(servers, narrowing, None, deadline).await
+    }
+
+    async fn load_for_run(
+        &self,
+        servers: &[String],
+        scope: &RunScope,
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
+        let caller = scope.caller.as_deref();
+        let narrowing = scope.narrowing.as_ref();
+        self.load_servers(servers, narrowing, caller, deadline)
+            .await
     }
 
     async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError> {
@@ -79,7 +97,7 @@ impl HostCalls for UpstreamHostCalls {
         match call {
             BackendCall::CallTool(call) => self.call_tool(ctx, call).await,
             BackendCall::ListServers => Ok(self.list_servers()),
-            BackendCall::DiscoveredServers => self.discovered_servers(),
+            BackendCall::DiscoveredServers => self.discovered_servers(ctx),
             BackendCall::ListTools { server } => Box::pin(self.list_tools(ctx, &server)).await,
             BackendCall::QueryToolDocs {
                 server,

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{visible, UpstreamHostCalls};
+use super::{caller, visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, CallError};
 use crate::config::ServerSpec;
 use crate::upstream::docs::{self, alias};
@@ -18,7 +18,7 @@ impl UpstreamHostCalls {
 
     /// `discovered_servers`: every configured server, where it came from and its state, and
     /// the config files that could not be read.
-    pub(super) fn discovered_servers(&self) -> Result<Value, CallError> {
+    pub(super) fn discovered_servers(&self, ctx: &CallContext) -> Result<Value, CallError> {
         let pool = &self.pool;
         let mut servers = Vec::new();
         for s in &pool.servers().specs {
@@ -31,7 +31,7 @@ impl UpstreamHostCalls {
                 "origin": s.origin.label(),
                 "consent": s.consent.label(),
                 "disabled": s.disabled,
-                "state": pool.get(&s.name)?.state_name(),
+                "state": pool.peek(&s.name, caller(ctx))?.state_name(),
             }));
         }
         Ok(json!({"servers": servers, "errors": pool.servers().issues}))
@@ -43,9 +43,9 @@ impl UpstreamHostCalls {
         ctx: &CallContext,
         name: &str,
     ) -> Result<Value, CallError> {
-        let up = self.pool.get(name)?;
+        let up = self.pool.peek(name, caller(ctx))?;
         let live = up.live_now();
-        let tools = self.pool.tools(name, ctx.deadline).await.ok();
+        let tools = self.pool.tools_for(name, caller(ctx), ctx.deadline).await.ok();
         let info = live.as_ref().and_then(|l| l.info.clone());
         Ok(json!({
             "name": name,
@@ -70,7 +70,7 @@ impl UpstreamHostCalls {
     ) -> Result<Value, CallError> {
         let mut out = Vec::new();
         for name in ctx.servers.iter() {
-            let live = self.pool.get(name)?.live_now();
+            let live = self.pool.peek(name, caller(ctx))?.live_now();
             let info = live.as_ref().and_then(|l| l.info.clone());
             let tools: Option<Vec<Value>> = live.map(|l| {
                 l.tools

@@ -2,7 +2,7 @@
 
 use serde_json::{json, Value};
 
-use super::{visible, UpstreamHostCalls};
+use super::{caller, visible, UpstreamHostCalls};
 use crate::bridge::{CallContext, CallError, Detail};
 use crate::upstream::docs::{self, alias};
 use crate::upstream::UpstreamError;
@@ -14,7 +14,7 @@ impl UpstreamHostCalls {
         ctx: &CallContext,
         server: &str,
     ) -> Result<Value, CallError> {
-        let tools = self.pool.tools(server, ctx.deadline).await?;
+        let tools = self.pool.tools_for(server, caller(ctx), ctx.deadline).await?;
         Ok(Value::Array(
             tools
                 .iter()
@@ -38,7 +38,7 @@ impl UpstreamHostCalls {
         tool: Option<&str>,
         detail: Detail,
     ) -> Result<Value, CallError> {
-        let all = self.pool.tools(server, ctx.deadline).await?;
+        let all = self.pool.tools_for(server, caller(ctx), ctx.deadline).await?;
         let narrowed: Vec<rmcp::model::Tool>;
         let tools: &[rmcp::model::Tool] = match &ctx.run.narrowing {
             None => &all,
