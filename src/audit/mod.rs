@@ -100,9 +100,10 @@ impl AuditLog {
         self.send(Record::Call(record.bounded()));
     }
 
-    /// Queues a run line; the writer syncs the file to disk after it. Never waits.
+    /// Queues a run line (bounded first: [`RunRecord::bounded`]); the writer syncs the file to
+    /// disk after it. Never waits.
     pub fn run(&self, record: RunRecord) {
-        self.send(Record::Run(record));
+        self.send(Record::Run(record.bounded()));
     }
 
     fn send(&self, record: Record) {
@@ -153,6 +154,7 @@ mod tests {
         CallRecord {
             time: "2026-11-25T04:00:00.000Z".into(),
             run: "r1".into(),
+            token: None,
             server: "stub".into(),
             tool: format!("echo{n}"),
             args_sha256: String::new(),
@@ -172,6 +174,7 @@ mod tests {
         RunRecord {
             time: "2026-11-25T04:00:01.000Z".into(),
             run: "r1".into(),
+            token: None,
             code_sha256: "c".into(),
             status: "ok".into(),
             duration_ms: 5.0,

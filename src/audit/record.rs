@@ -12,6 +12,9 @@ pub struct CallRecord {
     pub time: String,
     /// The run's id.
     pub run: String,
+    /// The name of the client's token (`serve --http`); absent for stdio `run` and `exec`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// The server.
     pub server: String,
     /// The tool.
@@ -51,6 +54,9 @@ pub struct RunRecord {
     pub time: String,
     /// The run's id.
     pub run: String,
+    /// The name of the client's token (`serve --http`); absent for stdio `run` and `exec`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
     /// SHA-256 of the code, hex.
     pub code_sha256: String,
     /// The run's status (`ok`, `error`, `timeout`, ...).
@@ -81,7 +87,7 @@ fn is_false(b: &bool) -> bool {
 /// The most bytes of argument values one call line holds (as JSON text).
 pub const MAX_ARGUMENTS: usize = 64 * 1024;
 
-/// The most bytes of any one name (server, tool, run id, rule, error kind) in a line.
+/// The most bytes of any one name (server, tool, run id, token, rule, error kind) in a line.
 pub const MAX_NAME: usize = 1024;
 
 /// `text` cut to at most `max` bytes (at a character boundary), with `…` when cut.
@@ -105,7 +111,10 @@ impl CallRecord {
         for name in [&mut self.run, &mut self.server, &mut self.tool] {
             cut(name, MAX_NAME);
         }
-        for name in [&mut self.rule, &mut self.error_kind].into_iter().flatten() {
+        for name in [&mut self.token, &mut self.rule, &mut self.error_kind]
+            .into_iter()
+            .flatten()
+        {
             cut(name, MAX_NAME);
         }
         if let Some(values) = &self.arguments {
@@ -116,6 +125,16 @@ impl CallRecord {
                 self.arguments = Some(Value::String(text));
                 self.arguments_cut = true;
             }
+        }
+        self
+    }
+}
+
+impl RunRecord {
+    /// The record with its token's name cut to [`MAX_NAME`] bytes (the rest is the bridge's).
+    pub fn bounded(mut self) -> RunRecord {
+        if let Some(token) = &mut self.token {
+            cut(token, MAX_NAME);
         }
         self
     }
@@ -139,6 +158,7 @@ mod tests {
         CallRecord {
             time: "t".into(),
             run: "r".into(),
+            token: None,
             server: "s".into(),
             tool,
             args_sha256: "h".into(),
@@ -173,5 +193,35 @@ mod tests {
         assert_eq!(r.arguments, Some(small));
         let line = serde_json::to_string(&r).expect("json");
         assert!(!line.contains("arguments_cut"), "{line}");
+    }
+
+    #[test]
+    fn a_token_name_is_written_when_there_is_one_and_cut_like_any_name() {
+        let plain = serde_json::to_string(&Record::Call(call("echo".into(), None))).expect("json");
+        assert!(!plain.contains("token"), "{plain}");
+        let mut r = call("echo".into(), None);
+        r.token = Some("alice".into());
+        let line = serde_json::to_string(&Record::Call(r.clone())).expect("json");
+        assert!(line.contains(r#""run":"r","token":"alice","server":"s""#), "{line}");
+        let back: Record = serde_json::from_str(&line).expect("read back");
+        assert_eq!(back, Record::Call(r.clone()));
+        r.token = Some("n".repeat(5000));
+        let cut = r.bounded().token.expect("a token");
+        assert!(cut.len() <= MAX_NAME + 3 && cut.ends_with('…'));
+        let run = RunRecord {
+            time: "t".into(),
+            run: "r".into(),
+            token: Some("é".repeat(1000)),
+            code_sha256: "c".into(),
+            status: "ok".into(),
+            duration_ms: 1.0,
+            calls: 0,
+            refused: 0,
+            bytes_in: 0,
+            bytes_out: 0,
+            dropped: 0,
+        };
+        let cut = run.bounded().token.expect("a token");
+        assert!(cut.len() <= MAX_NAME + 3 && cut.ends_with('…'));
     }
 }

@@ -168,11 +168,18 @@ fn short(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
+/// `token NAME  ` when the entry has a client token's name, else nothing.
+fn token(name: Option<&String>) -> String {
+    name.map(|t| format!("token {}  ", Shown(t)))
+        .unwrap_or_default()
+}
+
 fn call_line(c: &CallRecord) -> String {
     let mut line = format!(
-        "{}  {}  {}.{}  ",
+        "{}  {}  {}{}.{}  ",
         Shown(&c.time),
         Shown(&short(&c.run)),
+        token(c.token.as_ref()),
         Shown(&c.server),
         Shown(&c.tool)
     );
@@ -206,9 +213,10 @@ fn call_line(c: &CallRecord) -> String {
 
 fn run_line(r: &RunRecord) -> String {
     let mut line = format!(
-        "{}  {}  -- run {}: {} calls, {} refused, {} ms, in {} B out {} B, code sha256 {}",
+        "{}  {}  {}-- run {}: {} calls, {} refused, {} ms, in {} B out {} B, code sha256 {}",
         Shown(&r.time),
         Shown(&short(&r.run)),
+        token(r.token.as_ref()),
         Shown(&r.status),
         r.calls,
         r.refused,
@@ -231,6 +239,7 @@ mod tests {
         Record::Call(CallRecord {
             time: "2026-11-25T04:00:00.000Z".into(),
             run: "0123456789abcdef".into(),
+            token: None,
             server: "stub".into(),
             tool: tool.into(),
             args_sha256: "h".into(),
@@ -274,5 +283,43 @@ mod tests {
         assert!(json.is_ascii(), "{json}");
         let back: Record = serde_json::from_str(json.lines().nth(1).expect("line")).expect("json");
         assert_eq!(back, tail.entries[1]);
+    }
+
+    #[test]
+    fn a_token_name_is_shown_escaped_on_call_and_run_lines() {
+        let mut tail = Tail::default();
+        let mut c = call("echo", "allow", None);
+        if let Record::Call(c) = &mut c {
+            c.token = Some("ci\u{1b}]0;pwned\u{7}".into());
+        }
+        tail.entries.push_back(c);
+        tail.entries.push_back(Record::Run(RunRecord {
+            time: "2026-11-25T04:00:01.000Z".into(),
+            run: "0123456789abcdef".into(),
+            token: Some("alice".into()),
+            code_sha256: "c0de".into(),
+            status: "ok".into(),
+            duration_ms: 2.0,
+            calls: 1,
+            refused: 0,
+            bytes_in: 10,
+            bytes_out: 20,
+            dropped: 0,
+        }));
+        let out = readable(Path::new("/a.log"), &tail);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[1].contains("01234567  token ci\\u{1b}]0;pwned\\u{7}  stub.echo  ok allow"),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].contains("01234567  token alice  -- run ok: 1 calls"),
+            "{}",
+            lines[2]
+        );
+        assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'));
+        let json = json_lines(&tail);
+        assert!(json.contains(r#""token":"ci\u001b]0;pwned\u0007""#), "{json}");
     }
 }

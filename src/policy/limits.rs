@@ -4,8 +4,10 @@
 //! it was set; the run goes on.
 //!
 //! The rate limit is a token bucket per server (one small state per configured server: the
-//! policy only asks about servers the config defines): `N` calls per minute allow a burst of
-//! `N`, refilled at `N` per minute. A run's counts live in its [`Tally`](crate::bridge::Tally).
+//! policy only asks about servers the config defines), and per client token too when the run
+//! has a [`Caller`](crate::bridge::Caller) (`serve --http`: one client's calls never use up
+//! another's): `N` calls per minute allow a burst of `N`, refilled at `N` per minute. A run's
+//! counts live in its [`Tally`](crate::bridge::Tally).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -17,12 +19,24 @@ use crate::config::{LimitOverrides, Limits as LimitSettings};
 
 use super::decision::{Decision, Verdict};
 
-/// The limits, and the per-server buckets they count in.
+/// Buckets kept before the full ones are dropped: a bucket refilled to the brim is the same as
+/// none (tokens × servers; tokens come from the operator's tokens file).
+const MAX_BUCKETS: usize = 4096;
+
+/// The limits, and the buckets they count in.
 pub struct Limits {
     /// The settings' values (`0` = none).
     defaults: LimitSettings,
-    /// Per configured server: its rate bucket.
-    buckets: Mutex<HashMap<String, Bucket>>,
+    /// Per configured server, and client token when the run has one: its rate bucket.
+    buckets: Mutex<HashMap<BucketKey, Bucket>>,
+}
+
+/// Whose calls to which server a bucket counts: a client token's (its name), or, for runs
+/// without a caller (stdio `run`, `exec`), all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct BucketKey {
+    token: Option<String>,
+    server: String,
 }
 
 /// A token bucket: `per_minute` tokens at most, refilled at `per_minute` a minute.
@@ -40,6 +54,13 @@ impl Bucket {
             tokens: per_minute as f64,
             at: now,
         }
+    }
+
+    /// Whether the bucket has refilled to the brim by `now` (then it is the same as a new one).
+    fn is_full(&self, now: Instant) -> bool {
+        let cap = self.per_minute as f64;
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.tokens + elapsed * cap / 60.0 >= cap
     }
 
     /// Takes one token; when there is none, the wait until there is one.
@@ -172,9 +193,16 @@ impl Limits {
         );
         if let Some(l) = rate {
             let now = Instant::now();
+            let key = BucketKey {
+                token: ctx.run.caller.as_ref().map(|c| c.token.clone()),
+                server: server.to_string(),
+            };
             let mut buckets = self.buckets.lock().expect("buckets lock");
+            if buckets.len() >= MAX_BUCKETS && !buckets.contains_key(&key) {
+                buckets.retain(|_, b| !b.is_full(now));
+            }
             let bucket = buckets
-                .entry(server.to_string())
+                .entry(key)
                 .or_insert_with(|| Bucket::full(l.value, now));
             if bucket.per_minute != l.value {
                 *bucket = Bucket::full(l.value, now);
@@ -314,6 +342,58 @@ mod tests {
                 .expect("no limit");
         }
         assert!(limits.buckets.lock().expect("lock").len() <= 3);
+    }
+
+    fn ctx_of(token: &str, sandbox: &str) -> CallContext {
+        let caller = crate::bridge::Caller {
+            token: token.into(),
+            sandbox: sandbox.into(),
+        };
+        CallContext {
+            run: Arc::new(RunScope::new("test", None, None).with_caller(Some(Arc::new(caller)))),
+            ..ctx()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_callers_the_rate_limit_is_per_token_and_server() {
+        let limits = Limits::new(settings(2, 0, 0));
+        // Two sandboxes of one token share its bucket.
+        limits.admit(&ctx_of("alice", "s1"), "a", &NONE, "/f").expect("1");
+        limits.admit(&ctx_of("alice", "s2"), "a", &NONE, "/f").expect("2");
+        let refused = limits
+            .admit(&ctx_of("alice", "s1"), "a", &NONE, "/f")
+            .expect_err("alice used hers");
+        let (_, rule, _) = message(refused);
+        assert_eq!(rule, "MCP_BRIDGE_CALLS_PER_MINUTE=2");
+        // Another token has its own, so has alice for another server, so have runs without
+        // a caller (stdio `run`, `exec`).
+        limits.admit(&ctx_of("bob", "s3"), "a", &NONE, "/f").expect("bob's own");
+        limits.admit(&ctx_of("alice", "s1"), "b", &NONE, "/f").expect("another server");
+        limits.admit(&ctx(), "a", &NONE, "/f").expect("no caller");
+        assert_eq!(limits.buckets.lock().expect("lock").len(), 4);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn past_the_most_buckets_kept_only_refilled_ones_are_dropped() {
+        let limits = Limits::new(settings(2, 0, 0));
+        let fill = |first: usize| {
+            for i in first..MAX_BUCKETS {
+                limits
+                    .admit(&ctx_of(&format!("t{i}"), "s"), "a", &NONE, "/f")
+                    .expect("own bucket");
+            }
+        };
+        fill(0);
+        assert_eq!(limits.buckets.lock().expect("lock").len(), MAX_BUCKETS);
+        // A minute on, every bucket has refilled: the next new one drops them all.
+        tokio::time::advance(Duration::from_secs(60)).await;
+        limits.admit(&ctx_of("new", "s"), "a", &NONE, "/f").expect("new");
+        assert_eq!(limits.buckets.lock().expect("lock").len(), 1);
+        // Buckets still refilling are kept: dropping one would give its token a fresh burst.
+        fill(1);
+        limits.admit(&ctx_of("other", "s"), "a", &NONE, "/f").expect("other");
+        assert_eq!(limits.buckets.lock().expect("lock").len(), MAX_BUCKETS + 1);
     }
 
     #[tokio::test]

@@ -8,7 +8,8 @@
 //! 4. approval, when the tool needs it (`approval/`): asked through the run's asker.
 //!
 //! Once the call is answered it counts the result's bytes and writes the audit line
-//! (`crate::audit`); when a run ends it writes the run's line. Installed by the wiring
+//! (`crate::audit`); when a run ends it writes the run's line. Both carry the name of the
+//! run's client token when it has one (`serve --http`), and the rate limit counts per token. Installed by the wiring
 //! (`app.rs`) when the bridge serves MCP servers.
 
 use std::sync::Arc;
@@ -184,6 +185,7 @@ impl CallHook for Policy {
         audit.call(CallRecord {
             time: now(),
             run: ctx.run.id.clone(),
+            token: ctx.run.caller.as_ref().map(|c| c.token.clone()),
             server: memo.server,
             tool: memo.tool,
             args_sha256: memo.args_sha256,
@@ -207,6 +209,7 @@ impl CallHook for Policy {
         audit.run(RunRecord {
             time: now(),
             run: scope.id.clone(),
+            token: scope.caller.as_ref().map(|c| c.token.clone()),
             code_sha256: scope.code_sha256.clone(),
             status: serde_json::to_value(report.status)
                 .ok()
@@ -270,6 +273,57 @@ fn millis(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bridge::{Caller, HostMethod, NoHostCalls};
+
+    #[tokio::test]
+    async fn call_and_run_lines_carry_the_token_of_a_run_with_a_caller_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("logs").join("audit.log");
+        let settings = PolicySettings {
+            audit_log: Some(path.clone()),
+            ..PolicySettings::from_lookup(&|_| None).expect("defaults")
+        };
+        let audit = AuditLog::open(&settings).expect("open").expect("a log");
+        let policy = Policy::new(&settings, Arc::new(NoHostCalls), Some(audit.clone()));
+        let caller = Caller {
+            token: "ci-bot".into(),
+            sandbox: "sb1".into(),
+        };
+        let with = RunScope::new("1", None, None).with_caller(Some(Arc::new(caller)));
+        for scope in [Arc::new(with), RunScope::plain("2")] {
+            let ctx = CallContext {
+                servers: Arc::from(vec!["s".to_string()]),
+                deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+                run: scope.clone(),
+            };
+            let request = HostRequest::Backend(BackendCall::CallTool(ToolCall {
+                server: "s".into(),
+                tool: "t".into(),
+                arguments: Map::new(),
+            }));
+            let admission = policy.before(&ctx, &request).await;
+            let outcome = Ok(Value::Null);
+            let answered = Answered {
+                method: HostMethod::CallTool,
+                outcome: &outcome,
+                elapsed: Duration::from_millis(1),
+            };
+            policy.after(&ctx, admission, &answered);
+            policy.run_ended(&scope, &RunReport::failed(crate::report::RunStatus::Error, "x"));
+        }
+        audit.close(Duration::from_secs(5)).await;
+        let text = std::fs::read_to_string(&path).expect("the log");
+        let tokens: Vec<Option<String>> = text
+            .lines()
+            .map(|l| serde_json::from_str::<crate::audit::Record>(l).expect("a line"))
+            .map(|r| match r {
+                crate::audit::Record::Call(c) => c.token,
+                crate::audit::Record::Run(r) => r.token,
+            })
+            .collect();
+        let ci = Some("ci-bot".to_string());
+        assert_eq!(tokens, [ci.clone(), ci, None, None], "{text}");
+    }
 
     #[test]
     fn secret_looking_keys_are_redacted_at_any_depth() {
