@@ -16,6 +16,8 @@ mod sandbox_progress;
 
 // The upstream pool against the real stub MCP server (start, call, crash, deadline, cache).
 mod upstream;
+// Servers shared by many clients: a process per client for "perClient", replies never cross.
+mod upstream_per_client;
 
 // Client config files as each client writes them: provenance, consent, what starts.
 mod client_homes;
