@@ -167,11 +167,10 @@ impl App {
             call_lane: settings.call_lane,
             max_message: settings.data.max_server_message,
         };
-        let pool = Arc::new(UpstreamPool::with_tasks(
-            servers,
-            &settings.state_dir,
-            tasks,
-        ));
+        let pool = Arc::new(
+            UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)
+                .with_max_clients(settings.serve.max_sandboxes),
+        );
         let backend = Arc::new(UpstreamHostCalls::new(pool.clone()));
         let mut app = App::assemble(settings, connector, backend, ct, tracker, audit);
         app.pool = Some(pool);

@@ -99,7 +99,11 @@ async fn two_clients_get_two_processes_of_a_per_client_server_and_one_of_the_oth
         pid(&host, &none, "own").await,
     );
     let distinct: HashSet<i64> = [own_a, own_b, own_none].into();
-    assert_eq!(distinct.len(), 3, "a, b and the caller-less run each have their own");
+    assert_eq!(
+        distinct.len(),
+        3,
+        "a, b and the caller-less run each have their own"
+    );
     // The same client reaches the same process again, through any helper.
     assert_eq!(pid(&host, &a, "own").await, own_a);
     let shared: HashSet<i64> = [
@@ -121,7 +125,11 @@ async fn two_clients_get_two_processes_of_a_per_client_server_and_one_of_the_oth
         .await
         .expect("list_tools");
     assert!(listed.as_array().is_some_and(|t| !t.is_empty()));
-    assert_eq!(pool.per_client_count(), 2, "listing from the cache made nothing");
+    assert_eq!(
+        pool.per_client_count(),
+        2,
+        "listing from the cache made nothing"
+    );
 
     pool.release_caller("sb-a").await;
     assert!(!alive(own_a), "a's own process is gone once it is released");

@@ -202,7 +202,10 @@ mod tests {
         let mut r = call("echo".into(), None);
         r.token = Some("alice".into());
         let line = serde_json::to_string(&Record::Call(r.clone())).expect("json");
-        assert!(line.contains(r#""run":"r","token":"alice","server":"s""#), "{line}");
+        assert!(
+            line.contains(r#""run":"r","token":"alice","server":"s""#),
+            "{line}"
+        );
         let back: Record = serde_json::from_str(&line).expect("read back");
         assert_eq!(back, Record::Call(r.clone()));
         r.token = Some("n".repeat(5000));

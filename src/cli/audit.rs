@@ -320,6 +320,9 @@ mod tests {
         );
         assert!(!out.contains('\u{1b}') && !out.contains('\u{7}'));
         let json = json_lines(&tail);
-        assert!(json.contains(r#""token":"ci\u001b]0;pwned\u0007""#), "{json}");
+        assert!(
+            json.contains(r#""token":"ci\u001b]0;pwned\u0007""#),
+            "{json}"
+        );
     }
 }

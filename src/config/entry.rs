@@ -235,7 +235,11 @@ mod tests {
         assert!(!off.per_client);
         let on = parse(json!({"command": "x", "perClient": true})).expect("valid");
         assert!(on.per_client);
-        assert!(!parse(json!({"command": "x", "perClient": null})).expect("valid").per_client);
+        assert!(
+            !parse(json!({"command": "x", "perClient": null}))
+                .expect("valid")
+                .per_client
+        );
         let bad = parse(json!({"command": "x", "perClient": "yes"})).expect_err("a string");
         assert_eq!(bad.message, "\"perClient\" must be true or false");
         assert_eq!(bad.source, "/c.json (server 's')");

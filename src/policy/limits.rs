@@ -359,8 +359,12 @@ mod tests {
     async fn with_callers_the_rate_limit_is_per_token_and_server() {
         let limits = Limits::new(settings(2, 0, 0));
         // Two sandboxes of one token share its bucket.
-        limits.admit(&ctx_of("alice", "s1"), "a", &NONE, "/f").expect("1");
-        limits.admit(&ctx_of("alice", "s2"), "a", &NONE, "/f").expect("2");
+        limits
+            .admit(&ctx_of("alice", "s1"), "a", &NONE, "/f")
+            .expect("1");
+        limits
+            .admit(&ctx_of("alice", "s2"), "a", &NONE, "/f")
+            .expect("2");
         let refused = limits
             .admit(&ctx_of("alice", "s1"), "a", &NONE, "/f")
             .expect_err("alice used hers");
@@ -368,8 +372,12 @@ mod tests {
         assert_eq!(rule, "MCP_BRIDGE_CALLS_PER_MINUTE=2");
         // Another token has its own, so has alice for another server, so have runs without
         // a caller (stdio `run`, `exec`).
-        limits.admit(&ctx_of("bob", "s3"), "a", &NONE, "/f").expect("bob's own");
-        limits.admit(&ctx_of("alice", "s1"), "b", &NONE, "/f").expect("another server");
+        limits
+            .admit(&ctx_of("bob", "s3"), "a", &NONE, "/f")
+            .expect("bob's own");
+        limits
+            .admit(&ctx_of("alice", "s1"), "b", &NONE, "/f")
+            .expect("another server");
         limits.admit(&ctx(), "a", &NONE, "/f").expect("no caller");
         assert_eq!(limits.buckets.lock().expect("lock").len(), 4);
     }
@@ -388,11 +396,15 @@ mod tests {
         assert_eq!(limits.buckets.lock().expect("lock").len(), MAX_BUCKETS);
         // A minute on, every bucket has refilled: the next new one drops them all.
         tokio::time::advance(Duration::from_secs(60)).await;
-        limits.admit(&ctx_of("new", "s"), "a", &NONE, "/f").expect("new");
+        limits
+            .admit(&ctx_of("new", "s"), "a", &NONE, "/f")
+            .expect("new");
         assert_eq!(limits.buckets.lock().expect("lock").len(), 1);
         // Buckets still refilling are kept: dropping one would give its token a fresh burst.
         fill(1);
-        limits.admit(&ctx_of("other", "s"), "a", &NONE, "/f").expect("other");
+        limits
+            .admit(&ctx_of("other", "s"), "a", &NONE, "/f")
+            .expect("other");
         assert_eq!(limits.buckets.lock().expect("lock").len(), MAX_BUCKETS + 1);
     }
 

@@ -309,7 +309,10 @@ mod tests {
                 elapsed: Duration::from_millis(1),
             };
             policy.after(&ctx, admission, &answered);
-            policy.run_ended(&scope, &RunReport::failed(crate::report::RunStatus::Error, "x"));
+            policy.run_ended(
+                &scope,
+                &RunReport::failed(crate::report::RunStatus::Error, "x"),
+            );
         }
         audit.close(Duration::from_secs(5)).await;
         let text = std::fs::read_to_string(&path).expect("the log");

@@ -18,10 +18,10 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::lane::LaneError;
+use super::live::SameList;
 pub use super::live::{
     Live, START_TIMEOUT_SECS, STDERR_LINE_CHARS, STDERR_LINE_MAX, STDERR_TAIL_LINES,
 };
-use super::live::SameList;
 use super::owner::{Connect, Owner, Refusal, Status};
 use super::start::Starter;
 use super::transport::EndReason;

@@ -151,7 +151,11 @@ impl UpstreamPool {
     ///
     /// # Errors
     /// [`UpstreamError::UnknownServer`].
-    pub fn peek(&self, name: &str, caller: Option<&Caller>) -> Result<Arc<Upstream>, UpstreamError> {
+    pub fn peek(
+        &self,
+        name: &str,
+        caller: Option<&Caller>,
+    ) -> Result<Arc<Upstream>, UpstreamError> {
         let shared = self.get(name)?;
         let own = caller
             .filter(|_| shared.spec.per_client)

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use super::validate::Validators;
 use super::{UpstreamError, UpstreamPool};
 use crate::bridge::{
-    BackendCall, Caller, CallContext, CallError, HostCalls, LoadError, LoadedTools, Narrowing,
+    BackendCall, CallContext, CallError, Caller, HostCalls, LoadError, LoadedTools, Narrowing,
     RunScope, ToolFacts,
 };
 

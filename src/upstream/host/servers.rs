@@ -45,7 +45,11 @@ impl UpstreamHostCalls {
     ) -> Result<Value, CallError> {
         let up = self.pool.peek(name, caller(ctx))?;
         let live = up.live_now();
-        let tools = self.pool.tools_for(name, caller(ctx), ctx.deadline).await.ok();
+        let tools = self
+            .pool
+            .tools_for(name, caller(ctx), ctx.deadline)
+            .await
+            .ok();
         let info = live.as_ref().and_then(|l| l.info.clone());
         Ok(json!({
             "name": name,

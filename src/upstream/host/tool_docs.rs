@@ -14,7 +14,10 @@ impl UpstreamHostCalls {
         ctx: &CallContext,
         server: &str,
     ) -> Result<Value, CallError> {
-        let tools = self.pool.tools_for(server, caller(ctx), ctx.deadline).await?;
+        let tools = self
+            .pool
+            .tools_for(server, caller(ctx), ctx.deadline)
+            .await?;
         Ok(Value::Array(
             tools
                 .iter()
@@ -38,7 +41,10 @@ impl UpstreamHostCalls {
         tool: Option<&str>,
         detail: Detail,
     ) -> Result<Value, CallError> {
-        let all = self.pool.tools_for(server, caller(ctx), ctx.deadline).await?;
+        let all = self
+            .pool
+            .tools_for(server, caller(ctx), ctx.deadline)
+            .await?;
         let narrowed: Vec<rmcp::model::Tool>;
         let tools: &[rmcp::model::Tool] = match &ctx.run.narrowing {
             None => &all,
