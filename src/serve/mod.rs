@@ -95,6 +95,15 @@ pub async fn serve(
     let app = App::for_serving(settings.clone(), audit);
     app.index_in_background();
     let hub = Hub::new(app.maker.clone(), settings.serve.clone());
+    let tracker = TaskTracker::new();
+    if let Some(pool) = app.pool.clone() {
+        // A forgotten client's own processes of its `perClient` servers close with it.
+        let tracker = tracker.clone();
+        hub.on_release(Arc::new(move |sandbox: &str| {
+            let (pool, sandbox) = (pool.clone(), sandbox.to_string());
+            tracker.spawn(async move { pool.release_caller(&sandbox).await });
+        }));
+    }
     let template = BridgeServer::many(Arc::new(hub.clone()), settings.clone());
     let mcp_ct = CancellationToken::new();
     let mut config = StreamableHttpServerConfig::default()
@@ -118,7 +127,6 @@ pub async fn serve(
         sessions,
         resource.clone(),
     ));
-    let tracker = TaskTracker::new();
     let stops = (CancellationToken::new(), CancellationToken::new());
     tracker.spawn(listen::accept(
         listener,

@@ -1,5 +1,6 @@
 """Downstream servers under `serve --http`: one process of a server shared by every client, its
-replies never crossing between them (two clients flood it with interleaved calls)."""
+replies never crossing between them (two clients flood it with interleaved calls); a `perClient`
+server gets a process per client, closed with the client's sandbox; audit lines name the token."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
+from helpers_host import pid_alive, poll
 from helpers_http import MODES, Agent, ServeBridge, connect, go, last_line, new_token
 
 import servers as S
@@ -55,3 +57,49 @@ def test_one_shared_server_keeps_each_clients_replies_its_own(e2e_tmp: Path) -> 
         assert alice["pid"] == bob["pid"], "a shared server is one process"
     finally:
         b.close()
+
+
+WHOAMI = "who = await mcp_solo.whoami()\nprint(json.dumps(who))"
+
+
+def test_a_per_client_server_gets_a_process_per_client_and_the_audit_names_the_token(e2e_tmp: Path) -> None:
+    entry = S.stub("solo")
+    entry["perClient"] = True
+    audit = e2e_tmp / "serve-audit" / "audit.jsonl"
+    audit.parent.mkdir(mode=0o700)
+    b = ServeBridge(
+        e2e_tmp,
+        {"alice": ALICE, "bob": BOB},
+        servers={"solo": entry},
+        env={"MCP_BRIDGE_AUDIT_LOG": str(audit)},
+        name="perclient",
+    ).start()
+    try:
+
+        async def body() -> tuple[int, int, int]:
+            async with connect(b.url, BOB, MODES[1]) as c:
+                bob = Agent(c)
+                async with connect(b.url, ALICE, MODES[0]) as a:
+                    alice = Agent(a)
+                    pids = []
+                    for agent in (alice, bob, alice):
+                        r = await agent.run("import json\n" + WHOAMI, servers=["solo"])
+                        assert not r.is_error, r.text
+                        pids.append(json.loads(last_line(r.text))["pid"])
+                    assert pids[0] == pids[2], "one client keeps its process"
+                    assert pids[0] != pids[1], "two clients, two processes"
+                # Alice's session ended: her process goes, bob's stays.
+                gone = await asyncio.to_thread(poll, lambda: not pid_alive(pids[0]) or None, 30)
+                assert gone, f"alice's process {pids[0]} outlived her session"
+                assert pid_alive(pids[1])
+                r = await bob.run("import json\n" + WHOAMI, servers=["solo"])
+                return pids[0], pids[1], json.loads(last_line(r.text))["pid"]
+
+        _, bob_pid, bob_again = go(body())
+        assert bob_again == bob_pid
+    finally:
+        b.close()
+    lines = [json.loads(line) for line in audit.read_text().splitlines()]
+    calls = [x for x in lines if x.get("tool") == "whoami"]
+    assert sorted(x.get("token") for x in calls) == ["alice", "alice", "bob", "bob"], calls
+    assert all(ALICE not in line and BOB not in line for line in audit.read_text().splitlines())

@@ -20,7 +20,7 @@ impl Actor {
         let servers: Arc<[String]> = req.servers.clone().into();
         let tools = match self
             .dispatcher
-            .load(&req.servers, req.scope.narrowing.as_ref(), deadline)
+            .load_for_run(&req.servers, &req.scope, deadline)
             .await
         {
             Ok(t) => t,
