@@ -40,10 +40,11 @@ timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --
 # The same suite on docker when a dockerd is given (.ci/setup-docker.sh prints one); CI needs it.
 if [ -n "${E2E_DOCKER_HOST:-}" ]; then
     echo "== end-to-end again on docker ($E2E_DOCKER_HOST)"
-    # Tests marked host_only (the policy layer: nothing of it touches the engine) ran above.
+    # Tests marked host_only (the policy layer: nothing of it touches the engine) and own_engine
+    # (they start the engine they test) ran above.
     MCP_BRIDGE_RUNTIME=docker DOCKER_HOST="$E2E_DOCKER_HOST" \
         timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --timeout=300 \
-        -m "not host_only"
+        -m "not host_only and not own_engine"
 elif [ "${CI:-}" = true ]; then
     echo "CI=true but E2E_DOCKER_HOST is not set: the docker run of the suite is required" >&2
     exit 1

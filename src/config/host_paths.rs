@@ -22,8 +22,13 @@ pub(super) struct HostPaths {
     pub uv_cache_dir: Option<PathBuf>,
     /// `XDG_RUNTIME_DIR`.
     pub xdg_runtime_dir: Option<PathBuf>,
-    /// `DOCKER_HOST`.
+    /// `DOCKER_HOST`, else `CONTAINER_HOST` (podman's name for it).
     pub docker_host: Option<String>,
+    /// Which of the two named the engine.
+    pub docker_host_var: &'static str,
+    /// The folder of `ca.pem`, `cert.pem` and `key.pem` when `DOCKER_TLS_VERIFY` is set (any
+    /// value, as docker's CLI reads it): `DOCKER_CERT_PATH`, else `~/.docker`.
+    pub docker_tls: Option<PathBuf>,
     /// `CLAUDE_CONFIG_DIR`.
     pub claude_config_dir: Option<PathBuf>,
 }
@@ -49,12 +54,24 @@ impl HostPaths {
             .map(PathBuf::from)
             .or_else(|| var("XDG_CACHE_HOME").map(|d| PathBuf::from(d).join("uv")))
             .or_else(|| home.as_ref().map(|h| h.join(".cache/uv")));
+        let (docker_host, docker_host_var) = match var("DOCKER_HOST") {
+            Some(host) => (Some(host), "DOCKER_HOST"),
+            None => (var("CONTAINER_HOST"), "CONTAINER_HOST"),
+        };
+        let docker_tls = var("DOCKER_TLS_VERIFY").map(|_| {
+            var("DOCKER_CERT_PATH")
+                .map(PathBuf::from)
+                .or_else(|| home.as_ref().map(|h| h.join(".docker")))
+                .unwrap_or_else(|| PathBuf::from(".docker"))
+        });
         HostPaths {
             state_dir,
             cache_dir,
             uv_cache_dir,
             xdg_runtime_dir: var("XDG_RUNTIME_DIR").map(PathBuf::from),
-            docker_host: var("DOCKER_HOST"),
+            docker_host,
+            docker_host_var,
+            docker_tls,
             // Claude Code keeps `.claude.json` and `settings.json` here when set.
             claude_config_dir: var("CLAUDE_CONFIG_DIR").map(PathBuf::from),
             home,
@@ -100,5 +117,28 @@ mod tests {
         );
         let p = paths(&[home[0], ("CLAUDE_CONFIG_DIR", "/cc")]);
         assert_eq!(p.claude_config_dir, Some(PathBuf::from("/cc")));
+    }
+
+    #[test]
+    fn the_engine_address_and_its_certificates_are_read_as_docker_reads_them() {
+        let home = ("HOME", "/home/u");
+        let p = paths(&[home, ("CONTAINER_HOST", "tcp://h:2376")]);
+        assert_eq!(p.docker_host.as_deref(), Some("tcp://h:2376"));
+        assert_eq!((p.docker_host_var, p.docker_tls), ("CONTAINER_HOST", None));
+        let p = paths(&[
+            home,
+            ("CONTAINER_HOST", "tcp://h:2376"),
+            ("DOCKER_HOST", "tcp://d:2376"),
+            ("DOCKER_TLS_VERIFY", "1"),
+        ]);
+        assert_eq!(p.docker_host.as_deref(), Some("tcp://d:2376"));
+        assert_eq!(p.docker_host_var, "DOCKER_HOST");
+        assert_eq!(p.docker_tls, Some(PathBuf::from("/home/u/.docker")));
+        let p = paths(&[home, ("DOCKER_TLS_VERIFY", "0"), ("DOCKER_CERT_PATH", "/c")]);
+        assert_eq!(
+            p.docker_tls,
+            Some(PathBuf::from("/c")),
+            "any value turns it on"
+        );
     }
 }

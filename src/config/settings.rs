@@ -103,8 +103,13 @@ pub struct Settings {
     /// `MCP_BRIDGE_CALL_LANE`: proxied `tools/call`s to stdio servers take the lane past rmcp's
     /// service loop (on by default); off, every call goes through rmcp's request path.
     pub call_lane: bool,
-    /// `DOCKER_HOST`, when set.
+    /// `DOCKER_HOST` (else `CONTAINER_HOST`), when set.
     pub docker_host: Option<String>,
+    /// Which variable named the engine: `DOCKER_HOST` or `CONTAINER_HOST`.
+    pub docker_host_var: &'static str,
+    /// With `DOCKER_TLS_VERIFY`: the folder holding `ca.pem`, `cert.pem` and `key.pem`
+    /// (`DOCKER_CERT_PATH`, else `~/.docker`); a `tcp://` engine is then reached over TLS.
+    pub docker_tls: Option<PathBuf>,
     /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
     pub xdg_runtime_dir: Option<PathBuf>,
     /// The user's home directory.
@@ -234,6 +239,8 @@ impl Settings {
             structured_content: rows::STRUCTURED_CONTENT.get(var)?,
             call_lane: rows::CALL_LANE.get(var)?,
             docker_host: paths.docker_host,
+            docker_host_var: paths.docker_host_var,
+            docker_tls: paths.docker_tls,
             xdg_runtime_dir: paths.xdg_runtime_dir,
             uv_cache_dir: paths.uv_cache_dir,
             home: paths.home,

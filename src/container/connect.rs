@@ -1,5 +1,5 @@
-//! Finding a container engine: `DOCKER_HOST`, podman's and docker's sockets, or a podman
-//! service of our own.
+//! Finding a container engine: `DOCKER_HOST` (or `CONTAINER_HOST`; a unix socket, plain TCP or
+//! TLS: `remote.rs`), podman's and docker's sockets, or a podman service of our own.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::docker::DockerRuntime;
 use super::error::TransportError;
 use super::podman_service::PodmanService;
+use super::remote::Remote;
 use super::{ContainerRuntime, RuntimeError};
 use crate::config::{RuntimeChoice, Settings};
 
@@ -42,7 +43,7 @@ impl Connection {
     }
 }
 
-/// Connects to the engine `settings` asks for: `DOCKER_HOST` when it is set (the user chose
+/// Connects to the engine `settings` asks for: `DOCKER_HOST` (or `CONTAINER_HOST`) when set (the user chose
 /// that engine: it is never swapped silently for another while it is down), unless it answers
 /// as another engine than `MCP_BRIDGE_RUNTIME` names; else the first that answers.
 ///
@@ -53,9 +54,10 @@ pub async fn connect(settings: &Settings) -> Result<Connection, RuntimeError> {
     let want = settings.runtime;
     let mut tried = Vec::new();
     if let Some(host) = &settings.docker_host {
-        match connect_named(host, want).await? {
+        let (var, tls) = (settings.docker_host_var, settings.docker_tls.as_deref());
+        match connect_named(host, var, tls, want).await? {
             Ok(conn) => return Ok(conn),
-            Err(engine) => tried.push(format!("{host} (DOCKER_HOST; is {engine}, not wanted)")),
+            Err(engine) => tried.push(format!("{host} ({var}; is {engine}, not wanted)")),
         }
     }
     for endpoint in candidates(settings) {
@@ -118,22 +120,35 @@ pub async fn connect(settings: &Settings) -> Result<Connection, RuntimeError> {
     )))
 }
 
-/// Connects to the engine `DOCKER_HOST` names; `Ok(Err(engine))` when it is another engine
-/// than `want`.
+/// Connects to the engine `var` (`DOCKER_HOST` or `CONTAINER_HOST`) names, over TLS with the
+/// certificates in `tls` when given; `Ok(Err(engine))` when it is another engine than `want`.
 async fn connect_named(
     host: &str,
+    var: &'static str,
+    tls: Option<&std::path::Path>,
     want: RuntimeChoice,
 ) -> Result<Result<Connection, String>, RuntimeError> {
     let unreachable = |cause: TransportError| RuntimeError::Unreachable {
-        endpoint: format!("{host} (DOCKER_HOST)"),
+        endpoint: format!("{host} ({var})"),
         cause,
     };
+    let mut endpoint = host.to_string();
     let result = match host.strip_prefix("unix://") {
         Some(path) if !std::path::Path::new(path).exists() => {
             return Err(unreachable(TransportError::NoSocket))
         }
         Some(path) => DockerRuntime::connect_unix(path).await,
-        None => DockerRuntime::connect_http(host).await,
+        None => {
+            let remote = Remote::of(host, tls).map_err(unreachable)?;
+            if let Some(warning) = remote.warning() {
+                tracing::warn!("{warning}");
+            }
+            endpoint = remote.describe(var);
+            match &remote {
+                Remote::Plain { addr } => DockerRuntime::connect_http(addr).await,
+                Remote::Tls { addr, certs } => DockerRuntime::connect_tls(addr, certs).await,
+            }
+        }
     };
     let rt = result.map_err(|err| match err {
         RuntimeError::Transport { cause, .. } => unreachable(cause),
@@ -142,10 +157,10 @@ async fn connect_named(
     if !matches_choice(want, rt.engine()) {
         return Ok(Err(rt.engine().to_string()));
     }
-    tracing::info!(engine = rt.engine(), endpoint = %host, "connected to the container engine");
+    tracing::info!(engine = rt.engine(), endpoint = %endpoint, "connected to the container engine");
     Ok(Ok(Connection {
         runtime: Arc::new(rt),
-        endpoint: host.to_string(),
+        endpoint,
         service: None,
     }))
 }

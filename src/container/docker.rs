@@ -71,6 +71,26 @@ impl DockerRuntime {
         Self::identify(docker).await
     }
 
+    /// Connects to a `tcp://` or `https://` engine over TLS: the server checked against
+    /// `certs/ca.pem`, this client known by `certs/cert.pem` and `certs/key.pem` (docker's
+    /// `DOCKER_CERT_PATH` layout).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Transport`] when a file does not parse, the handshake fails or the engine
+    /// does not answer a version request.
+    pub async fn connect_tls(addr: &str, certs: &std::path::Path) -> Result<Self, RuntimeError> {
+        let docker = Docker::connect_with_ssl(
+            addr,
+            &certs.join("key.pem"),
+            &certs.join("cert.pem"),
+            &certs.join("ca.pem"),
+            REQUEST_TIMEOUT_SECS,
+            bollard::API_DEFAULT_VERSION,
+        )
+        .map_err(|e| transport("engine", "read the TLS certificates", e))?;
+        Self::identify(docker).await
+    }
+
     async fn identify(docker: Docker) -> Result<Self, RuntimeError> {
         let version = tokio::time::timeout(Duration::from_secs(5), docker.version())
             .await

@@ -69,7 +69,7 @@ pub enum RuntimeError {
     /// The engine the user named (`DOCKER_HOST`) does not answer.
     #[error(
         "the container engine at {endpoint} is unreachable: {cause}. Start that engine, or unset \
-         DOCKER_HOST to let the bridge find or start one"
+         DOCKER_HOST (and CONTAINER_HOST) to let the bridge find or start one"
     )]
     Unreachable {
         /// The address tried.
@@ -122,6 +122,9 @@ pub enum TransportError {
     /// The connection or stream ended before the answer did (which one).
     #[error("{0}")]
     Closed(&'static str),
+    /// The engine's address cannot be used as given (scheme, missing TLS files): why.
+    #[error("{0}")]
+    Address(String),
     /// A container id we were given holds characters no id has.
     #[error("not a container id: {0:?}")]
     NotAnId(String),

@@ -10,6 +10,7 @@ mod owner;
 mod podman_service;
 #[doc(hidden)]
 pub mod process;
+mod remote;
 mod runtime;
 mod shared;
 mod spec;
