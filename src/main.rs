@@ -128,6 +128,11 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         file: Option<std::path::PathBuf>,
     },
+    /// Sandboxes on Kubernetes: print the pod spec the design uses, judge its self-check.
+    Kube {
+        #[command(subcommand)]
+        action: KubeAction,
+    },
     /// The sandbox image (MCP_BRIDGE_IMAGE): build it, show it, remove it.
     Image {
         /// The engine to use (default: MCP_BRIDGE_RUNTIME, else the first found).
@@ -165,6 +170,30 @@ enum ImageAction {
     Status,
     /// Remove the image from the engine.
     Remove,
+}
+
+#[derive(Subcommand)]
+enum KubeAction {
+    /// Print a sandbox Pod and its deny-all NetworkPolicy (YAML, two documents) from the
+    /// settings: MCP_BRIDGE_IMAGE, MCP_BRIDGE_MEMORY, MCP_BRIDGE_CPUS, MCP_BRIDGE_CONTAINER_USER
+    /// (MCP_BRIDGE_PIDS has no pod field: set the kubelet's podPidsLimit). Apply it with
+    /// `kubectl apply -f -`, or try it with `podman kube play --network none -`.
+    Manifest {
+        /// The pod's name (the policy is NAME-deny-all).
+        #[arg(long, default_value = "mcp-code-bridge-sandbox")]
+        name: String,
+        /// Run the isolation self-check `doctor` runs inside a sandbox instead of the
+        /// entrypoint; the pod prints one DOCTOR line and exits. Judge it with `kube verdict`.
+        #[arg(long)]
+        self_check: bool,
+        /// Ask for a RuntimeClass by name (e.g. gvisor).
+        #[arg(long, value_name = "NAME")]
+        runtime_class: Option<String>,
+    },
+    /// Judge a self-check pod's output (`kubectl logs POD | mcp-code-bridge kube verdict`)
+    /// against the settings, as `doctor` does; what a pod spec cannot express is WARN. Exit 0
+    /// when nothing FAILs, 1 otherwise.
+    Verdict,
 }
 
 /// An MCP client `setup` knows.
@@ -332,6 +361,7 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
         Command::Image { engine, action } => {
             Ok(ExitCode::from(image(settings, engine, action).await))
         }
+        Command::Kube { action } => Ok(kube(&settings, action)),
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::cli::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.
@@ -343,6 +373,51 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             })
         }
     }
+}
+
+fn kube(settings: &Settings, action: KubeAction) -> ExitCode {
+    use mcp_code_bridge::cli::kube;
+    let text = match action {
+        KubeAction::Manifest {
+            name,
+            self_check,
+            runtime_class,
+        } => {
+            let args = kube::ManifestArgs {
+                name,
+                self_check,
+                runtime_class,
+            };
+            match kube::manifest(settings, &args) {
+                Ok(text) => Ok(text),
+                Err(e) => {
+                    eprintln!("mcp-code-bridge: {e}");
+                    return ExitCode::from(exec_cli::EXIT_USAGE);
+                }
+            }
+        }
+        KubeAction::Verdict => {
+            let mut input = Vec::new();
+            let limit = (kube::MAX_INPUT as u64) + 1;
+            if let Err(e) = std::io::stdin().take(limit).read_to_end(&mut input) {
+                eprintln!("mcp-code-bridge: reading the pod's output: {e}");
+                return ExitCode::from(exec_cli::EXIT_USAGE);
+            }
+            let (report, ok) = kube::verdict(settings, &String::from_utf8_lossy(&input));
+            if ok {
+                Ok(report)
+            } else {
+                Err(report)
+            }
+        }
+    };
+    let (text, code) = match text {
+        Ok(t) => (t, ExitCode::SUCCESS),
+        Err(t) => (t, ExitCode::FAILURE),
+    };
+    // A closed stdout (`kube manifest | head`) ends quietly, never with a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
+    code
 }
 
 async fn image(settings: Arc<Settings>, engine: Option<String>, action: ImageAction) -> u8 {

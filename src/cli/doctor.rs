@@ -16,8 +16,9 @@ use crate::container::{connect, ImageInfo};
 use crate::image::status::{recipe_line, recipe_of, when_missing, Recipe};
 use crate::report::RunStatus;
 
-/// Sandbox code that reports the posture plus active probes as one JSON line.
-const PROBE: &str = r#"
+/// Sandbox code that reports the posture plus active probes as one JSON line (also what a
+/// `kube manifest --self-check` pod runs).
+pub(crate) const PROBE: &str = r#"
 import json, os, shutil, socket, subprocess
 from _mcp_bridge import selfcheck
 report = selfcheck.posture()
@@ -44,7 +45,7 @@ fn line(out: &mut String, ok: bool, name: &str, detail: &str) {
 }
 
 /// Every detail (engine answers, settings, the sandbox's words) is one line, escaped.
-fn mark(out: &mut String, mark: &str, name: &str, detail: &str) {
+pub(crate) fn mark(out: &mut String, mark: &str, name: &str, detail: &str) {
     let (name, detail) = (safe_line(name), safe_line(detail));
     out.push_str(&format!("{mark}  {name:<20} {detail}\n"));
 }
@@ -87,7 +88,8 @@ fn settings_lines(out: &mut String, settings: &Settings) {
     }
 }
 
-fn probe_checks(report: &Value) -> Vec<Check> {
+/// The active probes' outcomes as checks: each passes only when the sandbox refused it.
+pub(crate) fn probe_checks(report: &Value) -> Vec<Check> {
     let refused = |key: &str| {
         report
             .get(key)

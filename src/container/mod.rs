@@ -7,6 +7,7 @@ mod connect;
 mod docker;
 mod error;
 mod owner;
+pub mod pod;
 mod podman_service;
 #[doc(hidden)]
 pub mod process;
