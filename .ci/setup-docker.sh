@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare dockerd (Debian's docker.io) next to podman for the end-to-end suite's second engine:
-#   - installs docker.io if dockerd is missing
+#   - installs docker.io if dockerd is missing, openssl if it is (the TLS engine test)
 #   - starts a private dockerd (own socket, data and exec roots; no iptables, no bridge network:
 #     sandboxes run with network none) unless it already answers
 #   - loads the sandbox image from podman's store (built by setup-podman.sh) if docker lacks it
@@ -16,11 +16,17 @@ log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'setup-docker.sh: error: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "run as root (sudo $0)"
-if ! command -v dockerd >/dev/null 2>&1; then
-    log "installing docker.io"
+# docker.io: dockerd and the CLI; openssl and Debian's python3: the certificates and the small
+# image tests/e2e/test_remote_engine.py makes for its own TLS dockerd.
+missing=()
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+[ -x /usr/bin/python3 ] || missing+=(python3)  # that test's small image is Debian's python
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q
-    apt-get install -y -q docker.io
+    apt-get install -y -q "${missing[@]}"
 fi
 DOCKER=/usr/bin/docker  # Debian's client; another `docker` earlier on PATH may be a shim
 

@@ -21,13 +21,15 @@ import time
 from pathlib import Path
 
 IMAGE = "mcb-remote-test:host-python"
-HOST_PYTHON = "/usr/bin/python3.11"
+# Debian's python (not a pyenv or venv one on PATH): /usr/bin/python3 -> python3.X, whose standard
+# library is /usr/lib/python3.X.
+HOST_PYTHON = os.path.realpath("/usr/bin/python3")
 TOOLS = ("dockerd", "docker", "openssl")
 START_WAIT = 60  # seconds dockerd gets to answer on its admin socket
 
 
 def missing_tools() -> list[str]:
-    """The programs this engine needs that are not on PATH (and the host python)."""
+    """The programs this engine needs that are not on PATH (and Debian's python)."""
     gone = [t for t in TOOLS if shutil.which(t) is None]
     if not os.access(HOST_PYTHON, os.X_OK):
         gone.append(HOST_PYTHON)
@@ -87,9 +89,9 @@ def _libraries(binaries: list[str]) -> set[str]:
 
 
 def host_python_tar() -> bytes:
-    """A root filesystem tar holding Debian's python3.11, its standard library and the libraries
+    """A root filesystem tar holding Debian's python3, its standard library and the libraries
     they load."""
-    stdlib = Path("/usr/lib/python3.11")
+    stdlib = Path("/usr/lib") / os.path.basename(HOST_PYTHON)
     dynload = sorted(str(p) for p in (stdlib / "lib-dynload").glob("*.so"))
     skip = {"dist-packages", "site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip"}
     buf = io.BytesIO()
@@ -101,7 +103,7 @@ def host_python_tar() -> bytes:
 
         add(HOST_PYTHON)
         link = tarfile.TarInfo("usr/bin/python3")
-        link.type, link.linkname = tarfile.SYMTYPE, "python3.11"
+        link.type, link.linkname = tarfile.SYMTYPE, os.path.basename(HOST_PYTHON)
         tar.addfile(link)
         for lib in sorted(_libraries([HOST_PYTHON, *dynload])):
             add(lib)
