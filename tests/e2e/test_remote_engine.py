@@ -2,7 +2,8 @@
 `DOCKER_TLS_VERIFY=1` and `DOCKER_CERT_PATH`, as docker's CLI reads them. The engine is a private
 dockerd of this test reachable only over TCP+TLS (helpers_tls_engine.py); `exec` and a real
 `run_python` run through it, and the sandbox is shown to live on that engine and nowhere else.
-Certificates from another CA, and plain HTTP to the TLS port, are refused.
+`CONTAINER_HOST` names the engine when `DOCKER_HOST` is unset. Certificates from another CA, and
+plain HTTP to the TLS port, are refused; plain TCP to another machine is warned about.
 
 Needs dockerd, docker and openssl (.ci/setup-docker.sh installs them): under CI=true a missing
 one FAILS.
@@ -117,3 +118,20 @@ def test_plain_http_to_the_tls_port_is_refused(tls_engine, tmp_path):
     assert "unreachable" in p.stderr and tls_engine.address in p.stderr, p.stderr
     # Loopback plain TCP is not warned about (the warning is for other machines: unit-tested).
     assert "plain TCP" not in p.stderr, p.stderr
+
+
+def test_container_host_names_the_engine_when_docker_host_is_unset(tls_engine, tmp_path):
+    env = remote_env(tls_engine)
+    env["CONTAINER_HOST"] = env.pop("DOCKER_HOST")
+    p = exec_on(env, tmp_path, "print(6 * 7)")
+    assert p.returncode == 0 and p.stdout == "42\n", f"{p.stdout}\n{p.stderr}"
+
+
+def test_plain_tcp_to_another_machine_is_warned_about(tmp_path):
+    # 192.0.2.1 (TEST-NET-1, RFC 5737) is routed nowhere: the connection fails at once, after
+    # the warning.
+    addr = "tcp://192.0.2.1:2375"
+    p = exec_on({"DOCKER_HOST": addr, "MCP_BRIDGE_IMAGE_BUILD": "off"}, tmp_path, "print(1)")
+    assert p.returncode != 0 and p.stdout == "", p
+    warning = [line for line in p.stderr.splitlines() if "WARN" in line and "plain TCP" in line]
+    assert len(warning) == 1 and addr in warning[0] and "DOCKER_TLS_VERIFY" in warning[0], p.stderr
