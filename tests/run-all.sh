@@ -18,7 +18,7 @@ if [ "$(id -u)" = 0 ] && [ "$have_recipe" != "$want_recipe" ]; then
     echo "== setup: podman and the sandbox image (.ci/setup-podman.sh)"
     bash .ci/setup-podman.sh
 fi
-if ! python3 -c 'import pytest, pytest_timeout, mcp, mcp_server_time' >/dev/null 2>&1; then
+if ! python3 -c 'import pytest, pytest_timeout, mcp, mcp_server_time, yaml' >/dev/null 2>&1; then
     echo "== setup: Python test dependencies (tests/e2e/requirements.txt)"
     python3 -m pip install -q --disable-pip-version-check -r tests/e2e/requirements.txt
 fi
