@@ -3,8 +3,8 @@
 //!
 //! # Layout, top to bottom (a layer uses only those below it; `tests/module_tree/` fails on a cycle)
 //! - [`cli`]: the commands that speak to a person (`servers`, `servers --allow`, `doctor`,
-//!   `image`, `setup`, `exec`) and the last escape before a terminal (`cli::safe_line`, also the
-//!   log writer).
+//!   `image`, `setup`, `exec`, `audit`, `kube`) and the last escape before a terminal
+//!   (`cli::safe_line`, also the log writer).
 //! - [`serve`]: `serve --http`, one bridge for many agents: the HTTP front (tokens, limits),
 //!   the hub of client sandboxes and the warm pool; drains on SIGTERM.
 //! - [`app`]: wiring and ordered shutdown, shared by `run`, `exec` and `serve`; [`shutdown`]:
@@ -22,7 +22,8 @@
 //!   the index `resources/read` serves (`outbox::Outbox`, `outbox::CellFiles`).
 //! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
 //!   the background build a bridge starts when the image is missing (`image::Provisioner`).
-//! - [`container`]: the [`container::ContainerRuntime`] trait; bollard for podman and docker.
+//! - [`container`]: the [`container::ContainerRuntime`] trait; bollard for podman and docker,
+//!   local or remote (TLS); the sandbox as a Kubernetes pod (`container::pod`).
 //! - [`config`]: environment and server config files (the user's and the MCP clients') →
 //!   validated, immutable settings (one table of rows) and server definitions with provenance
 //!   and consent.
