@@ -18,6 +18,8 @@ mod policy;
 mod result_tokens;
 mod scale;
 mod scenarios;
+mod serve;
+mod served;
 mod stats;
 
 use std::path::PathBuf;

@@ -28,6 +28,12 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("memory", |t, q| Box::pin(crate::scale::memory(t, q))),
     ("scale", |t, q| Box::pin(crate::scale::scale(t, q))),
     ("policy", |t, q| Box::pin(crate::policy::policy(t, q))),
+    ("serve_sessions", |t, q| {
+        Box::pin(crate::serve::sessions(t, q))
+    }),
+    ("serve_stateless", |t, q| {
+        Box::pin(crate::serve::stateless(t, q))
+    }),
 ];
 
 fn tokens(bytes: usize) -> f64 {
