@@ -125,8 +125,7 @@ async fn one_round(n: usize, stateless: bool) -> Round {
         seen.push(task.await.expect("client task"));
     }
     let pid = served.pid;
-    let tail = served.tail();
-    let exit = served.terminate(EXIT_BOUND).await;
+    let (exit, tail) = served.terminate(EXIT_BOUND).await;
     let left = containers_of(pid).len();
     if exit.is_none() || left > 0 {
         eprintln!(

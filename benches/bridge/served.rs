@@ -96,24 +96,23 @@ impl Served {
         }
     }
 
-    /// The end of the bridge's stderr.
-    pub fn tail(&self) -> String {
-        tail_text(&self.tail)
-    }
-
-    /// SIGTERM, then waits for the exit (at most `bound`); returns how long it took, or None.
-    pub async fn terminate(mut self, bound: Duration) -> Option<Duration> {
+    /// SIGTERM, then waits for the exit (at most `bound`); returns how long it took (None when
+    /// it had to be killed) and the end of its stderr, shutdown lines included.
+    pub async fn terminate(mut self, bound: Duration) -> (Option<Duration>, String) {
         let began = Instant::now();
         // SAFETY: kill(2) with a pid we spawned and still hold (not yet reaped).
         unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGTERM) };
         let exited = tokio::time::timeout(bound, self.child.wait()).await;
-        match exited {
+        let took = match exited {
             Ok(Ok(_)) => Some(began.elapsed()),
             _ => {
                 let _ = self.child.kill().await;
                 None
             }
-        }
+        };
+        // The reader gets the last lines as the pipe closes.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (took, tail_text(&self.tail))
     }
 }
 
