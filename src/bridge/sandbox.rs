@@ -98,7 +98,15 @@ pub struct Sandbox {
     settings: Arc<Settings>,
     /// Hears when each run ends (for the policy hook).
     dispatcher: Dispatcher,
+    /// What a run is told when the actor is gone.
+    closed: &'static str,
 }
+
+/// What a run is told when the bridge's one sandbox has stopped.
+const CLOSED: &str = "the bridge is shutting down";
+/// What a run is told when a client sandbox of `serve --http` has stopped.
+const CLOSED_SLOT: &str = "this client's sandbox was closed: its MCP session ended, its token \
+     was revoked, or the bridge is shutting down";
 
 impl Sandbox {
     /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
@@ -162,6 +170,7 @@ impl Sandbox {
             provisioner,
             settings,
             dispatcher,
+            closed: if slot.is_some() { CLOSED_SLOT } else { CLOSED },
         }
     }
 
@@ -188,8 +197,7 @@ impl Sandbox {
 
     /// Queues `req` on the actor, waiting here for an image being built.
     async fn run_queued(&self, mut req: RunRequest) -> RunReport {
-        let shutting_down =
-            || RunReport::failed(RunStatus::SandboxError, "the bridge is shutting down");
+        let shutting_down = || RunReport::failed(RunStatus::SandboxError, self.closed);
         for _ in 0..IMAGE_ROUNDS {
             if self.provisioner.is_building() {
                 if let Some(report) =

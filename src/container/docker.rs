@@ -41,6 +41,9 @@ pub struct DockerRuntime {
     bound: std::sync::Mutex<HashMap<String, Vec<std::path::PathBuf>>>,
 }
 
+/// Pauses before each new try of a removal the engine refused with HTTP 500.
+const REMOVE_RETRY_MS: [u64; 3] = [200, 500, 1000];
+
 impl DockerRuntime {
     /// Connects to the unix socket at `path` and identifies the engine.
     ///
@@ -382,7 +385,27 @@ impl ContainerRuntime for DockerRuntime {
             v: true,
             ..Default::default()
         };
-        let removed = self.docker.remove_container(id, Some(options)).await;
+        let mut removed = self
+            .docker
+            .remove_container(id, Some(options.clone()))
+            .await;
+        // Under load podman may refuse a forced removal racing the container's own stop
+        // ("could not be stopped ... container state improper", HTTP 500); it succeeds a moment
+        // later. Try again a few times before giving up on it.
+        for pause in REMOVE_RETRY_MS {
+            match &removed {
+                Err(BollardError::DockerResponseServerError {
+                    status_code: 500, ..
+                }) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    removed = self
+                        .docker
+                        .remove_container(id, Some(options.clone()))
+                        .await;
+                }
+                _ => break,
+            }
+        }
         self.bound.lock().expect("bound lock").remove(id);
         match removed {
             Ok(()) => Ok(()),

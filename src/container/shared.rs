@@ -9,7 +9,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 
 use super::connect::{connect, Connection, Connector};
-use super::RuntimeError;
+use super::{list_own, remove_each, Owner, RuntimeError};
 use crate::config::Settings;
 
 /// The shared connection; the one owner of a podman service started for it.
@@ -58,8 +58,25 @@ impl SharedEngine {
     }
 
     /// Closes the connection, stopping a podman service of ours (after the actors are done).
+    /// First, every container of this process still on the engine (one a sandbox's own
+    /// removal failed for, under load) is removed: nothing of ours outlives the bridge.
     pub async fn close(&self) {
         if let Some(conn) = self.current.lock().await.take() {
+            let me = Owner::current();
+            match list_own(conn.runtime.as_ref(), &me).await {
+                Ok(ids) if !ids.is_empty() => {
+                    let n = remove_each(conn.runtime.as_ref(), &ids, "this bridge's clients").await;
+                    tracing::info!(
+                        removed = n,
+                        of = ids.len(),
+                        "removed sandboxes left at exit"
+                    );
+                }
+                Ok(_) => {}
+                Err(err) => {
+                    tracing::warn!(cause = %err, "could not list this bridge's sandboxes at exit")
+                }
+            }
             conn.close().await;
         }
     }
