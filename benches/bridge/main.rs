@@ -19,6 +19,7 @@ mod result_tokens;
 mod scale;
 mod scenarios;
 mod serve;
+mod serve_first;
 mod served;
 mod stats;
 

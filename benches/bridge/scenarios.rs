@@ -31,6 +31,9 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("serve_sessions", |t, q| {
         Box::pin(crate::serve::sessions(t, q))
     }),
+    ("serve_first", |t, q| {
+        Box::pin(crate::serve_first::first_call(t, q))
+    }),
     ("serve_stateless", |t, q| {
         Box::pin(crate::serve::stateless(t, q))
     }),
