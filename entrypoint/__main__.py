@@ -10,8 +10,20 @@ import sys
 import threading
 import traceback
 
-from . import (channel, confine, inbox, keeper, outbox, pictures, preload, protocol, runtime, sandbox_api,
-               selfcheck, snapshot)
+from . import (
+    channel,
+    confine,
+    inbox,
+    keeper,
+    outbox,
+    pictures,
+    preload,
+    protocol,
+    runtime,
+    sandbox_api,
+    selfcheck,
+    snapshot,
+)
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
