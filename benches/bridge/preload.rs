@@ -35,7 +35,8 @@ pub async fn preload(t: &mut Table, quick: bool) {
             } else {
                 &[]
             };
-            let b = Bridge::start(&Workdir::new(0), env).await;
+            let work = Workdir::new(0);
+            let b = Bridge::start(&work, env).await;
             tokio::time::sleep(settle).await;
             let s = Instant::now();
             let v = b.measure(CELL, &[]).await;
@@ -44,7 +45,8 @@ pub async fn preload(t: &mut Table, quick: bool) {
             assert_eq!(v["loaded"], with == 1, "imported ahead: {v}");
             b.stop().await;
             // Sent at once: the run waits for the start (and, with the setting, the imports).
-            let b = Bridge::start(&Workdir::new(0), env).await;
+            let work = Workdir::new(0);
+            let b = Bridge::start(&work, env).await;
             let v = b.measure(CELL, &[]).await;
             at_once[with].push(b.spawned.elapsed());
             assert_eq!(v["loaded"], with == 1, "imported ahead: {v}");
