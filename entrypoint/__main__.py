@@ -10,7 +10,20 @@ import sys
 import threading
 import traceback
 
-from . import channel, confine, inbox, keeper, outbox, pictures, protocol, runtime, sandbox_api, selfcheck, snapshot
+from . import (
+    channel,
+    confine,
+    inbox,
+    keeper,
+    outbox,
+    pictures,
+    preload,
+    protocol,
+    runtime,
+    sandbox_api,
+    selfcheck,
+    snapshot,
+)
 from .ack import StartedAck
 from .capture import Capture
 from .runner import ExecState, Runner
@@ -97,6 +110,8 @@ class HostReader:
         elif kind == "save_namespace":
             if _is_id(frame.get("id")):
                 self.execq.put(frame)  # runs between execs, on the main thread
+        elif kind == "preload":
+            self.execq.put(frame)  # imported on the main thread, before the next exec
         elif kind == "restore_namespace":
             job = self.restoring.add(frame)
             if job is not None:
@@ -134,6 +149,9 @@ def serve(runner, execq, writer, ack):
                 continue
             if frame["t"] == "restore_namespace":
                 keeper.serve_restore(frame, runner.namespace, writer.send)
+                continue
+            if frame["t"] == "preload":
+                preload.serve(frame, runner.stdout, runner.stderr, writer.send)
                 continue
             # sandbox code may have replaced the handler; this one is the interrupt contract
             signal.signal(signal.SIGINT, runner.state.on_sigint)

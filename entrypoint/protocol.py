@@ -105,6 +105,12 @@ def restored_frame(restore_id, names, failed):
             "failed": [[name, why] for name, why in failed]}
 
 
+def preloaded_frame(imported, failed, ms):
+    """`preloaded`: the answer to `preload`: how many modules were imported, [module, why] for
+    those that failed, and the milliseconds it took."""
+    return {"t": "preloaded", "imported": imported, "failed": [list(f) for f in failed], "ms": ms}
+
+
 def hello_frame(token):
     """`hello`: the first frame on the socket channel, proving the sandbox holds the token."""
     return {"t": "hello", "token": token}

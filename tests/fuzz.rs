@@ -71,6 +71,7 @@ fn frame_like() -> impl Strategy<Value = Value> {
         Just("snapshot".to_string()),
         Just("saved".to_string()),
         Just("restored".to_string()),
+        Just("preloaded".to_string()),
         Just("exec".to_string()),
         Just("reply".to_string()),
         ".{0,6}"

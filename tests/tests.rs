@@ -13,6 +13,8 @@ mod sandbox_engine_loss;
 mod sandbox_snapshot;
 // A long cell's output as progress reports.
 mod sandbox_progress;
+// Modules imported ahead by a sandbox started ahead of use (MCP_BRIDGE_PRELOAD).
+mod sandbox_preload;
 
 // The upstream pool against the real stub MCP server (start, call, crash, deadline, cache).
 mod upstream;

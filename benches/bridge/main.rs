@@ -15,6 +15,7 @@ mod client;
 mod flood;
 mod machine;
 mod policy;
+mod preload;
 mod result_tokens;
 mod scale;
 mod scenarios;

@@ -37,6 +37,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("serve_stateless", |t, q| {
         Box::pin(crate::serve::stateless(t, q))
     }),
+    ("preload", |t, q| Box::pin(crate::preload::preload(t, q))),
 ];
 
 fn tokens(bytes: usize) -> f64 {

@@ -112,7 +112,7 @@ class Sandbox:
             if frame is None:
                 raise AssertionError("sandbox stdout closed; stderr:\n%s" % self.stderr)
             assert frame["t"] in ("result", "call", "ready", "started", "file", "output", "snapshot",
-                                  "saved", "restored"), frame
+                                  "saved", "restored", "preloaded"), frame
             if frame["t"] == "file":
                 self.file_frames.append(frame)
                 continue

@@ -31,6 +31,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),
     ("outbox.py", include_str!("../../entrypoint/outbox.py")),
     ("pictures.py", include_str!("../../entrypoint/pictures.py")),
+    ("preload.py", include_str!("../../entrypoint/preload.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),

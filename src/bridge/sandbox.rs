@@ -175,7 +175,8 @@ impl Sandbox {
     }
 
     /// Starts the sandbox in the background if none is running, so the first call does not
-    /// wait for it. A failure is only logged: the next call reports it.
+    /// wait for it, and has it import `MCP_BRIDGE_PRELOAD`'s modules ahead (a run arriving
+    /// meanwhile waits for them). A failure is only logged: the next call reports it.
     pub fn prewarm(&self) {
         let _ = self.tx.try_send(Command::Prewarm);
     }
@@ -263,11 +264,13 @@ impl Actor {
                         self.last_used = Instant::now();
                         let _ = reply.send(outcome);
                     }
-                    Some(Command::Prewarm) => self.prewarm().await,
+                    Some(Command::Prewarm) => self.prewarm(true).await,
                     Some(Command::Touch) => self.last_used = Instant::now(),
                 },
+                // A replacement does not import ahead: the modules may be what broke its
+                // predecessor (a hang, a crash), and a run may be on its way.
                 _ = std::future::ready(()), if self.respawn_due && self.settings.prewarm => {
-                    self.prewarm().await;
+                    self.prewarm(false).await;
                 }
                 _ = sleep_until_opt(idle_deadline) => {
                     if let Some(s) = self.session.take() {
@@ -304,7 +307,10 @@ impl Actor {
         s.close(Duration::from_millis(CLOSE_GRACE_MS)).await;
     }
 
-    async fn prewarm(&mut self) {
+    /// Starts a sandbox ahead of use when none is running; with `preload`, it then imports
+    /// `MCP_BRIDGE_PRELOAD`'s modules (in the sandbox, while the actor goes on serving: an exec
+    /// sent meanwhile runs after them).
+    async fn prewarm(&mut self, preload: bool) {
         self.respawn_due = false;
         if self.session.is_some() {
             return;
@@ -316,6 +322,16 @@ impl Actor {
                 "sandbox started ahead of use"
             ),
             Err(err) => tracing::info!(cause = %err, "could not start the sandbox ahead of use"),
+        }
+        let modules = &self.settings.serve.preload;
+        if let Some(s) = self
+            .session
+            .as_ref()
+            .filter(|_| preload && !modules.is_empty())
+        {
+            if let Err(err) = s.preload(modules).await {
+                tracing::info!(cause = %err, "could not ask the sandbox to import modules ahead");
+            }
         }
         self.last_used = Instant::now();
     }

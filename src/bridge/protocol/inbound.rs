@@ -7,7 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use super::result::ResultFrame;
-use super::state_frames::{OutputFrame, RestoredFrame, SavedFrame};
+use super::state_frames::{OutputFrame, PreloadedFrame, RestoredFrame, SavedFrame};
 use crate::bridge::log_limit::clipped;
 use crate::outbox::FileChunk;
 
@@ -40,6 +40,8 @@ pub enum Inbound {
     Saved(SavedFrame),
     /// What a restore brought back.
     Restored(RestoredFrame),
+    /// How the imports a `preload` frame asked for went.
+    Preloaded(PreloadedFrame),
 }
 
 /// The entrypoint's `ready` frame.
@@ -97,7 +99,16 @@ impl PartialEq for RawJson {
 
 /// The tags of the frames the sandbox may send.
 const INBOUND_TAGS: &[&str] = &[
-    "ready", "started", "result", "call", "file", "output", "snapshot", "saved", "restored",
+    "ready",
+    "started",
+    "result",
+    "call",
+    "file",
+    "output",
+    "snapshot",
+    "saved",
+    "restored",
+    "preloaded",
 ];
 
 /// A line from the sandbox that is not a frame it may send there.
@@ -222,6 +233,7 @@ fn parse_tagged(line: &[u8]) -> Result<Inbound, serde_json::Error> {
         }
         "saved" => Inbound::Saved(serde_json::from_slice(line)?),
         "restored" => Inbound::Restored(serde_json::from_slice(line)?),
+        "preloaded" => Inbound::Preloaded(serde_json::from_slice(line)?),
         other => return Err(serde::de::Error::unknown_variant(other, INBOUND_TAGS)),
     })
 }

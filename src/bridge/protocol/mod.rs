@@ -2,7 +2,7 @@
 //!
 //! Pure serde types, no I/O. `entrypoint/protocol.py` mirrors them. `inbound.rs` reads the
 //! frames from the sandbox, `result.rs` holds the biggest of them (an exec's outcome),
-//! `state_frames.rs` those of a cell's progress and the namespace snapshot; `outbound.rs`
+//! `state_frames.rs` those of a cell's progress, the namespace snapshot and the imports ahead; `outbound.rs`
 //! writes the frames to the sandbox.
 
 mod inbound;
@@ -15,7 +15,7 @@ pub use inbound::{
 };
 pub use outbound::{ChannelOffer, ExecTools, LoadedTools, Outbound};
 pub use result::ResultFrame;
-pub use state_frames::{Bounded, OutputFrame, RestoredFrame, SavedFrame};
+pub use state_frames::{Bounded, OutputFrame, PreloadedFrame, RestoredFrame, SavedFrame};
 
 /// Protocol version sent in `boot` and expected in `ready`.
 pub const PROTOCOL_VERSION: u32 = 1;

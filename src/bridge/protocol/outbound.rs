@@ -75,6 +75,12 @@ pub enum Outbound<'a> {
         /// True on the last frame.
         done: bool,
     },
+    /// Import these modules ahead, between execs, before the next one (answered with
+    /// `preloaded`); sent only to a sandbox started ahead of any run (`MCP_BRIDGE_PRELOAD`).
+    Preload {
+        /// Module names, each a dotted Python identifier.
+        modules: &'a [String],
+    },
     /// Answer to a `call`.
     Reply {
         /// The call's id.
@@ -218,6 +224,11 @@ mod tests {
         assert_eq!(
             String::from_utf8_lossy(&Outbound::Shutdown.to_line()),
             "{\"t\":\"shutdown\"}\n"
+        );
+        let modules = ["pandas".to_string(), "matplotlib.pyplot".to_string()];
+        assert_eq!(
+            String::from_utf8_lossy(&Outbound::Preload { modules: &modules }.to_line()),
+            "{\"t\":\"preload\",\"modules\":[\"pandas\",\"matplotlib.pyplot\"]}\n"
         );
     }
 }

@@ -1,4 +1,5 @@
-//! The frames of a cell's progress and of the namespace snapshot, as the entrypoint sends them
+//! The frames of a cell's progress, of the namespace snapshot and of the modules imported ahead,
+//! as the entrypoint sends them
 //! (ARCHITECTURE.md, "frame protocol"; `entrypoint/protocol.py` builds them). Pure serde types:
 //! `inbound.rs` reads the tag and hands the line here. Every field comes from the sandbox and
 //! is bounded only by the frame limit: users of these types cut what they keep.
@@ -113,6 +114,20 @@ pub struct RestoredFrame {
     pub failed: Bounded<(String, String)>,
 }
 
+/// The entrypoint's `preloaded` frame: how the imports a `preload` frame asked for went.
+#[derive(Debug, Deserialize, PartialEq, Default)]
+pub struct PreloadedFrame {
+    /// Modules imported.
+    #[serde(default)]
+    pub imported: u64,
+    /// `[module, why]` for the modules that failed to import.
+    #[serde(default)]
+    pub failed: Bounded<(String, String)>,
+    /// Milliseconds the imports took.
+    #[serde(default)]
+    pub ms: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use crate::bridge::protocol::{parse_inbound, Inbound, Outbound};
@@ -152,8 +167,20 @@ mod tests {
                 failed: vec![("g".to_string(), "no".to_string())].into()
             }))
         );
+        assert_eq!(
+            parse_inbound(
+                br#"{"t":"preloaded","imported":1,"failed":[["x","ImportError: no"]],"ms":5}"#
+            ),
+            Ok(Inbound::Preloaded(PreloadedFrame {
+                imported: 1,
+                failed: vec![("x".to_string(), "ImportError: no".to_string())].into(),
+                ms: 5
+            }))
+        );
         for bad in [
             &br#"{"t":"snapshot","id":9}"#[..],
+            br#"{"t":"preloaded","failed":[["x"]]}"#,
+            br#"{"t":"preloaded","ms":-1}"#,
             br#"{"t":"snapshot","id":9,"data":5}"#,
             br#"{"t":"saved","id":9,"bytes":-1,"names":1}"#,
             br#"{"t":"restored","id":10,"failed":[["g"]]}"#,

@@ -1,6 +1,6 @@
 //! One frame from the sandbox, whichever channel brought it: `ready` answers the boot
 //! handshake, `started` and `result` advance the running exec, `output` becomes its progress,
-//! `call` goes to [`Calls`], the snapshot frames to `keeping.rs`.
+//! `call` goes to [`Calls`], the snapshot frames to `keeping.rs`, `preloaded` to `preload.rs`.
 //! A frame over the limit or one that does not parse fails the running exec. A frame nobody
 //! asked for (another exec's, a second `ready`, a snapshot chunk between saves) is dropped
 //! and counted; the count goes with the next result. Log lines go through the session's
@@ -130,6 +130,11 @@ impl FrameSink {
             }
             Ok(Inbound::Restored(frame)) => {
                 if !shared.keeping.restored(frame) {
+                    shared.drop_frame();
+                }
+            }
+            Ok(Inbound::Preloaded(frame)) => {
+                if !shared.preload.answered(&frame) {
                     shared.drop_frame();
                 }
             }

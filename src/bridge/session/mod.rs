@@ -2,7 +2,8 @@
 //!
 //! A session owns the container id and its tasks: a writer (`writer.rs`, the only one
 //! writing to the sandbox), the read loops (`reader.rs`: attach stream and socket channel;
-//! `inbound.rs` handles each frame, `calls.rs` the sandbox's requests) and a waiter
+//! `inbound.rs` handles each frame, `calls.rs` the sandbox's requests, `preload.rs` the answer
+//! to the imports asked for ahead) and a waiter
 //! (`waiter.rs`, learns the exit code). `boot.rs` starts them and waits for `ready`; `state.rs`
 //! is the one place their shared state lives; `limits.rs` holds the bounds. The tasks run in a
 //! `session{container=…}` span. The sandbox actor owns the session; nothing else holds it.
@@ -17,6 +18,7 @@ mod inbound;
 pub mod json_cost;
 mod keeping;
 mod limits;
+mod preload;
 mod reader;
 mod state;
 mod waiter;
@@ -308,6 +310,17 @@ impl Session {
             _budget: permit.ok(),
         })
         .await
+    }
+
+    /// Asks the entrypoint to import `modules` ahead, before the next exec, into `sys.modules`
+    /// only (`MCP_BRIDGE_PRELOAD`); an exec sent meanwhile waits for the imports. The answer is
+    /// logged as it comes (`preload.rs`).
+    ///
+    /// # Errors
+    /// [`BridgeError::Died`] when the sandbox is gone.
+    pub async fn preload(&self, modules: &[String]) -> Result<(), BridgeError> {
+        self.shared.preload.ask(modules);
+        self.send(Outbound::Preload { modules }.to_line()).await
     }
 
     /// Asks the entrypoint to interrupt exec `id`.

@@ -12,6 +12,7 @@ use super::cell_progress::CellProgress;
 use super::engine_loss::EngineLink;
 use super::keeping::Keeping;
 use super::limits::{STDERR_LINE_MAX, STDERR_TAIL_LINES};
+use super::preload::Preloading;
 use crate::bridge::error::{explain_exit, BridgeError};
 use crate::bridge::log_limit::LogLimit;
 use crate::bridge::protocol::ResultFrame;
@@ -62,6 +63,8 @@ pub(super) struct Shared {
     pub(super) files: Mutex<Option<CellFiles>>,
     /// A snapshot save or restore in progress.
     pub(super) keeping: Keeping,
+    /// The modules asked to be imported ahead, until the answer comes.
+    pub(super) preload: Preloading,
     /// The log lines this sandbox's frames and output cause, rate-limited.
     pub(super) log: LogLimit,
     /// Frames dropped (stray, unasked for, over a limit) since the last result took the count.
@@ -90,6 +93,7 @@ impl Shared {
             outbox,
             files: Mutex::new(None),
             keeping: Keeping::default(),
+            preload: Preloading::default(),
             log: LogLimit::new(),
             dropped: AtomicU64::new(0),
             last_exec: AtomicU64::new(0),
