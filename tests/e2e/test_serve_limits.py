@@ -1,6 +1,7 @@
 """`serve --http`'s limits, each hit with a clear refusal: the request body (HTTP 413), requests
 in flight per token (HTTP 429), sandboxes per token and in total (a JSON-RPC error naming the
-setting); and the warm pool: a new client's first call runs in a sandbox started before it came."""
+setting); and the warm pool: a new client's first call runs in a sandbox started before it came,
+with MCP_BRIDGE_PRELOAD's modules imported."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def _hostname(container: str) -> str:
 
 
 def test_the_warm_pool_serves_a_new_clients_first_call(e2e_tmp: Path) -> None:
-    b = ServeBridge(e2e_tmp, {"alice": ALICE}, env={"MCP_BRIDGE_WARM_POOL": "1"}, name="pool").start()
+    pool_env = {"MCP_BRIDGE_WARM_POOL": "1", "MCP_BRIDGE_PRELOAD": "colorsys"}
+    b = ServeBridge(e2e_tmp, {"alice": ALICE}, env=pool_env, name="pool").start()
     try:
         # Before any client: one sandbox started, waiting.
         waiting = poll(lambda: b.containers(running_only=True) or None, 60)
@@ -102,10 +104,13 @@ def test_the_warm_pool_serves_a_new_clients_first_call(e2e_tmp: Path) -> None:
 
         async def body() -> tuple[str, str]:
             async with connect(b.url, ALICE, STATELESS) as a:
-                r = await run(a, "import socket; print(socket.gethostname())")
+                # A pool sandbox imported MCP_BRIDGE_PRELOAD's modules while it waited.
+                r = await run(a, "import socket, sys; print('colorsys' in sys.modules, socket.gethostname())")
                 return last_line(r.text), r.sandbox or ""
 
-        host, handle = go(body())
+        line, handle = go(body())
+        preloaded, host = line.split()
+        assert preloaded == "True", line
         assert host == ready, "the first call did not run in the pooled sandbox"
         assert handle.startswith("sbx_")
         # The pool is refilled: a second sandbox starts for the next client.
