@@ -140,8 +140,7 @@ impl Front {
                     .headers()
                     .get(header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "))
-                    .map(str::trim);
+                    .and_then(bearer);
                 match presented.and_then(|p| tokens.check(p)) {
                     Some(name) => name,
                     None => return self.unauthorized(presented.is_some()),
@@ -255,6 +254,15 @@ impl Front {
     }
 }
 
+/// The token of an `Authorization: Bearer TOKEN` value (the scheme in any case, RFC 9110).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
 /// A plain-text reply.
 pub fn plain(status: StatusCode, text: &str) -> Reply {
     let mut reply = Response::new(Full::new(Bytes::from(format!("{text}\n"))).boxed());
@@ -306,5 +314,19 @@ impl Body for Held {
 
     fn size_hint(&self) -> http_body::SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearerabc"), None);
     }
 }
