@@ -4,15 +4,15 @@ use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::audit::AuditLog;
 use mcp_code_bridge::bridge::{Progress, RunRequest};
 use mcp_code_bridge::cli::exec as exec_cli;
-use mcp_code_bridge::cli::image::{self as image_cli, BuildArgs};
+use mcp_code_bridge::cli::image::ImageAction;
 use mcp_code_bridge::cli::safe_line::safe_line;
-use mcp_code_bridge::config::{Client, RuntimeChoice, Settings};
-use mcp_code_bridge::image::Route;
+use mcp_code_bridge::cli::setup::ClientArg;
+use mcp_code_bridge::config::{Client, Settings};
 use mcp_code_bridge::{server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
@@ -144,35 +144,6 @@ enum Command {
 }
 
 #[derive(Subcommand)]
-enum ImageAction {
-    /// Build (or rebuild) the image on the engine, progress on stderr. Default recipe: the
-    /// registry's Python image, else offline from Debian packages (as root, on this host:
-    /// running this command is the go-ahead a bridge needs MCP_BRIDGE_IMAGE_HOST_BUILD=1 for).
-    Build {
-        /// Only the registry recipe (container/Containerfile on MCP_BRIDGE_IMAGE_BASE).
-        #[arg(long, group = "recipe")]
-        registry: bool,
-        /// Only the offline Debian recipe (root, debootstrap, a Debian mirror).
-        #[arg(long, group = "recipe")]
-        debian: bool,
-        /// Make the image from this root filesystem tarball (uncompressed tar).
-        #[arg(long, group = "recipe", value_name = "FILE")]
-        rootfs: Option<std::path::PathBuf>,
-        /// Only make the Debian root filesystem and save it here (as root; no engine needed).
-        #[arg(long, value_name = "FILE", conflicts_with_all = ["registry", "rootfs"])]
-        save_rootfs: Option<std::path::PathBuf>,
-        /// Re-run debootstrap even when a cached root filesystem exists.
-        #[arg(long)]
-        refresh: bool,
-    },
-    /// Show the image: present, recipe version against this binary's, source, size, created.
-    /// Exit 1 when it is missing or stale.
-    Status,
-    /// Remove the image from the engine.
-    Remove,
-}
-
-#[derive(Subcommand)]
 enum KubeAction {
     /// Print a sandbox Pod and its deny-all NetworkPolicy (YAML, two documents) from the
     /// settings: MCP_BRIDGE_IMAGE, MCP_BRIDGE_MEMORY, MCP_BRIDGE_CPUS, MCP_BRIDGE_CONTAINER_USER
@@ -194,33 +165,6 @@ enum KubeAction {
     /// against the settings, as `doctor` does; what a pod spec cannot express is WARN. Exit 0
     /// when nothing FAILs, 1 otherwise.
     Verdict,
-}
-
-/// An MCP client `setup` knows.
-#[derive(Clone, Copy, ValueEnum)]
-enum ClientArg {
-    /// Claude Code (~/.claude.json, user scope).
-    ClaudeCode,
-    /// Cursor (~/.cursor/mcp.json).
-    Cursor,
-    /// VS Code (the user profile's mcp.json).
-    Vscode,
-    /// Claude Desktop (claude_desktop_config.json).
-    ClaudeDesktop,
-    /// Windsurf (~/.codeium/windsurf/mcp_config.json).
-    Windsurf,
-}
-
-impl From<ClientArg> for Client {
-    fn from(c: ClientArg) -> Client {
-        match c {
-            ClientArg::ClaudeCode => Client::ClaudeCode,
-            ClientArg::Cursor => Client::Cursor,
-            ClientArg::Vscode => Client::VsCode,
-            ClientArg::ClaudeDesktop => Client::ClaudeDesktop,
-            ClientArg::Windsurf => Client::Windsurf,
-        }
-    }
 }
 
 fn main() -> ExitCode {
@@ -358,9 +302,9 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
                 &args,
             ))
         }
-        Command::Image { engine, action } => {
-            Ok(ExitCode::from(image(settings, engine, action).await))
-        }
+        Command::Image { engine, action } => Ok(ExitCode::from(
+            mcp_code_bridge::cli::image::run_action(settings, engine, action).await,
+        )),
         Command::Kube { action } => Ok(kube(&settings, action)),
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::cli::doctor::doctor(settings).await;
@@ -418,39 +362,6 @@ fn kube(settings: &Settings, action: KubeAction) -> ExitCode {
     // A closed stdout (`kube manifest | head`) ends quietly, never with a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
     code
-}
-
-async fn image(settings: Arc<Settings>, engine: Option<String>, action: ImageAction) -> u8 {
-    let mut settings = settings.as_ref().clone();
-    match engine.as_deref() {
-        Some("podman") => settings.runtime = RuntimeChoice::Podman,
-        Some("docker") => settings.runtime = RuntimeChoice::Docker,
-        _ => {}
-    }
-    match action {
-        ImageAction::Build {
-            registry,
-            debian,
-            rootfs,
-            save_rootfs,
-            refresh,
-        } => {
-            let route = match (registry, debian, rootfs) {
-                (true, _, _) => Some(Route::Registry),
-                (_, true, _) => Some(Route::Debian),
-                (_, _, Some(path)) => Some(Route::Rootfs(path)),
-                _ => None,
-            };
-            let args = BuildArgs {
-                route,
-                save_rootfs,
-                refresh,
-            };
-            image_cli::build(&settings, args).await
-        }
-        ImageAction::Status => image_cli::status(&settings).await,
-        ImageAction::Remove => image_cli::remove(&settings).await,
-    }
 }
 
 async fn run(settings: Arc<Settings>, audit: Option<AuditLog>) -> anyhow::Result<ExitCode> {

@@ -326,3 +326,71 @@ mod tests {
         assert_eq!(names.len(), 2, "no temporary file is left: {names:?}");
     }
 }
+
+/// What `mcp-code-bridge image` does.
+#[derive(clap::Subcommand)]
+pub enum ImageAction {
+    /// Build (or rebuild) the image on the engine, progress on stderr. Default recipe: the
+    /// registry's Python image, else offline from Debian packages (as root, on this host:
+    /// running this command is the go-ahead a bridge needs MCP_BRIDGE_IMAGE_HOST_BUILD=1 for).
+    Build {
+        /// Only the registry recipe (container/Containerfile on MCP_BRIDGE_IMAGE_BASE).
+        #[arg(long, group = "recipe")]
+        registry: bool,
+        /// Only the offline Debian recipe (root, debootstrap, a Debian mirror).
+        #[arg(long, group = "recipe")]
+        debian: bool,
+        /// Make the image from this root filesystem tarball (uncompressed tar).
+        #[arg(long, group = "recipe", value_name = "FILE")]
+        rootfs: Option<std::path::PathBuf>,
+        /// Only make the Debian root filesystem and save it here (as root; no engine needed).
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["registry", "rootfs"])]
+        save_rootfs: Option<std::path::PathBuf>,
+        /// Re-run debootstrap even when a cached root filesystem exists.
+        #[arg(long)]
+        refresh: bool,
+    },
+    /// Show the image: present, recipe version against this binary's, source, size, created.
+    /// Exit 1 when it is missing or stale.
+    Status,
+    /// Remove the image from the engine.
+    Remove,
+}
+
+/// Runs `image ACTION` on `engine` (`podman`, `docker`, or the settings' choice); the exit code.
+pub async fn run_action(
+    settings: std::sync::Arc<Settings>,
+    engine: Option<String>,
+    action: ImageAction,
+) -> u8 {
+    let mut settings = settings.as_ref().clone();
+    match engine.as_deref() {
+        Some("podman") => settings.runtime = crate::config::RuntimeChoice::Podman,
+        Some("docker") => settings.runtime = crate::config::RuntimeChoice::Docker,
+        _ => {}
+    }
+    match action {
+        ImageAction::Build {
+            registry,
+            debian,
+            rootfs,
+            save_rootfs,
+            refresh,
+        } => {
+            let route = match (registry, debian, rootfs) {
+                (true, _, _) => Some(crate::image::Route::Registry),
+                (_, true, _) => Some(crate::image::Route::Debian),
+                (_, _, Some(path)) => Some(crate::image::Route::Rootfs(path)),
+                _ => None,
+            };
+            let args = BuildArgs {
+                route,
+                save_rootfs,
+                refresh,
+            };
+            build(&settings, args).await
+        }
+        ImageAction::Status => status(&settings).await,
+        ImageAction::Remove => remove(&settings).await,
+    }
+}

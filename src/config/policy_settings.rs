@@ -7,8 +7,77 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::error::ConfigError;
-use super::rows;
-use super::table::Lookup;
+use super::table::{Flag, Lookup, Number, Text, Unit};
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const TIB: u64 = 1 << 40;
+/// A day in seconds.
+const DAY: u64 = 86_400;
+
+/// `MCP_BRIDGE_AUDIT_LOG`.
+pub const AUDIT_LOG: Text = Text {
+    name: "MCP_BRIDGE_AUDIT_LOG",
+    default: "unset",
+    allowed: "an absolute path",
+    doc: "append one JSON line per run and per tool call to this file, made `0600` (\"Policy\"; bridge addition)",
+};
+/// `MCP_BRIDGE_AUDIT_VALUES`.
+pub const AUDIT_VALUES: Flag = Flag {
+    name: "MCP_BRIDGE_AUDIT_VALUES",
+    default: false,
+    doc: "`1`: the audit log also records argument values (secret-looking keys still redacted); by default only their SHA-256",
+};
+/// `MCP_BRIDGE_AUDIT_MAX_BYTES`.
+pub const AUDIT_MAX_BYTES: Number = Number::new(
+    "MCP_BRIDGE_AUDIT_MAX_BYTES",
+    Unit::Bytes,
+    10 * MIB,
+    (4 * KIB, TIB),
+    "the audit log is rotated (`PATH.1`, `PATH.2`, `PATH.3`) when it grows past this size",
+);
+/// `MCP_BRIDGE_APPROVAL`.
+pub const APPROVAL: Text = Text {
+    name: "MCP_BRIDGE_APPROVAL",
+    default: "ask",
+    allowed: "`ask`, `allow` or `deny`",
+    doc: "calls that need approval (destructive tools, `requireApproval`): ask the user through the client and refuse when it cannot ask; `allow`: approved in advance; `deny`: always refused",
+};
+/// `MCP_BRIDGE_APPROVAL_TIMEOUT`.
+pub const APPROVAL_TIMEOUT: Number = Number::new(
+    "MCP_BRIDGE_APPROVAL_TIMEOUT",
+    Unit::Seconds,
+    300,
+    (1, DAY),
+    "seconds a question waits for the user (never past the run's deadline); then the call is refused",
+);
+/// `MCP_BRIDGE_CALLS_PER_MINUTE`.
+pub const CALLS_PER_MINUTE: Number = Number::new(
+    "MCP_BRIDGE_CALLS_PER_MINUTE",
+    Unit::Count,
+    0,
+    (0, 1_000_000),
+    "tool calls per minute to one server, over all runs; `0` = no limit; a server entry's `callsPerMinute` overrides it",
+)
+.or_off();
+/// `MCP_BRIDGE_RUN_MAX_CALLS`.
+pub const RUN_MAX_CALLS: Number = Number::new(
+    "MCP_BRIDGE_RUN_MAX_CALLS",
+    Unit::Count,
+    0,
+    (0, 1_000_000_000),
+    "tool calls one run may make; `0` = no limit; a server entry's `maxCallsPerRun` caps that server's share",
+)
+.or_off();
+/// `MCP_BRIDGE_RUN_MAX_RESULT_BYTES`.
+pub const RUN_MAX_RESULT_BYTES: Number = Number::new(
+    "MCP_BRIDGE_RUN_MAX_RESULT_BYTES",
+    Unit::Bytes,
+    0,
+    (0, TIB),
+    "bytes of tool results one run may receive; once reached, further calls are refused; `0` = no limit; a server entry's `maxResultBytesPerRun` caps that server's share",
+)
+.or_off();
 
 /// What happens to a call that needs the user's approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +126,7 @@ impl PolicySettings {
     /// [`ConfigError::BadEnv`] naming the first variable with an unusable value.
     pub fn from_lookup(var: &Lookup) -> Result<Self, ConfigError> {
         Ok(PolicySettings {
-            audit_log: rows::AUDIT_LOG.parse(var, None, |v| {
+            audit_log: AUDIT_LOG.parse(var, None, |v| {
                 let p = PathBuf::from(v.trim());
                 if p.is_absolute() {
                     Ok(Some(p))
@@ -65,14 +134,14 @@ impl PolicySettings {
                     Err("expected an absolute path".into())
                 }
             })?,
-            audit_values: rows::AUDIT_VALUES.get(var)?,
-            audit_max_bytes: rows::AUDIT_MAX_BYTES.get(var)?,
-            approval: rows::APPROVAL.parse(var, ApprovalMode::Ask, parse_approval)?,
-            approval_timeout: rows::APPROVAL_TIMEOUT.duration(var)?,
+            audit_values: AUDIT_VALUES.get(var)?,
+            audit_max_bytes: AUDIT_MAX_BYTES.get(var)?,
+            approval: APPROVAL.parse(var, ApprovalMode::Ask, parse_approval)?,
+            approval_timeout: APPROVAL_TIMEOUT.duration(var)?,
             limits: Limits {
-                calls_per_minute: rows::CALLS_PER_MINUTE.get(var)?,
-                run_max_calls: rows::RUN_MAX_CALLS.get(var)?,
-                run_max_result_bytes: rows::RUN_MAX_RESULT_BYTES.get(var)?,
+                calls_per_minute: CALLS_PER_MINUTE.get(var)?,
+                run_max_calls: RUN_MAX_CALLS.get(var)?,
+                run_max_result_bytes: RUN_MAX_RESULT_BYTES.get(var)?,
             },
         })
     }

@@ -3,6 +3,7 @@
 //! its row, GUIDE.md's "Environment variables" table is held equal to [`ROWS`] by a test
 //! (`guide_table.rs`), and `doctor` lists the rows a user changed.
 
+use super::policy_settings as policy;
 use super::serve_settings as serve;
 use super::table::{Flag, Number, Row, Text, Unit};
 
@@ -259,69 +260,6 @@ pub const MOUNTS: Text = Text {
     allowed: "`HOST_DIR:SANDBOX_DIR[,...]`, at most 32",
     doc: "host folders mounted read-only into the sandbox (\"Data in and out\"); `~/` is expanded",
 };
-/// `MCP_BRIDGE_AUDIT_LOG`.
-pub const AUDIT_LOG: Text = Text {
-    name: "MCP_BRIDGE_AUDIT_LOG",
-    default: "unset",
-    allowed: "an absolute path",
-    doc: "append one JSON line per run and per tool call to this file, made `0600` (\"Policy\"; bridge addition)",
-};
-/// `MCP_BRIDGE_AUDIT_VALUES`.
-pub const AUDIT_VALUES: Flag = Flag {
-    name: "MCP_BRIDGE_AUDIT_VALUES",
-    default: false,
-    doc: "`1`: the audit log also records argument values (secret-looking keys still redacted); by default only their SHA-256",
-};
-/// `MCP_BRIDGE_AUDIT_MAX_BYTES`.
-pub const AUDIT_MAX_BYTES: Number = Number::new(
-    "MCP_BRIDGE_AUDIT_MAX_BYTES",
-    Unit::Bytes,
-    10 * MIB,
-    (4 * KIB, TIB),
-    "the audit log is rotated (`PATH.1`, `PATH.2`, `PATH.3`) when it grows past this size",
-);
-/// `MCP_BRIDGE_APPROVAL`.
-pub const APPROVAL: Text = Text {
-    name: "MCP_BRIDGE_APPROVAL",
-    default: "ask",
-    allowed: "`ask`, `allow` or `deny`",
-    doc: "calls that need approval (destructive tools, `requireApproval`): ask the user through the client and refuse when it cannot ask; `allow`: approved in advance; `deny`: always refused",
-};
-/// `MCP_BRIDGE_APPROVAL_TIMEOUT`.
-pub const APPROVAL_TIMEOUT: Number = Number::new(
-    "MCP_BRIDGE_APPROVAL_TIMEOUT",
-    Unit::Seconds,
-    300,
-    (1, DAY),
-    "seconds a question waits for the user (never past the run's deadline); then the call is refused",
-);
-/// `MCP_BRIDGE_CALLS_PER_MINUTE`.
-pub const CALLS_PER_MINUTE: Number = Number::new(
-    "MCP_BRIDGE_CALLS_PER_MINUTE",
-    Unit::Count,
-    0,
-    (0, 1_000_000),
-    "tool calls per minute to one server, over all runs; `0` = no limit; a server entry's `callsPerMinute` overrides it",
-)
-.or_off();
-/// `MCP_BRIDGE_RUN_MAX_CALLS`.
-pub const RUN_MAX_CALLS: Number = Number::new(
-    "MCP_BRIDGE_RUN_MAX_CALLS",
-    Unit::Count,
-    0,
-    (0, 1_000_000_000),
-    "tool calls one run may make; `0` = no limit; a server entry's `maxCallsPerRun` caps that server's share",
-)
-.or_off();
-/// `MCP_BRIDGE_RUN_MAX_RESULT_BYTES`.
-pub const RUN_MAX_RESULT_BYTES: Number = Number::new(
-    "MCP_BRIDGE_RUN_MAX_RESULT_BYTES",
-    Unit::Bytes,
-    0,
-    (0, TIB),
-    "bytes of tool results one run may receive; once reached, further calls are refused; `0` = no limit; a server entry's `maxResultBytesPerRun` caps that server's share",
-)
-.or_off();
 /// `MCP_BRIDGE_MAX_SERVER_MESSAGE`.
 pub const MAX_SERVER_MESSAGE: Number = Number::new(
     "MCP_BRIDGE_MAX_SERVER_MESSAGE",
@@ -461,14 +399,14 @@ pub const ROWS: &[Row] = &[
     Row::Number(&serve::DRAIN_TIMEOUT),
     Row::Flag(&STRUCTURED_CONTENT),
     Row::Text(&MOUNTS),
-    Row::Text(&AUDIT_LOG),
-    Row::Flag(&AUDIT_VALUES),
-    Row::Number(&AUDIT_MAX_BYTES),
-    Row::Text(&APPROVAL),
-    Row::Number(&APPROVAL_TIMEOUT),
-    Row::Number(&CALLS_PER_MINUTE),
-    Row::Number(&RUN_MAX_CALLS),
-    Row::Number(&RUN_MAX_RESULT_BYTES),
+    Row::Text(&policy::AUDIT_LOG),
+    Row::Flag(&policy::AUDIT_VALUES),
+    Row::Number(&policy::AUDIT_MAX_BYTES),
+    Row::Text(&policy::APPROVAL),
+    Row::Number(&policy::APPROVAL_TIMEOUT),
+    Row::Number(&policy::CALLS_PER_MINUTE),
+    Row::Number(&policy::RUN_MAX_CALLS),
+    Row::Number(&policy::RUN_MAX_RESULT_BYTES),
     Row::Number(&MAX_SERVER_MESSAGE),
     Row::Number(&OUTBOX_MAX_FILE),
     Row::Number(&OUTBOX_MAX_CELL),

@@ -206,3 +206,30 @@ fn finish(problems: &[SetupError]) -> ExitCode {
         ExitCode::from(EXIT_PROBLEMS)
     }
 }
+
+/// An MCP client `setup` knows.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ClientArg {
+    /// Claude Code (~/.claude.json, user scope).
+    ClaudeCode,
+    /// Cursor (~/.cursor/mcp.json).
+    Cursor,
+    /// VS Code (the user profile's mcp.json).
+    Vscode,
+    /// Claude Desktop (claude_desktop_config.json).
+    ClaudeDesktop,
+    /// Windsurf (~/.codeium/windsurf/mcp_config.json).
+    Windsurf,
+}
+
+impl From<ClientArg> for crate::config::Client {
+    fn from(c: ClientArg) -> crate::config::Client {
+        match c {
+            ClientArg::ClaudeCode => crate::config::Client::ClaudeCode,
+            ClientArg::Cursor => crate::config::Client::Cursor,
+            ClientArg::Vscode => crate::config::Client::VsCode,
+            ClientArg::ClaudeDesktop => crate::config::Client::ClaudeDesktop,
+            ClientArg::Windsurf => crate::config::Client::Windsurf,
+        }
+    }
+}
