@@ -9,11 +9,7 @@ use std::time::Duration;
 use super::error::ConfigError;
 use super::table::{Flag, Lookup, Number, Text, Unit};
 
-const KIB: u64 = 1 << 10;
-const MIB: u64 = 1 << 20;
-const TIB: u64 = 1 << 40;
-/// A day in seconds.
-const DAY: u64 = 86_400;
+use super::rows::{DAY, KIB, MIB, TIB};
 
 /// `MCP_BRIDGE_AUDIT_LOG`.
 pub const AUDIT_LOG: Text = Text {

@@ -19,12 +19,16 @@ pub const DEFAULT_IMAGE_BASE: &str = "docker.io/library/python:3.12-slim";
 /// request (the TypeScript SDK's default), so the run's answer arrives before the client gives up.
 pub const DEFAULT_IMAGE_BUILD_WAIT: u64 = 50;
 
-const KIB: u64 = 1 << 10;
-const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
-const TIB: u64 = 1 << 40;
+/// A kibibyte, for the rows' bounds (here and in the settings files that keep their own rows).
+pub(super) const KIB: u64 = 1 << 10;
+/// A mebibyte.
+pub(super) const MIB: u64 = 1 << 20;
+/// A gibibyte.
+pub(super) const GIB: u64 = 1 << 30;
+/// A tebibyte.
+pub(super) const TIB: u64 = 1 << 40;
 /// A day in seconds: the longest wait any timeout setting accepts.
-const DAY: u64 = 86_400;
+pub(super) const DAY: u64 = 86_400;
 
 /// `MCP_BRIDGE_RUNTIME`.
 pub const RUNTIME: Text = Text {

@@ -8,8 +8,7 @@ use std::time::Duration;
 use super::error::ConfigError;
 use super::table::{Lookup, Number, Text, Unit};
 
-const MIB: u64 = 1 << 20;
-const DAY: u64 = 86_400;
+use super::rows::{DAY, MIB};
 
 /// Modules `MCP_BRIDGE_PRELOAD` may name at most.
 pub const MAX_PRELOAD: usize = 32;
