@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::error::ConfigError;
 use super::table::{Flag, Lookup, Number, Text, Unit};
 
-use super::rows::{DAY, KIB, MIB, TIB};
+use super::table::{DAY, KIB, MIB, TIB};
 
 /// `MCP_BRIDGE_AUDIT_LOG`.
 pub const AUDIT_LOG: Text = Text {

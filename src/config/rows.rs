@@ -5,7 +5,7 @@
 
 use super::policy_settings as policy;
 use super::serve_settings as serve;
-use super::table::{Flag, Number, Row, Text, Unit};
+use super::table::{Flag, Number, Row, Text, Unit, DAY, GIB, KIB, MIB, TIB};
 
 /// The sandbox image the bridge uses unless `MCP_BRIDGE_IMAGE` says otherwise.
 pub const DEFAULT_IMAGE: &str = "mcp-code-bridge-sandbox:latest";
@@ -18,17 +18,6 @@ pub const DEFAULT_IMAGE_BASE: &str = "docker.io/library/python:3.12-slim";
 /// `MCP_BRIDGE_IMAGE_BUILD_WAIT` says otherwise: under the 60 s a client commonly allows a
 /// request (the TypeScript SDK's default), so the run's answer arrives before the client gives up.
 pub const DEFAULT_IMAGE_BUILD_WAIT: u64 = 50;
-
-/// A kibibyte, for the rows' bounds (here and in the settings files that keep their own rows).
-pub(super) const KIB: u64 = 1 << 10;
-/// A mebibyte.
-pub(super) const MIB: u64 = 1 << 20;
-/// A gibibyte.
-pub(super) const GIB: u64 = 1 << 30;
-/// A tebibyte.
-pub(super) const TIB: u64 = 1 << 40;
-/// A day in seconds: the longest wait any timeout setting accepts.
-pub(super) const DAY: u64 = 86_400;
 
 /// `MCP_BRIDGE_RUNTIME`.
 pub const RUNTIME: Text = Text {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::error::ConfigError;
 use super::table::{Lookup, Number, Text, Unit};
 
-use super::rows::{DAY, MIB};
+use super::table::{DAY, MIB};
 
 /// Modules `MCP_BRIDGE_PRELOAD` may name at most.
 pub const MAX_PRELOAD: usize = 32;

@@ -8,6 +8,17 @@ use std::time::Duration;
 use super::error::ConfigError;
 use super::values::{parse_flag, parse_millis, parse_size};
 
+/// A kibibyte, for the rows' bounds (of `rows.rs` and of the settings files that keep their own rows).
+pub(super) const KIB: u64 = 1 << 10;
+/// A mebibyte.
+pub(super) const MIB: u64 = 1 << 20;
+/// A gibibyte.
+pub(super) const GIB: u64 = 1 << 30;
+/// A tebibyte.
+pub(super) const TIB: u64 = 1 << 40;
+/// A day in seconds: the longest wait any timeout setting accepts.
+pub(super) const DAY: u64 = 86_400;
+
 /// An environment lookup that returns only non-blank values.
 pub type Lookup<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
