@@ -36,17 +36,20 @@
 
 pub mod app;
 pub mod audit;
-pub mod bridge;
+pub mod calls;
 pub mod cli;
 pub mod config;
 pub mod container;
 pub mod format;
+pub mod ids;
 pub mod image;
 pub mod lines;
+pub mod log_limit;
 pub mod outbox;
 pub mod policy;
 pub mod private_dir;
 pub mod report;
+pub mod sandbox;
 pub mod serve;
 pub mod server;
 pub mod shown;

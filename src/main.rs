@@ -7,12 +7,12 @@ use std::sync::Arc;
 use clap::{Parser, Subcommand};
 use mcp_code_bridge::app::App;
 use mcp_code_bridge::audit::AuditLog;
-use mcp_code_bridge::bridge::{Progress, RunRequest};
 use mcp_code_bridge::cli::exec as exec_cli;
 use mcp_code_bridge::cli::image::ImageAction;
 use mcp_code_bridge::cli::safe_line::safe_line;
 use mcp_code_bridge::cli::setup::ClientArg;
 use mcp_code_bridge::config::{Client, Settings};
+use mcp_code_bridge::sandbox::{Progress, RunRequest};
 use mcp_code_bridge::{server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
@@ -407,7 +407,7 @@ async fn exec(
     let app = App::with_engine_audited(Arc::new(patient), audit);
     let capped = settings.timeout_capped_note(timeout);
     // `exec` has nobody to ask: calls that need approval fail closed.
-    let scope = std::sync::Arc::new(mcp_code_bridge::bridge::RunScope::new(&code, None, None));
+    let scope = std::sync::Arc::new(mcp_code_bridge::calls::RunScope::new(&code, None, None));
     let req = RunRequest {
         code,
         servers,

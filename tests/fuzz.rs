@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_code_bridge::bridge::json_cost;
-use mcp_code_bridge::bridge::{parse_inbound, CallContext, Dispatcher};
+use mcp_code_bridge::calls::{CallContext, Dispatcher};
 use mcp_code_bridge::config::Servers;
 use mcp_code_bridge::lines::{FrameEvent, LineAssembler};
+use mcp_code_bridge::sandbox::json_cost;
+use mcp_code_bridge::sandbox::parse_inbound;
 use mcp_code_bridge::upstream::{UpstreamHostCalls, UpstreamPool};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -206,7 +207,7 @@ proptest! {
         let ctx = CallContext {
             servers: Arc::from(vec!["ghost".to_string()]),
             deadline: tokio::time::Instant::now() + Duration::from_secs(5),
-            run: mcp_code_bridge::bridge::RunScope::plain("fuzz"),
+            run: mcp_code_bridge::calls::RunScope::plain("fuzz"),
         };
         let outcome = rt.block_on(async {
             tokio::time::timeout(Duration::from_secs(5), d.handle(&ctx, &method, params)).await

@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use mcp_code_bridge::app::App;
-use mcp_code_bridge::bridge::{
-    BackendCall, CallContext, CallError, Connector, HostCalls, LoadError, LoadedTools,
+use mcp_code_bridge::calls::{
+    BackendCall, CallContext, CallError, HostCalls, LoadError, LoadedTools,
 };
 use mcp_code_bridge::container::process::ProcessRuntime;
 use mcp_code_bridge::container::{Connection, ContainerRuntime};
+use mcp_code_bridge::sandbox::Connector;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -37,7 +38,7 @@ impl HostCalls for Hanging {
     async fn load(
         &self,
         _servers: &[String],
-        _narrowing: Option<&mcp_code_bridge::bridge::Narrowing>,
+        _scope: &mcp_code_bridge::calls::RunScope,
         _deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
         Ok(LoadedTools::new())

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use mcp_code_bridge::bridge::json_cost::scan;
+use mcp_code_bridge::sandbox::json_cost::scan;
 use serde_json::Value;
 
 struct Counting;
@@ -227,7 +227,7 @@ fn scan_time_next_to_parse_time() {
     let scan_ns = t.elapsed().as_nanos() as f64 / f64::from(n);
     let t = std::time::Instant::now();
     for _ in 0..n {
-        let _ = std::hint::black_box(mcp_code_bridge::bridge::parse_inbound(line.as_bytes()));
+        let _ = std::hint::black_box(mcp_code_bridge::sandbox::parse_inbound(line.as_bytes()));
     }
     let parse_ns = t.elapsed().as_nanos() as f64 / f64::from(n);
     println!(

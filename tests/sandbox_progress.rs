@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use mcp_code_bridge::bridge::Progress;
 use mcp_code_bridge::report::RunStatus;
+use mcp_code_bridge::sandbox::Progress;
 
 use crate::support::{process_app, req};
 

@@ -324,18 +324,19 @@ async fn garbage_on_a_servers_stdout_is_skipped_and_calls_still_work(lane: bool)
 }
 
 async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
-    use mcp_code_bridge::bridge::{BackendCall, CallContext, HostCalls, ToolCall};
+    use mcp_code_bridge::calls::{BackendCall, CallContext, HostCalls, ToolCall};
     use mcp_code_bridge::upstream::UpstreamHostCalls;
 
     let d = tempfile::tempdir().expect("tempdir");
     let p = Arc::new(pool_on(lane, vec![stub("my-stub", &[], &[])], d.path()));
     let host = UpstreamHostCalls::new(p.clone());
     let servers = vec!["my-stub".to_string()];
-    host.load(&servers, None, soon(20)).await.expect("load");
+    let scope = mcp_code_bridge::calls::RunScope::plain("test");
+    host.load(&servers, &scope, soon(20)).await.expect("load");
     let ctx = CallContext {
         servers: Arc::from(servers),
         deadline: soon(10),
-        run: mcp_code_bridge::bridge::RunScope::plain("test"),
+        run: mcp_code_bridge::calls::RunScope::plain("test"),
     };
     let call = |tool: &str, args: serde_json::Value| {
         host.call(

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_code_bridge::bridge::{BackendCall, CallContext, Caller, HostCalls, RunScope, ToolCall};
+use mcp_code_bridge::calls::{BackendCall, CallContext, Caller, HostCalls, RunScope, ToolCall};
 use mcp_code_bridge::config::Servers;
 use mcp_code_bridge::upstream::client::UpstreamTasks;
 use mcp_code_bridge::upstream::{UpstreamHostCalls, UpstreamPool};
@@ -89,7 +89,7 @@ async fn two_clients_get_two_processes_of_a_per_client_server_and_one_of_the_oth
     let names = ["own".to_string(), "shared".to_string()];
     let far = Instant::now() + Duration::from_secs(60);
     for run in [&a, &b, &none] {
-        let loaded = host.load_for_run(&names, run, far).await.expect("load");
+        let loaded = host.load(&names, run, far).await.expect("load");
         assert_eq!(loaded.len(), 2);
     }
     assert_eq!(pool.per_client_count(), 2, "one own process per client");
@@ -201,7 +201,7 @@ async fn past_the_cap_a_new_client_gets_a_limit_error_and_nothing_starts() {
         err.message
     );
     let far = Instant::now() + Duration::from_secs(60);
-    let load = host.load_for_run(&["own".to_string()], &b, far).await;
+    let load = host.load(&["own".to_string()], &b, far).await;
     assert!(load.is_err_and(|e| e.to_string().contains("runs one process per client")));
     // A shared server still serves b; a's own process is untouched.
     pid(&host, &b, "shared").await;

@@ -16,9 +16,9 @@ use std::time::Instant;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant as TokioInstant;
 
-use mcp_code_bridge::bridge::{
-    BackendCall, CallContext, CallError, Dispatcher, HostCalls, LoadError, LoadedTools, Narrowing,
-    RunScope, ToolFacts,
+use mcp_code_bridge::calls::{
+    BackendCall, CallContext, CallError, Dispatcher, HostCalls, LoadError, LoadedTools, RunScope,
+    ToolFacts,
 };
 use mcp_code_bridge::config::{Pattern, PolicySettings, ServerPolicy, ToolRules};
 use mcp_code_bridge::policy::Policy;
@@ -44,7 +44,7 @@ impl HostCalls for Instant0 {
     async fn load(
         &self,
         _: &[String],
-        _: Option<&Narrowing>,
+        _: &RunScope,
         _: TokioInstant,
     ) -> Result<LoadedTools, LoadError> {
         Ok(LoadedTools::new())

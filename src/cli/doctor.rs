@@ -8,13 +8,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::app::App;
-use crate::bridge::posture::{evaluate, Check, Expected};
-use crate::bridge::{Progress, RunRequest};
 use crate::cli::safe_line::safe_line;
 use crate::config::Settings;
 use crate::container::{connect, ImageInfo};
 use crate::image::status::{recipe_line, recipe_of, when_missing, Recipe};
 use crate::report::RunStatus;
+use crate::sandbox::posture::{evaluate, Check, Expected};
+use crate::sandbox::{Progress, RunRequest};
 
 /// Sandbox code that reports the posture plus active probes as one JSON line (also what a
 /// `kube manifest --self-check` pod runs).
@@ -177,7 +177,7 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
             arrived: tokio::time::Instant::now(),
             cancel: Default::default(),
             progress: Progress::none(),
-            scope: crate::bridge::RunScope::plain(PROBE),
+            scope: crate::calls::RunScope::plain(PROBE),
         })
         .await;
     app.shutdown().await;

@@ -9,10 +9,10 @@ mod yaml;
 
 use std::collections::BTreeMap;
 
-use crate::bridge::entrypoint;
 use crate::config::Settings;
 use crate::container::pod::{deny_all, pod, PodOptions};
 use crate::container::SandboxSpec;
+use crate::sandbox::entrypoint;
 
 pub use verdict::{verdict, MAX_INPUT};
 

@@ -101,6 +101,15 @@ impl Refusal {
             None => format!("refused: {self} in {file}"),
         }
     }
+
+    /// The one message for a call to a refused tool, said alike by the policy and by the
+    /// upstream layer: `tool 'T' of MCP server 'S' is refused by ... in FILE`.
+    pub fn message(&self, server: &str, tool: &str, file: &str) -> String {
+        format!(
+            "tool '{tool}' of MCP server '{server}' is {}",
+            self.explain(file)
+        )
+    }
 }
 
 impl fmt::Display for Refusal {

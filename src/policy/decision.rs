@@ -2,7 +2,7 @@
 //! that decided (for the sandbox's error and the audit line), and the error the sandbox gets
 //! when the call is refused.
 
-use crate::bridge::{CallError, ErrorKind};
+use crate::calls::{CallError, ErrorKind};
 
 /// The policy's verdict on one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,16 +5,16 @@
 //!
 //! The rate limit is a token bucket per server (one small state per configured server: the
 //! policy only asks about servers the config defines), and per client token too when the run
-//! has a [`Caller`](crate::bridge::Caller) (`serve --http`: one client's calls never use up
+//! has a [`Caller`](crate::calls::Caller) (`serve --http`: one client's calls never use up
 //! another's): `N` calls per minute allow a burst of `N`, refilled at `N` per minute. A run's
-//! counts live in its [`Tally`](crate::bridge::Tally).
+//! counts live in its [`Tally`](crate::calls::Tally).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use tokio::time::Instant;
 
-use crate::bridge::{CallContext, ErrorKind, Tally};
+use crate::calls::{CallContext, ErrorKind, Tally};
 use crate::config::{LimitOverrides, Limits as LimitSettings};
 
 use super::decision::{Decision, Verdict};
@@ -267,7 +267,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use crate::bridge::RunScope;
+    use crate::calls::RunScope;
 
     fn ctx() -> CallContext {
         CallContext {
@@ -345,7 +345,7 @@ mod tests {
     }
 
     fn ctx_of(token: &str, sandbox: &str) -> CallContext {
-        let caller = crate::bridge::Caller {
+        let caller = crate::calls::Caller {
             token: token.into(),
             sandbox: sandbox.into(),
         };

@@ -18,11 +18,12 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::audit::{AuditLog, CallRecord, RunRecord};
-use crate::bridge::{
-    sha256_hex, Admission, Answered, BackendCall, CallContext, CallHook, ErrorKind, HostCalls,
-    HostRequest, RunScope, Tally, ToolCall, ToolFacts,
+use crate::calls::{
+    Admission, Answered, BackendCall, CallContext, CallHook, ErrorKind, HostCalls, HostRequest,
+    RunScope, Tally, ToolCall, ToolFacts,
 };
 use crate::config::PolicySettings;
+use crate::ids::sha256_hex;
 use crate::report::RunReport;
 
 mod approval;
@@ -94,12 +95,7 @@ impl Policy {
         };
         if let Some(refusal) = policy.tools.refusal(&call.tool) {
             let rule = format!("{refusal} in {}", facts.file);
-            let message = format!(
-                "tool '{}' of MCP server '{}' is {}",
-                call.tool,
-                call.server,
-                refusal.explain(&facts.file)
-            );
+            let message = refusal.message(&call.server, &call.tool, &facts.file);
             return Decision::refused(Verdict::Denied, rule, ErrorKind::ToolDisabled, message);
         }
         if let Err(limited) = self
@@ -273,7 +269,7 @@ fn millis(d: Duration) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::{Caller, HostMethod, NoHostCalls};
+    use crate::calls::{Caller, HostMethod, NoHostCalls};
 
     #[tokio::test]
     async fn call_and_run_lines_carry_the_token_of_a_run_with_a_caller_only() {

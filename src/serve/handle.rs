@@ -2,7 +2,7 @@
 //! that its next call reaches the same sandbox. A handle is 128 random bits, so it cannot be
 //! guessed; the hub binds it to the token that minted it and refuses it for any other.
 
-use crate::bridge::fill_random;
+use crate::ids::fill_random;
 
 /// What every handle starts with.
 const PREFIX: &str = "sbx_";

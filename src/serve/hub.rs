@@ -22,8 +22,9 @@ use tokio::time::Instant;
 use super::handle;
 use super::pool::{Pooled, WarmPool};
 use crate::app::{MadeSandbox, SandboxMaker};
-use crate::bridge::{random_id, Caller};
+use crate::calls::Caller;
 use crate::config::ServeSettings;
+use crate::ids::random_id;
 use crate::outbox::Outbox;
 use crate::server::{Routed, SandboxRouter, Who};
 

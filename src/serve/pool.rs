@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use crate::app::{MadeSandbox, SandboxMaker};
-use crate::bridge::random_id;
+use crate::ids::random_id;
 
 /// An unassigned sandbox: its slot key and the sandbox.
 pub struct Pooled {

@@ -23,11 +23,12 @@ use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::router::{SandboxRouter, SessionTie, Who};
 use super::tool::{self, TOOL_NAME};
-use crate::bridge::{Asker, Caller, Progress, RunRequest, RunScope, Sandbox};
+use crate::calls::{Asker, Caller, RunScope};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
+use crate::sandbox::{Progress, RunRequest, Sandbox};
 
 /// The bridge's MCP server handler; cheap to clone.
 #[derive(Clone)]

@@ -11,7 +11,7 @@ use rmcp::RoleServer;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use crate::bridge::Progress;
+use crate::sandbox::Progress;
 
 /// Shortest time between two progress notifications of one request.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(250);

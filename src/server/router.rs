@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 
-use crate::bridge::{Caller, Sandbox};
+use crate::calls::Caller;
 use crate::outbox::Outbox;
+use crate::sandbox::Sandbox;
 
 /// What the HTTP front puts in a request's extensions once its bearer token checked out.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, MetaObject, Tool};
 use serde_json::{json, Value};
 
-use crate::bridge::Narrowing;
+use crate::calls::Narrowing;
 
 /// The one tool's name.
 pub const TOOL_NAME: &str = "run_python";

@@ -253,18 +253,8 @@ impl Upstream {
         // The live list holds no refused tool (filtered at its source): the rules are read only
         // for a tool it lacks, to say which rule refuses it.
         if !live.tools.iter().any(|t| t.name == tool) {
-            if let Some(refusal) = self.spec.tool_refusal(tool) {
-                return Err(UpstreamError::ToolDisabled {
-                    server: self.spec.name.clone(),
-                    tool: tool.to_string(),
-                    rule: refusal.explain(&self.spec.source.display().to_string()),
-                });
-            }
-            return Err(UpstreamError::UnknownTool {
-                server: self.spec.name.clone(),
-                tool: tool.to_string(),
-                available: live.tools.iter().map(|t| t.name.to_string()).collect(),
-            });
+            let available = live.tools.iter().map(|t| t.name.to_string()).collect();
+            return Err(UpstreamError::missing_tool(&self.spec, tool, available));
         }
         let secs = deadline
             .saturating_duration_since(Instant::now())

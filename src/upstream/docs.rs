@@ -4,7 +4,7 @@
 use rmcp::model::Tool;
 use serde_json::{json, Map, Value};
 
-pub use crate::bridge::Detail;
+pub use crate::calls::Detail;
 
 /// The first line of a tool's description, trimmed to 200 characters.
 pub fn one_line(tool: &Tool) -> String {

@@ -1,7 +1,28 @@
 //! Errors of the upstream layer (the user's MCP servers).
 
 use super::near::did_you_mean;
-use crate::bridge::ErrorKind;
+use crate::calls::ErrorKind;
+use crate::config::ServerSpec;
+
+impl UpstreamError {
+    /// The one error for `tool`, which `spec`'s server does not offer (a call, or its docs):
+    /// the operator's rule when one refuses it (a refused tool is never in the live list),
+    /// else an unknown tool, with the names the caller may see (`available`).
+    pub fn missing_tool(spec: &ServerSpec, tool: &str, available: Vec<String>) -> Self {
+        match spec.tool_refusal(tool) {
+            Some(refusal) => UpstreamError::ToolDisabled {
+                server: spec.name.clone(),
+                tool: tool.to_string(),
+                message: refusal.message(&spec.name, tool, &spec.source.display().to_string()),
+            },
+            None => UpstreamError::UnknownTool {
+                server: spec.name.clone(),
+                tool: tool.to_string(),
+                available,
+            },
+        }
+    }
+}
 
 /// A failure reaching or using a downstream MCP server.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -33,14 +54,14 @@ pub enum UpstreamError {
         available: Vec<String>,
     },
     /// The tool is refused by the server's config entry (`allowedTools`, `disabledTools`).
-    #[error("tool '{tool}' of MCP server '{server}' is {rule}")]
+    #[error("{message}")]
     ToolDisabled {
         /// The server.
         server: String,
         /// The tool asked for.
         tool: String,
-        /// The rule and its file: `refused by "disabledTools" rule "delete_*" in FILE`.
-        rule: String,
+        /// The rule and its file ([`crate::config::Refusal::message`]).
+        message: String,
     },
     /// The server comes from a project's config file and the user has not approved it:
     /// nothing of it is started. The message says how to approve it.

@@ -1,5 +1,5 @@
 //! [`PerClient`]: the processes of `"perClient": true` servers, one per client sandbox
-//! ([`Caller::sandbox`](crate::bridge::Caller)) and server, each an [`Upstream`] of its own,
+//! ([`Caller::sandbox`](crate::calls::Caller)) and server, each an [`Upstream`] of its own,
 //! made on the client's first use of the server (its process starts as any server's does, on
 //! first connect). At most a fixed number over all clients: past it a new one is refused, not
 //! made. Taken out when the client is released or the pool shuts down; closing them is the

@@ -19,7 +19,7 @@ use super::cache::ToolCache;
 use super::client::{Live, Upstream, UpstreamTasks, START_TIMEOUT_SECS};
 use super::per_client::PerClient;
 use super::UpstreamError;
-use crate::bridge::Caller;
+use crate::calls::Caller;
 use crate::config::{ServerSpec, Servers, Transport};
 
 /// Servers indexed at once by the background indexer.

@@ -52,14 +52,14 @@ fn print_edges() {
 fn the_reader_sees_edges_and_a_planted_cycle() {
     // The checker itself: real edges are found, and a cycle is found when there is one.
     let folders = sibling_edges();
-    let bridge = &folders[&vec!["bridge".to_string()]];
+    let sandbox = &folders[&vec!["sandbox".to_string()]];
     assert!(
-        bridge.keys().any(|(a, _)| a == "session"),
-        "bridge/session's imports of its siblings were not seen: {bridge:?}"
+        sandbox.keys().any(|(a, _)| a == "session"),
+        "sandbox/session's imports of its siblings were not seen: {sandbox:?}"
     );
     let root = &folders[&Vec::new()];
     assert!(
-        root.contains_key(&("bridge".into(), "config".into())),
+        root.contains_key(&("sandbox".into(), "config".into())),
         "{root:?}"
     );
     let mut planted = Edges::new();

@@ -6,10 +6,11 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use mcp_code_bridge::app::App;
-use mcp_code_bridge::bridge::{Connector, NoHostCalls, Progress, RunRequest};
+use mcp_code_bridge::calls::NoHostCalls;
 use mcp_code_bridge::config::Settings;
 use mcp_code_bridge::container::process::ProcessRuntime;
 use mcp_code_bridge::container::{Connection, ContainerRuntime};
+use mcp_code_bridge::sandbox::{Connector, Progress, RunRequest};
 use tokio_util::sync::CancellationToken;
 
 /// Settings from defaults plus `pairs`.
@@ -44,7 +45,7 @@ pub fn req(code: &str, timeout_secs: u64) -> RunRequest {
         arrived: tokio::time::Instant::now(),
         cancel: CancellationToken::new(),
         progress: Progress::none(),
-        scope: mcp_code_bridge::bridge::RunScope::plain(code),
+        scope: mcp_code_bridge::calls::RunScope::plain(code),
     }
 }
 

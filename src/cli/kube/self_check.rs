@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::bridge::entrypoint::{FILES, PACKAGE};
+use crate::sandbox::entrypoint::{FILES, PACKAGE};
 
 /// The entrypoint modules the probe imports (`selfcheck` and what it imports).
 const MODULES: [&str; 3] = ["__init__.py", "selfcheck.py", "confine.py"];

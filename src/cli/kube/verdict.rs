@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use crate::bridge::posture::{evaluate, Check, Expected};
 use crate::cli::doctor::{mark, probe_checks};
 use crate::config::Settings;
+use crate::sandbox::posture::{evaluate, Check, Expected};
 
 /// Bytes of the pod's output read at most (it is untrusted).
 pub const MAX_INPUT: usize = 16 << 20;

@@ -149,10 +149,10 @@ mod tests {
     use tokio::sync::Notify;
 
     use super::*;
-    use crate::bridge::Progress;
     use crate::image::build::{BuildError, Report, Reporter};
     use crate::image::lock;
     use crate::image::recipe::Source;
+    use crate::sandbox::Progress;
 
     fn quiet(_: String) {}
 

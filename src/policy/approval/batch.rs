@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::bridge::{Answer, AskedCall, Asker, Question, RunScope};
+use crate::calls::{Answer, AskedCall, Asker, Question, RunScope};
 
 /// The longest a batch gathers calls before it is asked, however many keep arriving.
 const MAX_GATHER: Duration = Duration::from_secs(1);

@@ -3,7 +3,7 @@
 //! says `readOnlyHint`, and a tool nothing is known of), what approves them in advance (the
 //! operator's `autoApprove`, `MCP_BRIDGE_APPROVAL=allow`) or refuses them
 //! (`MCP_BRIDGE_APPROVAL=deny`), and asking the user through the run's
-//! [`crate::bridge::Asker`]: once per call, or once for a batch made at the same time
+//! [`crate::calls::Asker`]: once per call, or once for a batch made at the same time
 //! (`batch.rs`), with "for the rest of this run" remembered in the run's tally. Without an
 //! asker such calls are refused with a message saying how to allow them. Only the asker can
 //! approve: nothing the sandbox sends (arguments, `_meta`, host methods) is read as an answer.
@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::bridge::{Answer, AskedCall, CallContext, ErrorKind, ToolCall, ToolFacts};
+use crate::calls::{Answer, AskedCall, CallContext, ErrorKind, ToolCall, ToolFacts};
 use crate::config::{ApprovalMode, PolicySettings};
 
 use super::decision::{Decision, Verdict};
@@ -137,14 +137,14 @@ fn approved_for_run(ctx: &CallContext, call: &ToolCall) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::bridge::ApprovalReason;
+    use crate::calls::ApprovalReason;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
 
     use serde_json::json;
 
     use super::*;
-    use crate::bridge::{Asker, Question, RunScope};
+    use crate::calls::{Asker, Question, RunScope};
     use crate::config::{Pattern, ServerPolicy, ToolRules};
 
     /// Answers every question with `answer`, recording the questions.

@@ -2,7 +2,7 @@
 //! asked (`unapproved`, saying how to allow such calls), and the bounded, escaped argument
 //! preview a question shows.
 
-use crate::bridge::{ApprovalReason, ErrorKind, ToolCall, ToolFacts};
+use crate::calls::{ApprovalReason, ErrorKind, ToolCall, ToolFacts};
 
 use super::super::decision::{Decision, Verdict};
 

@@ -5,7 +5,7 @@ use rmcp::service::{Peer, ServiceError};
 use rmcp::RoleServer;
 use tokio::time::Instant;
 
-use crate::bridge::{Answer, Asker, Question};
+use crate::calls::{Answer, Asker, Question};
 
 /// Asks through the session's peer.
 pub struct ElicitAsker {

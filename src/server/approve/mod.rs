@@ -1,5 +1,5 @@
 //! Asking the user to approve a run's calls, in the protocol revision the client speaks: the
-//! run's [`crate::bridge::Asker`] is built per `tools/call` from the request's protocol version
+//! run's [`crate::calls::Asker`] is built per `tools/call` from the request's protocol version
 //! and the client's capabilities ([`face`]). A 2025-11-25 client that declared form
 //! elicitation is asked with `elicitation/create` while the sandbox waits (`elicit.rs`); a
 //! 2026-07-28 client gets an input-required result and answers on its retry (`rounds.rs`,
@@ -14,7 +14,7 @@ use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use serde_json::Value;
 
-use crate::bridge::{Answer, ApprovalReason, Question};
+use crate::calls::{Answer, ApprovalReason, Question};
 
 mod elicit;
 mod parked;
@@ -123,7 +123,7 @@ pub fn answer(action: ElicitationAction, content: Option<&Value>) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::AskedCall;
+    use crate::calls::AskedCall;
 
     fn asked(tool: &str, preview: &str) -> AskedCall {
         AskedCall {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::bridge::Answer;
+use crate::calls::Answer;
 
 /// Runs waiting for an answer at most.
 pub const CAPACITY: usize = 8;

@@ -22,7 +22,8 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::parked::{Parked, ParkedRun};
 use super::state::{StateSeal, Ticket};
-use crate::bridge::{random_id, Answer, Asker, Question};
+use crate::calls::{Answer, Asker, Question};
+use crate::ids::random_id;
 
 /// The key of the approval form in `inputRequests` / `inputResponses`.
 pub const INPUT_KEY: &str = "approval";

@@ -10,7 +10,7 @@ use std::time::Duration;
 use rmcp::model::{JsonObject, RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 
-use crate::bridge::{fill_random, sha256_hex};
+use crate::ids::{fill_random, sha256_hex};
 
 /// Longest `requestState` opened; anything longer is refused unread.
 const MAX_STATE_CHARS: usize = 1024;

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{caller, visible, UpstreamHostCalls};
-use crate::bridge::{CallContext, CallError, ToolCall};
+use crate::calls::{CallContext, CallError, ToolCall};
 use crate::upstream::docs::alias;
 use crate::upstream::validate::Rejection;
 use crate::upstream::{result, UpstreamError};
@@ -47,25 +47,13 @@ impl UpstreamHostCalls {
                 // Refused tools are not in the live list (filtered at its source): say which
                 // rule refuses one, else that it does not exist.
                 Err(Rejection::UnknownTool) => {
-                    if let Some(refusal) = up.spec.tool_refusal(tool) {
-                        return Err(UpstreamError::ToolDisabled {
-                            server: server.into(),
-                            tool: tool.into(),
-                            rule: refusal.explain(&up.spec.source.display().to_string()),
-                        }
-                        .into());
-                    }
-                    return Err(UpstreamError::UnknownTool {
-                        server: server.into(),
-                        tool: tool.into(),
-                        available: live
-                            .tools
-                            .iter()
-                            .filter(|t| visible(ctx, server, &t.name))
-                            .map(|t| t.name.to_string())
-                            .collect(),
-                    }
-                    .into());
+                    let available = live
+                        .tools
+                        .iter()
+                        .filter(|t| visible(ctx, server, &t.name))
+                        .map(|t| t.name.to_string())
+                        .collect();
+                    return Err(UpstreamError::missing_tool(&up.spec, tool, available).into());
                 }
                 Err(Rejection::Invalid {
                     signature,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::UpstreamHostCalls;
-use crate::bridge::{Caller, LoadError, LoadedTools, Narrowing};
+use crate::calls::{Caller, LoadError, LoadedTools, Narrowing};
 use crate::upstream::docs;
 
 /// A server's tool list and its exec-frame entries.

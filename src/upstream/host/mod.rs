@@ -13,9 +13,9 @@ use tokio::time::Instant;
 
 use super::validate::Validators;
 use super::{UpstreamError, UpstreamPool};
-use crate::bridge::{
-    BackendCall, CallContext, CallError, Caller, HostCalls, LoadError, LoadedTools, Narrowing,
-    RunScope, ToolFacts,
+use crate::calls::{
+    BackendCall, CallContext, CallError, Caller, HostCalls, LoadError, LoadedTools, RunScope,
+    ToolFacts,
 };
 
 mod call_tool;
@@ -71,15 +71,6 @@ impl From<UpstreamError> for CallError {
 #[async_trait::async_trait]
 impl HostCalls for UpstreamHostCalls {
     async fn load(
-        &self,
-        servers: &[String],
-        narrowing: Option<&Narrowing>,
-        deadline: Instant,
-    ) -> Result<LoadedTools, LoadError> {
-        self.load_servers(servers, narrowing, None, deadline).await
-    }
-
-    async fn load_for_run(
         &self,
         servers: &[String],
         scope: &RunScope,
@@ -141,7 +132,7 @@ impl HostCalls for UpstreamHostCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::ToolCall;
+    use crate::calls::ToolCall;
 
     #[test]
     fn hints_of_a_stopped_server_come_from_its_cached_list() {
@@ -179,7 +170,7 @@ mod tests {
         let ctx = CallContext {
             servers: Arc::from(Vec::new()),
             deadline: Instant::now(),
-            run: crate::bridge::RunScope::plain("test"),
+            run: crate::calls::RunScope::plain("test"),
         };
         let call = calls.call(
             &ctx,

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::{visible, UpstreamHostCalls};
-use crate::bridge::{CallContext, Detail};
+use crate::calls::{CallContext, Detail};
 use crate::upstream::docs;
 use crate::upstream::search::{self, Entry};
 use crate::upstream::UpstreamPool;

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::{caller, visible, UpstreamHostCalls};
-use crate::bridge::{CallContext, CallError};
+use crate::calls::{CallContext, CallError};
 use crate::config::ServerSpec;
 use crate::upstream::docs::{self, alias};
 

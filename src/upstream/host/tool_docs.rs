@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{caller, visible, UpstreamHostCalls};
-use crate::bridge::{CallContext, CallError, Detail};
+use crate::calls::{CallContext, CallError, Detail};
 use crate::upstream::docs::{self, alias};
 use crate::upstream::UpstreamError;
 
@@ -63,12 +63,11 @@ impl UpstreamHostCalls {
             )),
             Some(name) => match docs::find(tools, name) {
                 Some(t) => Ok(json!([docs::doc(server, t, detail)])),
-                None => Err(UpstreamError::UnknownTool {
-                    server: server.into(),
-                    tool: name.into(),
-                    available: tools.iter().map(|t| t.name.to_string()).collect(),
+                None => {
+                    let available = tools.iter().map(|t| t.name.to_string()).collect();
+                    let spec = &self.pool.get(server)?.spec;
+                    Err(UpstreamError::missing_tool(spec, name, available).into())
                 }
-                .into()),
             },
         }
     }

@@ -1,0 +1,96 @@
+//! The host side of the call contract: what a backend answering sandbox requests implements
+//! ([`HostCalls`]), what every call carries ([`CallContext`]), and what the policy needs to
+//! know of a tool ([`ToolFacts`]).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::error::{CallError, LoadError};
+use super::loaded::LoadedTools;
+use super::request::BackendCall;
+use super::run_scope::RunScope;
+use crate::config::ServerPolicy;
+
+/// What the host knows about the exec a request came from.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    /// Servers the run loaded (`servers` argument of `run_python`).
+    pub servers: Arc<[String]>,
+    /// When the run's time is up; every downstream call must finish by then.
+    pub deadline: Instant,
+    /// The run's scope: its id, narrowing, asker and tallies.
+    pub run: Arc<RunScope>,
+}
+
+/// A backend answering host methods (MCP servers, discovery helpers).
+#[async_trait::async_trait]
+pub trait HostCalls: Send + Sync + 'static {
+    /// Starts (if needed) the servers the run of `scope` names and returns their tools,
+    /// without those outside the run's narrowing (its `allowed_tools`). A backend may keep
+    /// things for the run's client ([`RunScope::caller`]): its own processes of
+    /// `"perClient"` servers.
+    ///
+    /// # Errors
+    /// The [`LoadError`] naming the server that could not be loaded.
+    async fn load(
+        &self,
+        servers: &[String],
+        scope: &RunScope,
+        deadline: Instant,
+    ) -> Result<LoadedTools, LoadError>;
+    /// Answers `call`, parsed and passed by the dispatcher.
+    ///
+    /// # Errors
+    /// A [`CallError`] raised in the sandbox as an exception of its kind.
+    async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError>;
+
+    /// What the backend knows of `server`'s `tool` that the policy needs: the operator's
+    /// rules for the server and the tool's behaviour hints. Nothing by default.
+    fn facts(&self, server: &str, tool: &str) -> ToolFacts {
+        let _ = (server, tool);
+        ToolFacts::default()
+    }
+}
+
+/// What the policy needs to know of one tool ([`HostCalls::facts`]).
+#[derive(Debug, Clone, Default)]
+pub struct ToolFacts {
+    /// The operator's policy for the server; `None` for an unknown server.
+    pub policy: Option<Arc<ServerPolicy>>,
+    /// The config file that defines the server (for messages naming a rule).
+    pub file: Arc<str>,
+    /// The tool says `destructiveHint: true` (in the running server's list).
+    pub destructive: bool,
+    /// The tool says `readOnlyHint: true`.
+    pub read_only: bool,
+    /// The hints come from the server's tool list (live, or cached when it last connected);
+    /// `false`: nothing is known of the tool, and a call is treated as needing approval.
+    pub hints_known: bool,
+}
+
+/// A backend with no servers and no methods beyond the built-ins.
+pub struct NoHostCalls;
+
+#[async_trait::async_trait]
+impl HostCalls for NoHostCalls {
+    async fn load(
+        &self,
+        servers: &[String],
+        _scope: &RunScope,
+        _deadline: Instant,
+    ) -> Result<LoadedTools, LoadError> {
+        match servers.first() {
+            None => Ok(LoadedTools::new()),
+            Some(s) => Err(LoadError::NoServers { server: s.clone() }),
+        }
+    }
+
+    async fn call(&self, _ctx: &CallContext, call: BackendCall) -> Result<Value, CallError> {
+        Err(CallError::bad_request(format!(
+            "unknown host method '{}'",
+            call.method().name()
+        )))
+    }
+}

@@ -1,0 +1,12 @@
+//! [`LoadedTools`]: what a run's load hands the sandbox layer, the tools of the servers it
+//! named, already serialized as the exec frame carries them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+/// The tools of the servers loaded for a run, by server name: for each, a JSON array of tool
+/// entries (a name, or `{"name", "doc", "params", "returns"}` for the proxy's signature), shared
+/// while the server's tool list is unchanged, so a session can tell what it already sent.
+pub type LoadedTools = BTreeMap<String, Arc<RawValue>>;

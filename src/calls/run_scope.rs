@@ -1,0 +1,207 @@
+//! [`RunScope`]: what one `run_python` call carries to every host call its code makes: its
+//! id and its code's hash (for the audit log), the narrowing its `allowed_tools` argument
+//! asked for, how to ask the user for approval (the MCP face's [`Asker`](super::ask::Asker),
+//! none under `exec` or a client that cannot be asked), the client it came from, and its
+//! tallies (calls made, result bytes, approvals given for the rest of the run). Made by
+//! whoever starts the run; read by the policy hook.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::time::Instant;
+
+use super::ask::Asker;
+use crate::config::Pattern;
+use crate::ids::{random_id, sha256_hex};
+
+/// Entries of `allowed_tools` a run may pass at most.
+pub const MAX_ALLOWED_TOOLS: usize = 256;
+
+/// One run's scope; shared by the calls its code makes.
+pub struct RunScope {
+    /// A random id, 16 hex digits, naming the run in the audit log and in approval state.
+    pub id: String,
+    /// SHA-256 of the code, hex.
+    pub code_sha256: String,
+    /// The `allowed_tools` argument: calls may only go to tools it matches. `None`: no
+    /// narrowing.
+    pub narrowing: Option<Narrowing>,
+    /// How to ask the user; `None` when nobody can be asked (calls that need approval fail
+    /// closed).
+    pub asker: Option<Arc<dyn Asker>>,
+    /// What the run has used so far.
+    pub tally: Tally,
+    /// When the run arrived.
+    pub arrived: Instant,
+    /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
+    /// and `exec` (one client).
+    pub caller: Option<Arc<Caller>>,
+}
+
+/// The client a run came from under `serve --http`: the token it authenticated with and the
+/// sandbox it runs in. Rate limits and the audit log are kept per token; servers marked
+/// `"perClient": true` get one process per sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Caller {
+    /// The token's name (from the tokens file; `local` on loopback without tokens).
+    pub token: String,
+    /// The client's sandbox: a key unique in this bridge process (never the handle itself).
+    pub sandbox: String,
+}
+
+impl RunScope {
+    /// A scope for `code`, with a fresh random id.
+    pub fn new(code: &str, narrowing: Option<Narrowing>, asker: Option<Arc<dyn Asker>>) -> Self {
+        RunScope {
+            id: random_id(),
+            code_sha256: sha256_hex(code.as_bytes()),
+            narrowing,
+            asker,
+            tally: Tally::default(),
+            arrived: Instant::now(),
+            caller: None,
+        }
+    }
+
+    /// This scope, for a run from `caller`.
+    pub fn with_caller(mut self, caller: Option<Arc<Caller>>) -> Self {
+        self.caller = caller;
+        self
+    }
+
+    /// A scope with no narrowing and nobody to ask (tests, `doctor`).
+    pub fn plain(code: &str) -> Arc<Self> {
+        Arc::new(RunScope::new(code, None, None))
+    }
+}
+
+impl std::fmt::Debug for RunScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunScope")
+            .field("id", &self.id)
+            .field("narrowing", &self.narrowing)
+            .field("can_ask", &self.asker.is_some())
+            .field("caller", &self.caller)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a run has used: counted by the policy hook, read for budgets and the audit line.
+#[derive(Debug, Default)]
+pub struct Tally {
+    /// Tool calls admitted.
+    pub calls: AtomicU64,
+    /// Tool calls refused (by a rule, a limit, or the user).
+    pub refused: AtomicU64,
+    /// Bytes of tool results received.
+    pub result_bytes: AtomicU64,
+    /// Bytes of tool arguments sent.
+    pub argument_bytes: AtomicU64,
+    /// `(server, tool)` pairs the user approved for the rest of this run.
+    pub approved_for_run: Mutex<HashSet<(String, String)>>,
+    /// What the run used of each server, for the run budgets (`policy::Limits`): one entry per
+    /// configured server it called, so bounded by the config.
+    pub budgets: Mutex<RunBudgets>,
+}
+
+/// A run's use counted against its budgets ([`Tally::budgets`]).
+#[derive(Debug, Default)]
+pub struct RunBudgets {
+    /// Tool calls the limits admitted, over all servers.
+    pub calls: u64,
+    /// Per server: tool calls admitted and result bytes received.
+    pub servers: HashMap<String, ServerUse>,
+}
+
+/// A run's use of one server.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ServerUse {
+    /// Tool calls admitted.
+    pub calls: u64,
+    /// Bytes of tool results received.
+    pub result_bytes: u64,
+}
+
+impl Tally {
+    /// Adds `n` to `counter`, returning the new total.
+    pub fn add(counter: &AtomicU64, n: u64) -> u64 {
+        counter.fetch_add(n, Ordering::Relaxed).saturating_add(n)
+    }
+
+    /// The value of `counter`.
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// The `allowed_tools` argument of one run: `server.tool` entries with `*` wildcards. It can
+/// only narrow what the operator's config allows; it never widens it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Narrowing {
+    entries: Vec<(Pattern, Pattern)>,
+}
+
+impl Narrowing {
+    /// Parses `allowed_tools` entries (`server.tool`, the first `.` splits them).
+    ///
+    /// # Errors
+    /// A message naming the first bad entry.
+    pub fn parse(entries: &[String]) -> Result<Self, String> {
+        if entries.len() > MAX_ALLOWED_TOOLS {
+            return Err(format!(
+                "'allowed_tools' has {} entries; at most {MAX_ALLOWED_TOOLS}",
+                entries.len()
+            ));
+        }
+        let parsed = entries
+            .iter()
+            .map(|e| match e.split_once('.') {
+                Some((s, t)) if !s.is_empty() && !t.is_empty() && e.len() <= 512 => {
+                    Ok((Pattern::new(s), Pattern::new(t)))
+                }
+                _ => Err(format!(
+                    "'allowed_tools' entries are \"server.tool\" (wildcards allowed), not {:?}",
+                    crate::shown::Shown(e).to_string()
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Narrowing { entries: parsed })
+    }
+
+    /// Whether `server.tool` is inside the narrowing.
+    pub fn allows(&self, server: &str, tool: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|(s, t)| s.matches(server) && t.matches(tool))
+    }
+
+    /// The entries as written, for messages.
+    pub fn describe(&self) -> String {
+        let parts: Vec<String> = self
+            .entries
+            .iter()
+            .map(|(s, t)| format!("{s}.{t}"))
+            .collect();
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn narrowing_parses_server_dot_tool_with_wildcards() {
+        let n = Narrowing::parse(&["gh.get_*".into(), "*.read".into()]).expect("valid");
+        assert!(n.allows("gh", "get_issue"));
+        assert!(n.allows("fs", "read"));
+        assert!(!n.allows("gh", "delete_repo"));
+        assert!(!n.allows("fs", "read_all"));
+        for bad in ["gh", ".tool", "gh.", ""] {
+            assert!(Narrowing::parse(&[bad.to_string()]).is_err(), "{bad}");
+        }
+        let many: Vec<String> = (0..=MAX_ALLOWED_TOOLS).map(|i| format!("s.t{i}")).collect();
+        assert!(Narrowing::parse(&many).is_err());
+    }
+}
