@@ -10,11 +10,11 @@ use tokio_util::task::TaskTracker;
 
 use crate::audit::{self, AuditLog};
 use crate::calls::{Dispatcher, HostCalls};
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_RUNTIME, FIX_STATE};
 use crate::config::{self, Settings};
 use crate::container::{self, SharedEngine};
 use crate::outbox::Outbox;
 use crate::policy::Policy;
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_RUNTIME, FIX_STATE};
 use crate::sandbox::{Connector, Sandbox};
 use crate::upstream::client::UpstreamTasks;
 use crate::upstream::{UpstreamHostCalls, UpstreamPool};

@@ -248,11 +248,11 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
     match command {
         Command::Run => run(settings, audit).await,
         Command::Serve { http, token_file } => {
-            let opts = mcp_code_bridge::serve::ServeOptions {
+            let opts = mcp_code_bridge::http::ServeOptions {
                 addr: http,
                 token_file,
             };
-            match mcp_code_bridge::serve::serve(settings, audit, opts).await {
+            match mcp_code_bridge::http::serve(settings, audit, opts).await {
                 Ok(()) => Ok(ExitCode::SUCCESS),
                 Err(e) => {
                     eprintln!("mcp-code-bridge: {}", safe_line(&e.to_string()));
@@ -373,7 +373,7 @@ async fn run(settings: Arc<Settings>, audit: Option<AuditLog>) -> anyhow::Result
     let handler = server::BridgeServer::new(app.sandbox.clone(), settings, app.outbox.clone());
     let (read, write) = rmcp::transport::stdio_pipes();
     let result = tokio::select! {
-        r = server::serve(handler, read, write, app.ct.clone()) => r,
+        r = server::serve_stream(handler, read, write, app.ct.clone()) => r,
         _ = shutdown::signalled() => Ok(()),
     };
     app.shutdown().await;

@@ -5,9 +5,9 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use mcp_code_bridge::checked_dir::DirError;
 use mcp_code_bridge::config::{AllowList, Approval, Consent};
 use mcp_code_bridge::outbox::Outbox;
-use mcp_code_bridge::private_dir::DirError;
 
 use crate::support::settings;
 
@@ -16,7 +16,7 @@ const OTHER: u32 = 65534;
 /// `path` made as another user would have made it: theirs, open to everyone. False (and the
 /// test skipped) when not root.
 fn plant(path: &Path) -> bool {
-    if mcp_code_bridge::private_dir::euid() != 0 {
+    if mcp_code_bridge::checked_dir::euid() != 0 {
         eprintln!("skipped: giving a folder to another uid needs root (CI runs as root)");
         return false;
     }

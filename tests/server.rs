@@ -239,11 +239,11 @@ async fn a_client_that_leaves_before_initialize_is_a_handshake_error() {
     let (client, ours) = tokio::io::duplex(1 << 10);
     drop(client);
     let (read, write) = tokio::io::split(ours);
-    let err = mcp_code_bridge::server::serve(handler, read, write, app.ct.clone())
+    let err = mcp_code_bridge::server::serve_stream(handler, read, write, app.ct.clone())
         .await
         .expect_err("no handshake");
     assert!(
-        matches!(err, mcp_code_bridge::server::ServeError::Handshake(_)),
+        matches!(err, mcp_code_bridge::server::HandshakeError::Handshake(_)),
         "{err:?}"
     );
     assert_eq!(err.to_string(), "MCP handshake failed");

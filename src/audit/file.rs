@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::private_dir::{Access, CheckedDir};
+use crate::checked_dir::{Access, CheckedDir};
 use crate::shown::ShownPath;
 
 use super::AuditError;
@@ -224,7 +224,7 @@ mod tests {
         assert!(matches!(err, AuditError::Folder(_)), "{err}");
         assert!(err.to_string().contains("MCP_BRIDGE_AUDIT_LOG"), "{err}");
 
-        if crate::private_dir::euid() != 0 {
+        if crate::checked_dir::euid() != 0 {
             eprintln!("skipped the foreign-owner case: chown needs root (CI runs as root)");
             return;
         }

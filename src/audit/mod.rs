@@ -19,8 +19,8 @@ use tokio::sync::{mpsc, oneshot};
 pub use file::{FIX_AUDIT, ROTATED};
 pub use record::{CallRecord, Record, RunRecord, MAX_ARGUMENTS, MAX_NAME};
 
+use crate::checked_dir::DirError;
 use crate::config::PolicySettings;
-use crate::private_dir::DirError;
 use crate::shown::ShownPath;
 use writer::{Msg, Shared};
 

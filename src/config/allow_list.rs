@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::consent::Consent;
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// One approval given with `mcp-code-bridge servers --allow`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -89,7 +89,7 @@ pub(super) fn private_dir_in(xdg_runtime_dir: Option<&Path>) -> PathBuf {
 
 /// `<name>-<effective uid>`: a name in a shared folder (the temp dir) that differs per user.
 fn per_user(name: &str) -> String {
-    format!("{name}-{}", crate::private_dir::euid())
+    format!("{name}-{}", crate::checked_dir::euid())
 }
 
 #[cfg(test)]

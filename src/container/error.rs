@@ -80,7 +80,7 @@ pub enum RuntimeError {
     },
     /// A folder the bridge keeps its sockets in was refused (another user could reach it).
     #[error(transparent)]
-    Folder(#[from] crate::private_dir::DirError),
+    Folder(#[from] crate::checked_dir::DirError),
     /// A local I/O failure (spawning the podman service, a child process, ...).
     #[error("{about}: {err}")]
     Io {

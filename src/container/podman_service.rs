@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::process::{Child, Command};
 
 use super::RuntimeError;
-use crate::private_dir::{Access, CheckedDir, FIX_RUNTIME};
+use crate::checked_dir::{Access, CheckedDir, FIX_RUNTIME};
 
 /// The longest path a unix socket can be bound to on Linux (`sun_path` less its NUL).
 const MAX_SOCKET_PATH: usize = 107;

@@ -37,7 +37,7 @@ pub enum DebianError {
     Stopped,
     /// The cache folder is refused: another user could change what the build reads from it.
     #[error(transparent)]
-    Folder(#[from] crate::private_dir::DirError),
+    Folder(#[from] crate::checked_dir::DirError),
 }
 
 /// What the Debian recipe needs from the caller.
@@ -87,10 +87,10 @@ pub async fn make_rootfs(
 ) -> Result<PathBuf, DebianError> {
     // The script makes and reuses files in the cache as root: only in a folder of this user
     // that no one else can write to (`private_dir`).
-    crate::private_dir::CheckedDir::open(
+    crate::checked_dir::CheckedDir::open(
         &spec.cache_dir,
-        crate::private_dir::Access::Shared,
-        crate::private_dir::FIX_CACHE,
+        crate::checked_dir::Access::Shared,
+        crate::checked_dir::FIX_CACHE,
     )?;
     let mut cmd = tokio::process::Command::new("bash");
     cmd.arg("-c").arg(ROOTFS_SCRIPT).arg("rootfs.sh");

@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_CACHE};
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_CACHE};
 
 /// The lock file's name in the cache directory.
 pub const LOCK_FILE: &str = "image-build.lock";

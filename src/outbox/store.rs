@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::names::{mime_for, numbered, sanitize};
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::config::{ImageBudget, OutboxLimits, Settings};
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::report::SavedFile;
 
 /// The process name of a running bridge, as `/proc/PID/comm` shows it.

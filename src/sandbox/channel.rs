@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::private_dir::{CheckedDir, DirError, FIX_RUNTIME};
+use crate::checked_dir::{CheckedDir, DirError, FIX_RUNTIME};
 
 /// The socket's file name inside the channel directory.
 pub const SOCKET_NAME: &str = "frames.sock";
@@ -155,7 +155,7 @@ fn random_token() -> std::io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::private_dir::Access;
+    use crate::checked_dir::Access;
     use tokio::io::AsyncWriteExt;
 
     #[tokio::test]

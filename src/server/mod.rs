@@ -17,9 +17,9 @@ pub use tool::{definition as tool_definition, definition_for_many, DESCRIPTION, 
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
-/// Why serving MCP stopped before a session began.
+/// Why serving MCP on a stream stopped before a session began.
 #[derive(Debug, thiserror::Error)]
-pub enum ServeError {
+pub enum HandshakeError {
     /// The client's `initialize` exchange failed (it went away, or sent something else).
     #[error("MCP handshake failed")]
     Handshake(#[source] rmcp::service::ServerInitializeError),
@@ -31,12 +31,12 @@ pub enum ServeError {
 ///
 /// # Errors
 /// Only a failed MCP handshake; everything after it is reported to the client.
-pub async fn serve<R, W>(
+pub async fn serve_stream<R, W>(
     server: BridgeServer,
     read: R,
     write: W,
     ct: CancellationToken,
-) -> Result<(), ServeError>
+) -> Result<(), HandshakeError>
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -48,7 +48,7 @@ where
     let running = server
         .serve_with_ct(transport, ct.child_token())
         .await
-        .map_err(ServeError::Handshake)?;
+        .map_err(HandshakeError::Handshake)?;
     let reason = running.waiting().await;
     tracing::info!(?reason, "MCP session ended");
     Ok(())

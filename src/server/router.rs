@@ -1,7 +1,7 @@
 //! [`SandboxRouter`]: how the MCP face finds the sandbox a request runs in when the bridge
 //! serves many clients (`serve --http`). The face knows who asked ([`Who`]: the token the HTTP
 //! front admitted, and the MCP session when the client has one); the router (the hub in
-//! `crate::serve`) owns the sandboxes. Under stdio `run` there is no router: one sandbox.
+//! `crate::http`) owns the sandboxes. Under stdio `run` there is no router: one sandbox.
 
 use std::sync::{Arc, Mutex};
 

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::config::ServerSpec;
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// The cache's folder in the state folder.
 const DIR: &str = "tool-cache";
@@ -239,7 +239,7 @@ mod tests {
 
     #[test]
     fn a_list_another_user_could_have_written_is_not_read() {
-        if crate::private_dir::euid() != 0 {
+        if crate::checked_dir::euid() != 0 {
             return; // chown needs root; CI runs the tests as root
         }
         let d = tempfile::tempdir().expect("tempdir");

@@ -59,7 +59,9 @@ pub fn serve_in_memory(app: &App) -> tokio::io::DuplexStream {
     let (a, b) = tokio::io::duplex(1 << 20);
     let ct = app.ct.clone();
     let (read, write) = tokio::io::split(b);
-    tokio::spawn(async move { mcp_code_bridge::server::serve(handler, read, write, ct).await });
+    tokio::spawn(
+        async move { mcp_code_bridge::server::serve_stream(handler, read, write, ct).await },
+    );
     a
 }
 

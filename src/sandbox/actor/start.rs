@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::engine::{Engine, FrameChannel};
 use crate::calls::Dispatcher;
+use crate::checked_dir::{Access, CheckedDir, FIX_RUNTIME};
 use crate::container::{private_dir, ContainerRuntime, SandboxSpec};
-use crate::private_dir::{Access, CheckedDir, FIX_RUNTIME};
 use crate::sandbox::channel::ChannelListener;
 use crate::sandbox::entrypoint;
 use crate::sandbox::error::BridgeError;

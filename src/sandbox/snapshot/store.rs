@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::container::{Owner, LABEL_HOST, LABEL_PID, LABEL_STARTED};
-use crate::private_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// Folder of the state dir the snapshots live in.
 const DIR: &str = "snapshots";
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn no_snapshot_goes_into_a_folder_another_user_owns() {
-        if crate::private_dir::euid() != 0 {
+        if crate::checked_dir::euid() != 0 {
             return; // chown needs root; CI runs the tests as root
         }
         let dir = tempfile::tempdir().expect("tempdir");

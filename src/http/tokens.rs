@@ -103,7 +103,7 @@ impl Tokens {
         if !meta.file_type().is_file() {
             return Err(TokenFileError::NotRegular(shown));
         }
-        if meta.uid() != crate::private_dir::euid() {
+        if meta.uid() != crate::checked_dir::euid() {
             return Err(TokenFileError::NotOwn {
                 path: shown,
                 uid: meta.uid(),

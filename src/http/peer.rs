@@ -73,7 +73,7 @@ mod tests {
         let (_server_end, peer) = listener.accept().expect("accept");
         assert_eq!(peer, client.local_addr().expect("local"));
         let uid = peer_uid(listener.local_addr().expect("addr"), peer);
-        assert_eq!(uid, Some(crate::private_dir::euid()));
+        assert_eq!(uid, Some(crate::checked_dir::euid()));
         assert_eq!(find_uid("header\n", "A", "B"), None);
     }
 }

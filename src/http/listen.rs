@@ -75,7 +75,7 @@ pub async fn accept(
                         .await
                         .ok()
                         .flatten()
-                        == Some(crate::private_dir::euid())
+                        == Some(crate::checked_dir::euid())
                 }
                 _ => false,
             };
