@@ -10,57 +10,33 @@
 //! allowed; nothing is clamped. GUIDE's table is [`guide_table`]'s rendering of it, held equal
 //! by a test.
 
-mod allow_list;
-mod clients;
-mod consent;
-mod data;
-mod entry;
-mod entry_policy;
 mod error;
-mod expand;
-mod guide_table;
-mod host_paths;
-mod host_system;
-mod image_values;
-mod modes;
-mod mounts;
-mod overrides;
-mod own_file;
-mod pending;
-mod policy_settings;
-mod portable;
-mod read;
-mod rows;
-mod serve_settings;
 mod servers;
 mod settings;
-mod spec;
-mod special_files;
-mod table;
 mod text_file;
-mod tool_rules;
-mod values;
 
-pub use allow_list::{AllowList, Approval};
-pub use clients::{client_config_files, Client, ClientFile, Origin, Scope};
-pub use consent::{entry_hash, Consent};
-pub use data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
-pub use entry_policy::{MAX_PATTERNS, MAX_PATTERN_CHARS};
 pub use error::ConfigError;
-pub use guide_table::guide_table;
-pub use image_values::ImageBuildMode;
-pub use modes::{ChannelMode, OutputMode, RuntimeChoice};
-pub use mounts::{Mount, RESERVED_INSIDE};
-pub use overrides::Override;
-pub use own_file::NotOwn;
-pub use pending::{pick, project_definitions, PickError};
-pub use policy_settings::{ApprovalMode, Limits, PolicySettings};
-pub use portable::{launches_bridge, portability, Portability};
-pub use rows::{DEFAULT_IMAGE, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT, ROWS};
-pub use serve_settings::{ServeSettings, MAX_PRELOAD, MAX_SANDBOXES};
+pub use servers::allow_list::{AllowList, Approval};
+pub use servers::clients::{client_config_files, Client, ClientFile, Origin, Scope};
+pub use servers::consent::{entry_hash, Consent};
+pub use servers::entry_policy::{MAX_PATTERNS, MAX_PATTERN_CHARS};
+pub use servers::own_file::NotOwn;
+pub use servers::pending::{pick, project_definitions, PickError};
+pub use servers::portable::{launches_bridge, portability, Portability};
+pub use servers::spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
+pub use servers::tool_rules::{
+    LimitOverrides, Pattern, Refusal, RuleList, ServerPolicy, ToolRules,
+};
 pub use servers::{discover, discover_with_env, Servers};
+pub use settings::data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
+pub use settings::guide_table::guide_table;
+pub use settings::image_values::ImageBuildMode;
+pub use settings::modes::{ChannelMode, OutputMode, RuntimeChoice};
+pub use settings::mounts::{Mount, RESERVED_INSIDE};
+pub use settings::overrides::Override;
+pub use settings::policy_settings::{ApprovalMode, Limits, PolicySettings};
+pub use settings::rows::{DEFAULT_IMAGE, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT, ROWS};
+pub use settings::serve_settings::{ServeSettings, MAX_PRELOAD, MAX_SANDBOXES};
+pub use settings::table::{Flag, Lookup, Number, Reading, Row, Text, Unit};
 pub use settings::Settings;
-pub use spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
-pub use table::{Flag, Lookup, Number, Reading, Row, Text, Unit};
 pub use text_file::{read_text, MAX_CONFIG_BYTES};
-pub use tool_rules::{LimitOverrides, Pattern, Refusal, RuleList, ServerPolicy, ToolRules};

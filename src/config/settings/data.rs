@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::error::ConfigError;
+use super::super::error::ConfigError;
 use super::mounts::{parse_mounts, HostRules, Mount};
 use super::rows;
 use super::table::Lookup;

@@ -134,7 +134,7 @@ mod tests {
         assert!(!plain.image_host_build, "off unless asked for");
         assert_eq!(
             plain.setup_backups,
-            crate::config::rows::SETUP_BACKUPS.default as usize
+            crate::config::settings::rows::SETUP_BACKUPS.default as usize
         );
         let set = with(&[
             ("MCP_BRIDGE_IMAGE_HOST_BUILD", "1"),

@@ -220,7 +220,7 @@ impl<E: Fn(String) -> ConfigIssue> Fields<'_, E> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::expand::Syntax;
+    use crate::config::servers::expand::Syntax;
     use serde_json::json;
 
     fn parse(entry: Value) -> Result<ServerSpec, ConfigIssue> {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::error::ConfigError;
+use super::super::error::ConfigError;
 use super::table::{Lookup, Number, Text, Unit};
 
 use super::table::{DAY, MIB};

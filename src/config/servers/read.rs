@@ -197,7 +197,7 @@ fn read_root(
     file: &Path,
     jsonc: Option<ParseOptions>,
 ) -> Result<Option<Map<String, Value>>, ConfigIssue> {
-    let text = match super::text_file::read_text(file) {
+    let text = match super::super::text_file::read_text(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(issue(file, format!("cannot read: {e}"))),

@@ -64,8 +64,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::clients::{Client, Origin, Scope};
-    use crate::config::consent::Consent;
+    use crate::config::servers::clients::{Client, Origin, Scope};
+    use crate::config::servers::consent::Consent;
     use serde_json::Value;
 
     fn entry(name: &str, client: Client, source: &str, consent: Consent) -> ProjectEntry {

@@ -120,7 +120,7 @@ fn read_checked(state_dir: &Path) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::consent::entry_hash;
+    use crate::config::servers::consent::entry_hash;
 
     #[test]
     fn the_allow_list_pins_the_entry() {

@@ -278,7 +278,7 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 }
 
 fn read_json(path: &Path) -> Option<Value> {
-    let text = super::text_file::read_text(path).ok()?;
+    let text = super::super::text_file::read_text(path).ok()?;
     serde_json::from_str(&text).ok()
 }
 

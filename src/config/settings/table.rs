@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::error::ConfigError;
+use super::super::error::ConfigError;
 use super::values::{parse_flag, parse_millis, parse_size};
 
 /// A kibibyte, for the rows' bounds (of `rows.rs` and of the settings files that keep their own rows).
@@ -354,7 +354,7 @@ pub fn human_size(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::rows::ROWS;
+    use crate::config::settings::rows::ROWS;
     use crate::config::Settings;
 
     /// `n` as a user would write it for `row` (a bare number is seconds for a duration).

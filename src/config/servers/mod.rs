@@ -6,8 +6,21 @@
 //! needs consent, then the higher [`Origin::rank`] (the user's own files, then each client's
 //! own precedence); the others are dropped with a note naming both files.
 
-use super::read::{merge, read_all, Reader};
-use super::spec::{ConfigIssue, ServerSpec, Sources};
+pub(super) mod allow_list;
+pub(super) mod clients;
+pub(super) mod consent;
+pub(super) mod entry;
+pub(super) mod entry_policy;
+pub(super) mod expand;
+pub(super) mod own_file;
+pub(super) mod pending;
+pub(super) mod portable;
+pub(super) mod read;
+pub(super) mod spec;
+pub(super) mod tool_rules;
+
+use self::read::{merge, read_all, Reader};
+use self::spec::{ConfigIssue, ServerSpec, Sources};
 use crate::shown::Shown;
 
 /// All server definitions found, sorted by name, plus the problems and notes met.
@@ -68,8 +81,8 @@ pub fn discover_with_env(sources: &Sources, env: &dyn Fn(&str) -> Option<String>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::clients::{Client, ClientFile, Scope};
-    use crate::config::spec::Transport;
+    use crate::config::servers::clients::{Client, ClientFile, Scope};
+    use crate::config::servers::spec::Transport;
     use std::path::{Path, PathBuf};
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {

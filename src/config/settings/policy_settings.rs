@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::error::ConfigError;
+use super::super::error::ConfigError;
 use super::table::{Flag, Lookup, Number, Text, Unit};
 
 use super::table::{DAY, KIB, MIB, TIB};

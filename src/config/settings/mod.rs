@@ -1,28 +1,43 @@
 //! [`Settings`]: every `MCP_BRIDGE_*` environment variable, validated into typed values.
 
+pub(super) mod data;
+pub(super) mod guide_table;
+pub(super) mod host_paths;
+pub(super) mod host_system;
+pub(super) mod image_values;
+pub(super) mod modes;
+pub(super) mod mounts;
+pub(super) mod overrides;
+pub(super) mod policy_settings;
+pub(super) mod rows;
+pub(super) mod serve_settings;
+pub(super) mod special_files;
+pub(super) mod table;
+pub(super) mod values;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::clients::client_config_files;
-use super::data::DataSettings;
-use super::error::ConfigError;
-use super::host_paths::{private_dir_in, HostPaths};
-use super::image_values::{
+use self::data::DataSettings;
+use self::host_paths::{private_dir_in, HostPaths};
+use self::image_values::{
     parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
     ImageBuildMode,
 };
-use super::modes::{
+use self::modes::{
     parse_channel, parse_log_level, parse_output_mode, parse_runtime, ChannelMode, OutputMode,
     RuntimeChoice,
 };
-use super::mounts::{engine_sockets, HostRules};
-use super::overrides::{overrides, Override};
-use super::policy_settings::PolicySettings;
-use super::rows::{self, DEFAULT_IMAGE, DEFAULT_IMAGE_BASE};
-use super::serve_settings::ServeSettings;
-use super::spec::Sources;
-use super::table::{Lookup, Reading};
-use super::values::{parse_cpus, parse_user};
+use self::mounts::{engine_sockets, HostRules};
+use self::overrides::{overrides, Override};
+use self::policy_settings::PolicySettings;
+use self::rows::{DEFAULT_IMAGE, DEFAULT_IMAGE_BASE};
+use self::serve_settings::ServeSettings;
+use self::table::{Lookup, Reading};
+use self::values::{parse_cpus, parse_user};
+use super::error::ConfigError;
+use super::servers::clients::client_config_files;
+use super::servers::spec::Sources;
 
 /// Validated bridge settings, read once at startup.
 #[derive(Debug, Clone)]
