@@ -1,19 +1,15 @@
 //! The `mcp-code-bridge` command: CLI parsing, logging to stderr, and exit codes.
 
-use std::io::Read;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use mcp_code_bridge::app::App;
 use mcp_code_bridge::audit::AuditLog;
 use mcp_code_bridge::cli::exec as exec_cli;
 use mcp_code_bridge::cli::image::ImageAction;
 use mcp_code_bridge::cli::safe_line::safe_line;
 use mcp_code_bridge::cli::setup::ClientArg;
 use mcp_code_bridge::config::{Client, Settings};
-use mcp_code_bridge::sandbox::{Progress, RunRequest};
-use mcp_code_bridge::{server, shutdown};
 
 /// One MCP tool, run_python, in a locked-down container that reaches your other MCP servers.
 #[derive(Parser)]
@@ -131,7 +127,7 @@ enum Command {
     /// Sandboxes on Kubernetes: print the pod spec the design uses, judge its self-check.
     Kube {
         #[command(subcommand)]
-        action: KubeAction,
+        action: mcp_code_bridge::cli::kube::KubeAction,
     },
     /// The sandbox image (MCP_BRIDGE_IMAGE): build it, show it, remove it.
     Image {
@@ -141,30 +137,6 @@ enum Command {
         #[command(subcommand)]
         action: ImageAction,
     },
-}
-
-#[derive(Subcommand)]
-enum KubeAction {
-    /// Print a sandbox Pod and its deny-all NetworkPolicy (YAML, two documents) from the
-    /// settings: MCP_BRIDGE_IMAGE, MCP_BRIDGE_MEMORY, MCP_BRIDGE_CPUS, MCP_BRIDGE_CONTAINER_USER
-    /// (MCP_BRIDGE_PIDS has no pod field: set the kubelet's podPidsLimit). Apply it with
-    /// `kubectl apply -f -`, or try it with `podman kube play --network none -`.
-    Manifest {
-        /// The pod's name (the policy is NAME-deny-all).
-        #[arg(long, default_value = "mcp-code-bridge-sandbox")]
-        name: String,
-        /// Run the isolation self-check `doctor` runs inside a sandbox instead of the
-        /// entrypoint; the pod prints one DOCTOR line and exits. Judge it with `kube verdict`.
-        #[arg(long)]
-        self_check: bool,
-        /// Ask for a RuntimeClass by name (e.g. gvisor).
-        #[arg(long, value_name = "NAME")]
-        runtime_class: Option<String>,
-    },
-    /// Judge a self-check pod's output (`kubectl logs POD | mcp-code-bridge kube verdict`)
-    /// against the settings, as `doctor` does; what a pod spec cannot express is WARN. Exit 0
-    /// when nothing FAILs, 1 otherwise.
-    Verdict,
 }
 
 fn main() -> ExitCode {
@@ -246,7 +218,7 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
         None
     };
     match command {
-        Command::Run => run(settings, audit).await,
+        Command::Run => Ok(mcp_code_bridge::cli::run::run(settings, audit).await?),
         Command::Serve { http, token_file } => {
             let opts = mcp_code_bridge::http::ServeOptions {
                 addr: http,
@@ -265,7 +237,7 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
             servers,
             timeout,
             json,
-        } => exec(settings, audit, code, servers, timeout, json).await,
+        } => Ok(exec_cli::exec(settings, audit, code, servers, timeout, json).await),
         Command::Servers { allow, .. } if allow.is_empty() => {
             Ok(mcp_code_bridge::cli::servers::list(&settings))
         }
@@ -305,7 +277,7 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
         Command::Image { engine, action } => Ok(ExitCode::from(
             mcp_code_bridge::cli::image::run_action(settings, engine, action).await,
         )),
-        Command::Kube { action } => Ok(kube(&settings, action)),
+        Command::Kube { action } => Ok(mcp_code_bridge::cli::kube::run(&settings, action)),
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::cli::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.
@@ -318,124 +290,6 @@ async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<E
         }
     }
 }
-
-fn kube(settings: &Settings, action: KubeAction) -> ExitCode {
-    use mcp_code_bridge::cli::kube;
-    let text = match action {
-        KubeAction::Manifest {
-            name,
-            self_check,
-            runtime_class,
-        } => {
-            let args = kube::ManifestArgs {
-                name,
-                self_check,
-                runtime_class,
-            };
-            match kube::manifest(settings, &args) {
-                Ok(text) => Ok(text),
-                Err(e) => {
-                    eprintln!("mcp-code-bridge: {e}");
-                    return ExitCode::from(exec_cli::EXIT_USAGE);
-                }
-            }
-        }
-        KubeAction::Verdict => {
-            let mut input = Vec::new();
-            let limit = (kube::MAX_INPUT as u64) + 1;
-            if let Err(e) = std::io::stdin().take(limit).read_to_end(&mut input) {
-                eprintln!("mcp-code-bridge: reading the pod's output: {e}");
-                return ExitCode::from(exec_cli::EXIT_USAGE);
-            }
-            let (report, ok) = kube::verdict(settings, &String::from_utf8_lossy(&input));
-            if ok {
-                Ok(report)
-            } else {
-                Err(report)
-            }
-        }
-    };
-    let (text, code) = match text {
-        Ok(t) => (t, ExitCode::SUCCESS),
-        Err(t) => (t, ExitCode::FAILURE),
-    };
-    // A closed stdout (`kube manifest | head`) ends quietly, never with a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes());
-    code
-}
-
-async fn run(settings: Arc<Settings>, audit: Option<AuditLog>) -> anyhow::Result<ExitCode> {
-    let app = App::with_engine_audited(settings.clone(), audit);
-    app.index_in_background();
-    if settings.prewarm {
-        app.sandbox.prewarm();
-    }
-    let handler = server::BridgeServer::new(app.sandbox.clone(), settings, app.outbox.clone());
-    let (read, write) = rmcp::transport::stdio_pipes();
-    let result = tokio::select! {
-        r = server::serve_stream(handler, read, write, app.ct.clone()) => r,
-        _ = shutdown::signalled() => Ok(()),
-    };
-    app.shutdown().await;
-    result?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Runs `code` once and prints the report (`exec_cli`); the exit code says how it ended.
-async fn exec(
-    settings: Arc<Settings>,
-    audit: Option<AuditLog>,
-    code: String,
-    servers: Vec<String>,
-    timeout: Option<u64>,
-    json: bool,
-) -> anyhow::Result<ExitCode> {
-    let code = if code == "-" {
-        let mut buf = String::new();
-        if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
-            eprintln!("mcp-code-bridge: reading code from stdin: {e}");
-            return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
-        }
-        buf
-    } else {
-        code
-    };
-    let started = std::time::Instant::now();
-    // A script waits for a missing image's whole build (its progress goes to the log).
-    let mut patient = settings.as_ref().clone();
-    patient.image_build_wait = std::time::Duration::from_secs(EXEC_IMAGE_BUILD_WAIT_SECS);
-    let app = App::with_engine_audited(Arc::new(patient), audit);
-    let capped = settings.timeout_capped_note(timeout);
-    // `exec` has nobody to ask: calls that need approval fail closed.
-    let scope = std::sync::Arc::new(mcp_code_bridge::calls::RunScope::new(&code, None, None));
-    let req = RunRequest {
-        code,
-        servers,
-        timeout: settings.call_timeout(timeout),
-        arrived: tokio::time::Instant::now(),
-        cancel: app.ct.child_token(),
-        progress: Progress::none(),
-        scope,
-    };
-    let report = tokio::select! {
-        r = app.sandbox.run(req) => r,
-        _ = shutdown::signalled() => {
-            app.shutdown().await;
-            return Ok(ExitCode::from(exec_cli::EXIT_CANCELLED));
-        }
-    };
-    let duration = started.elapsed();
-    app.shutdown().await;
-    let mut report = report;
-    if let Some(note) = capped {
-        report.add_notice(note);
-    }
-    Ok(ExitCode::from(exec_cli::print(&report, json, duration)))
-}
-
-/// How long `exec` waits for a missing image's build (MCP_BRIDGE_IMAGE_BUILD_WAIT is for MCP
-/// clients, which give up on a request after about a minute).
-const EXEC_IMAGE_BUILD_WAIT_SECS: u64 = 3 * 3600;
 
 fn init_logging(level: &str) {
     // rmcp logs every child exit and session end at info: keep it to warnings unless asked.

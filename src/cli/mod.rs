@@ -1,11 +1,13 @@
-//! The commands besides `run`: each speaks to a person on a terminal (`servers`, `doctor`,
-//! `image`, `setup`, `exec`, `audit`, `kube`), and [`safe_line`] is the last escape before that terminal.
+//! The commands: `run` (one client over stdio), and those that speak to a person on a terminal
+//! (`servers`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`); [`safe_line`] is the last
+//! escape before that terminal. `serve --http` is `crate::http`.
 
 pub mod audit;
 pub mod doctor;
 pub mod exec;
 pub mod image;
 pub mod kube;
+pub mod run;
 pub mod safe_line;
 pub mod servers;
 pub mod servers_allow;

@@ -3,6 +3,7 @@
 //! settings (`container/pod.rs`), optionally running doctor's self-check instead of the
 //! entrypoint; `verdict` judges that self-check's output.
 
+mod command;
 mod self_check;
 mod verdict;
 mod yaml;
@@ -14,6 +15,7 @@ use crate::container::pod::{deny_all, pod, PodOptions};
 use crate::container::SandboxSpec;
 use crate::sandbox::entrypoint;
 
+pub use command::{run, KubeAction};
 pub use verdict::{verdict, MAX_INPUT};
 
 /// What `kube manifest` was asked for.
