@@ -1,8 +1,11 @@
 //! [`Front`]: what every HTTP request meets before rmcp's streamable HTTP service. It serves
 //! the protected-resource metadata (RFC 9728, which the MCP authorization spec points
-//! clients to), answers only `/mcp`, admits a request by its bearer token (or, with no tokens
-//! file, only from this user's own processes on loopback), caps each token's requests in
-//! flight, and marks the request with the token's name for the MCP face.
+//! clients to), answers only `/mcp`, refuses a browser's request from an origin not allowed
+//! (`origin.rs`), admits a request by its bearer token (or, with no tokens file, only from
+//! this user's own processes on loopback), caps each token's requests in flight (a session's
+//! one standing GET stream apart), and marks the request with the token's name for the MCP
+//! face. A 401 or 403 closes the connection; a session is forgotten only once its DELETE
+//! succeeded, which is answered 200 (rmcp says 202, which clients take for a failure).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -20,6 +23,8 @@ use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::gate::Conn;
+use super::origin::Origins;
 use super::sessions::SessionBook;
 use super::tokens::Tokens;
 use crate::server::{Authenticated, BridgeServer};
@@ -46,8 +51,10 @@ pub struct Front {
     mcp: StreamableHttpService<BridgeServer, LocalSessionManager>,
     /// rmcp's sessions, to close those the book evicts or revokes.
     manager: Arc<LocalSessionManager>,
-    /// Which token opened each session.
-    book: Mutex<SessionBook>,
+    /// Which token opened each session, and which sessions have their standing GET stream.
+    book: Arc<Mutex<SessionBook>>,
+    /// The browser origins served.
+    origins: Origins,
     /// This endpoint's URL, for the metadata.
     resource: String,
 }
@@ -57,13 +64,14 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 impl Front {
     /// A front admitting `tokens` (none: own user on loopback) to `mcp` (whose sessions
-    /// `manager` keeps), at most `per_token` requests in flight each; `resource` is the
-    /// endpoint's URL.
+    /// `manager` keeps), at most `per_token` requests in flight each, browsers only from
+    /// `origins`; `resource` is the endpoint's URL.
     pub fn new(
         tokens: Option<Tokens>,
         per_token: usize,
         mcp: StreamableHttpService<BridgeServer, LocalSessionManager>,
         manager: Arc<LocalSessionManager>,
+        origins: Origins,
         resource: String,
     ) -> Self {
         Front {
@@ -72,7 +80,8 @@ impl Front {
             per_token,
             mcp,
             manager,
-            book: Mutex::new(SessionBook::default()),
+            book: Arc::new(Mutex::new(SessionBook::default())),
+            origins,
             resource,
         }
     }
@@ -112,9 +121,27 @@ impl Front {
             .clone()
     }
 
-    /// Answers one request; `own_user` says whether the connection comes from this user's
-    /// own process (only asked when there is no tokens file).
-    pub async fn handle<B>(&self, mut req: Request<B>, own_user: bool) -> Reply
+    /// Answers one request of `conn` (admitting the connection when the request is); a 401
+    /// or 403 closes the connection.
+    pub async fn handle<B>(&self, req: Request<B>, conn: &Conn) -> Reply
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: std::fmt::Display,
+    {
+        let mut reply = self.answer(req, conn).await;
+        if matches!(
+            reply.status(),
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN
+        ) {
+            reply
+                .headers_mut()
+                .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+        }
+        reply
+    }
+
+    async fn answer<B>(&self, mut req: Request<B>, conn: &Conn) -> Reply
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -127,8 +154,15 @@ impl Front {
         if path != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
         }
+        let origin = req.headers().get(header::ORIGIN).map(|v| v.as_bytes());
+        if !self.origins.allows(origin) {
+            return plain(
+                StatusCode::FORBIDDEN,
+                "this Origin is not allowed (MCP_BRIDGE_HTTP_ALLOWED_ORIGINS)",
+            );
+        }
         let token = match self.current() {
-            None if own_user => Arc::from(LOCAL_TOKEN),
+            None if conn.own_user() => Arc::from(LOCAL_TOKEN),
             None => {
                 return plain(
                     StatusCode::FORBIDDEN,
@@ -147,54 +181,82 @@ impl Front {
                 }
             }
         };
-        let Some(permit) = self.permit(&token) else {
-            let mut reply = rpc_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                &format!(
-                    "too many requests in flight for this token (MCP_BRIDGE_REQUESTS_PER_TOKEN={})",
-                    self.per_token
-                ),
-            );
-            reply
-                .headers_mut()
-                .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
-            return reply;
-        };
+        conn.admit();
         let session = req
             .headers()
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let method = req.method().clone();
+        let mut standing = None;
         if let Some(s) = &session {
             // Another token's session is answered as if it did not exist.
             if !self.book().allows(s, &token) {
                 return plain(StatusCode::NOT_FOUND, "session not found");
             }
-            if req.method() == http::Method::DELETE {
-                self.book().closed(s);
+            // A session's one standing GET stream (server-to-client messages; an idle
+            // client keeps it open) is not a request in flight.
+            if method == http::Method::GET && self.book().stand(s) {
+                standing = Some(Standing {
+                    book: self.book.clone(),
+                    session: s.clone(),
+                });
             }
         }
+        let permit = match standing {
+            Some(_) => None,
+            None => match self.permit(&token) {
+                Some(p) => Some(p),
+                None => return self.too_many(),
+            },
+        };
         req.extensions_mut().insert(Authenticated {
             token: token.clone(),
         });
-        let reply = self.mcp.handle(req).await;
-        if session.is_none() {
-            if let Some(new) = reply
-                .headers()
-                .get(SESSION_HEADER)
-                .and_then(|v| v.to_str().ok())
-            {
-                let evicted = self.book().opened(new, &token);
-                self.close_sessions(evicted);
+        let mut reply = self.mcp.handle(req).await;
+        match &session {
+            None => {
+                if let Some(new) = reply
+                    .headers()
+                    .get(SESSION_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    let evicted = self.book().opened(new, &token);
+                    self.close_sessions(evicted);
+                }
             }
+            Some(s) if method == http::Method::DELETE && reply.status().is_success() => {
+                // Only a DELETE rmcp carried out ends the session's binding to its token.
+                self.book().closed(s);
+                if reply.status() == StatusCode::ACCEPTED {
+                    *reply.status_mut() = StatusCode::OK;
+                }
+            }
+            Some(_) => {}
         }
         reply.map(|body| {
             Held {
                 inner: body,
                 _permit: permit,
+                _standing: standing,
             }
             .boxed()
         })
+    }
+
+    /// 429 for a token at its cap of requests in flight.
+    fn too_many(&self) -> Reply {
+        let mut reply = rpc_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "too many requests in flight for this token (MCP_BRIDGE_REQUESTS_PER_TOKEN={})",
+                self.per_token
+            ),
+        );
+        reply
+            .headers_mut()
+            .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+        reply
     }
 
     /// A permit for one more request of `token`, if it has fewer than its cap in flight.
@@ -290,11 +352,27 @@ fn rpc_error(status: StatusCode, message: &str) -> Reply {
     reply
 }
 
-/// A body that holds its request's permit until it has been sent (an SSE stream lasts as
-/// long as its call).
+/// A body that holds its request's permit (or its session's standing-stream mark) until it
+/// has been sent (an SSE stream lasts as long as its call, a standing one as its client).
 struct Held {
     inner: BoxBody<Bytes, Infallible>,
-    _permit: OwnedSemaphorePermit,
+    _permit: Option<OwnedSemaphorePermit>,
+    _standing: Option<Standing>,
+}
+
+/// A session's standing GET stream, open while this lives.
+struct Standing {
+    book: Arc<Mutex<SessionBook>>,
+    session: String,
+}
+
+impl Drop for Standing {
+    fn drop(&mut self) {
+        self.book
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .sat(&self.session);
+    }
 }
 
 impl Body for Held {

@@ -3,16 +3,21 @@
 //! statelessly). `front.rs` admits requests (tokens, per-token requests in flight, the
 //! protected-resource metadata), `listen.rs` accepts connections, `hub.rs` gives each client
 //! its own sandbox (`pool.rs`: the warm pool; `handle.rs`: the handles of stateless clients),
-//! `tokens.rs` reads the tokens file, `peer.rs` tells whose a loopback connection is. This file
-//! wires them, reloads the tokens on SIGHUP and drains on SIGTERM.
+//! `tokens.rs` reads the tokens file, `peer.rs` tells whose a loopback connection is
+//! (`sock_diag.rs`: asking the kernel over netlink),
+//! `gate.rs` bounds the connections not yet admitted, `origin.rs` the browser origins served.
+//! This file wires them, reloads the tokens on SIGHUP and drains on SIGTERM.
 
 mod front;
+mod gate;
 mod handle;
 mod hub;
 mod listen;
+mod origin;
 mod peer;
 mod pool;
 mod sessions;
+mod sock_diag;
 mod tokens;
 
 pub use front::{LOCAL_TOKEN, MCP_PATH};
@@ -35,6 +40,8 @@ use crate::config::Settings;
 use crate::server::BridgeServer;
 use crate::shown::ShownPath;
 use front::Front;
+use gate::Gate;
+use origin::Origins;
 
 /// How `serve` was asked to run.
 #[derive(Debug, Clone)]
@@ -125,13 +132,18 @@ pub async fn serve(
         settings.serve.requests_per_token,
         mcp,
         sessions,
+        Origins::new(local, &settings.serve.allowed_origins),
         resource.clone(),
     ));
     let stops = (CancellationToken::new(), CancellationToken::new());
     tracker.spawn(listen::accept(
         listener,
         front.clone(),
-        tokens.is_none(),
+        listen::Admission {
+            own_user_only: tokens.is_none(),
+            gate: Gate::new(settings.serve.connections_per_peer),
+            unadmitted_for: settings.serve.unauth_timeout,
+        },
         listen::Stops {
             accepting: stops.0.clone(),
             connections: stops.1.clone(),

@@ -1,33 +1,50 @@
 //! Whose is a loopback connection: without a tokens file, `serve --http` admits only this
 //! user's own processes. Anyone on the machine can connect to a loopback port, and another
 //! local user must not run code as us or reach our MCP servers; so the kernel's table of TCP
-//! sockets (`/proc/net/tcp`, `/proc/net/tcp6`) is asked which uid owns the client's end.
+//! sockets is asked which uid owns the client's end: over netlink (`sock_diag.rs`), else in
+//! `/proc/net/tcp` and `/proc/net/tcp6`.
 
 use std::net::{IpAddr, SocketAddr};
 
-/// Lines of a socket table read at most (a busy machine has thousands of sockets).
-const MAX_LINES: usize = 200_000;
+/// Bytes of a socket table read at most (a busy machine has thousands of sockets, about
+/// 150 bytes each).
+const MAX_BYTES: u64 = 32 << 20;
 
-/// The uid owning the client end of the TCP connection from `peer` to `local`, if the
-/// kernel's tables show it (Linux).
+/// The uid owning the client end of the TCP connection from `peer` to `local`, if the kernel
+/// shows it (Linux): asked over netlink (`sock_diag.rs`), else read from the socket table.
 pub fn peer_uid(local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    match super::sock_diag::socket_uid(peer, local) {
+        Ok(uid) => uid,
+        Err(super::sock_diag::Unavailable) => table_uid(local, peer),
+    }
+}
+
+/// [`peer_uid`] from the kernel's socket table (`/proc/net/tcp{,6}`).
+fn table_uid(local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+    use std::io::Read;
     let table = match peer.ip() {
         IpAddr::V4(_) => "/proc/net/tcp",
         IpAddr::V6(_) => "/proc/net/tcp6",
     };
-    let text = std::fs::read_to_string(table).ok()?;
+    let mut text = String::new();
+    std::fs::File::open(table)
+        .ok()?
+        .take(MAX_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
     find_uid(&text, &encode(peer), &encode(local))
 }
 
 /// The uid column of the line whose local address is `client` and remote address `server`.
+/// One substring search (many connections arriving at once each ask; a field-by-field parse
+/// of every line made that quadratic and slow).
 fn find_uid(table: &str, client: &str, server: &str) -> Option<u32> {
-    table.lines().skip(1).take(MAX_LINES).find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (local, remote, uid) = (fields.get(1)?, fields.get(2)?, fields.get(7)?);
-        (local.eq_ignore_ascii_case(client) && remote.eq_ignore_ascii_case(server))
-            .then(|| uid.parse().ok())
-            .flatten()
-    })
+    let needle = format!(" {client} {server} ");
+    let at = table.find(&needle)?;
+    let rest = &table[at + needle.len()..];
+    let line = rest.split('\n').next()?;
+    // st, tx_queue:rx_queue, tr:tm->when, retrnsmt, uid
+    line.split_whitespace().nth(4)?.parse().ok()
 }
 
 /// `addr` as the kernel prints it: the address as 32-bit words in host byte order, in hex,
@@ -72,8 +89,16 @@ mod tests {
             std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (_server_end, peer) = listener.accept().expect("accept");
         assert_eq!(peer, client.local_addr().expect("local"));
-        let uid = peer_uid(listener.local_addr().expect("addr"), peer);
-        assert_eq!(uid, Some(crate::checked_dir::euid()));
+        let server = listener.local_addr().expect("addr");
+        assert_eq!(peer_uid(server, peer), Some(crate::checked_dir::euid()));
+        assert_eq!(table_uid(server, peer), Some(crate::checked_dir::euid()));
         assert_eq!(find_uid("header\n", "A", "B"), None);
+        let line = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n   1: 0100007F:924B 0100007F:B04A 01 00000000:00000000 00:00000000 00000000  1000        0 7 1\n";
+        assert_eq!(find_uid(line, "0100007F:924B", "0100007F:B04A"), Some(1000));
+        assert_eq!(
+            find_uid(line, "0100007F:B04A", "0100007F:924B"),
+            None,
+            "the other end"
+        );
     }
 }

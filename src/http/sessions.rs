@@ -3,9 +3,11 @@
 //! leaked session id would be served in that session. The book binds a session to the token
 //! whose `initialize` created it (a request with another token is answered as if the session
 //! did not exist) and bounds the sessions a token may hold: past [`MAX_SESSIONS_PER_TOKEN`],
-//! its oldest session is closed (its client starts a new one, as after any expiry).
+//! its oldest session is closed (its client starts a new one, as after any expiry). It also
+//! marks the sessions whose standing GET stream is open: one per session is not counted as a
+//! request in flight.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 /// Sessions one token may hold; opening one more closes its oldest.
@@ -16,6 +18,8 @@ pub const MAX_SESSIONS_PER_TOKEN: usize = 256;
 pub struct SessionBook {
     owner: HashMap<String, Arc<str>>,
     order: HashMap<Arc<str>, VecDeque<String>>,
+    /// Sessions with their standing GET stream open (each one the book knows).
+    standing: HashSet<String>,
 }
 
 impl SessionBook {
@@ -38,6 +42,7 @@ impl SessionBook {
         while order.len() > MAX_SESSIONS_PER_TOKEN {
             if let Some(old) = order.pop_front() {
                 self.owner.remove(&old);
+                self.standing.remove(&old);
                 evicted.push(old);
             }
         }
@@ -46,11 +51,23 @@ impl SessionBook {
 
     /// Forgets `session` (it was closed or deleted).
     pub fn closed(&mut self, session: &str) {
+        self.standing.remove(session);
         if let Some(token) = self.owner.remove(session) {
             if let Some(order) = self.order.get_mut(&token) {
                 order.retain(|s| s != session);
             }
         }
+    }
+
+    /// Marks `session`'s standing GET stream open; false when the book does not know the
+    /// session or its stream is already open (that GET counts as a request in flight).
+    pub fn stand(&mut self, session: &str) -> bool {
+        self.owner.contains_key(session) && self.standing.insert(session.to_string())
+    }
+
+    /// Marks `session`'s standing GET stream closed.
+    pub fn sat(&mut self, session: &str) {
+        self.standing.remove(session);
     }
 
     /// Forgets every session of tokens `keep` rejects; returns them (to close).
@@ -60,6 +77,7 @@ impl SessionBook {
         for token in gone {
             for s in self.order.remove(&token).unwrap_or_default() {
                 self.owner.remove(&s);
+                self.standing.remove(&s);
                 sessions.push(s);
             }
         }
@@ -92,5 +110,26 @@ mod tests {
         let revoked = book.revoke(|t| t != "a");
         assert_eq!(revoked.len(), MAX_SESSIONS_PER_TOKEN);
         assert!(book.allows("x5", "b"));
+    }
+
+    #[test]
+    fn one_standing_stream_per_known_session() {
+        let a: Arc<str> = Arc::from("a");
+        let mut book = SessionBook::default();
+        assert!(!book.stand("unknown"), "only sessions the book knows");
+        book.opened("s1", &a);
+        book.opened("s2", &a);
+        assert!(book.stand("s1"));
+        assert!(
+            !book.stand("s1"),
+            "a second stream of s1 is a request in flight"
+        );
+        assert!(book.stand("s2"));
+        book.sat("s1");
+        assert!(book.stand("s1"));
+        book.closed("s1");
+        assert!(!book.stand("s1"));
+        book.revoke(|_| false);
+        assert!(book.standing.is_empty() && !book.stand("s2"));
     }
 }

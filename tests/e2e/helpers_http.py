@@ -25,6 +25,14 @@ or `STATELESS` ("2026-07-28": no session; the sandbox is a handle that `run_pyth
 that handle between calls so one test body works in both modes: `await agent.run("x = 1")`.
 `go(coro)` runs a coroutine to completion from a synchronous test.
 
+Raw connections
+---------------
+`raw_request(url, method, headers=..., body=...)` sends one HTTP/1.1 request on a socket of its
+own and returns `RawReply(status, headers, body, sock)` with the socket still open, so a test can
+see whether the server closes it (`closed_within(sock, seconds)`). `hold_connections_as(uid, url,
+count, seconds)` starts a process as another local user (setpriv; needs root) that opens `count`
+connections, sends nothing, and reports as JSON how long each stayed open (`HeldReport`).
+
 Binaries: MCP_BRIDGE_BIN (default <repo>/target/debug/mcp-code-bridge), as in bridge_driver.py.
 """
 
@@ -32,16 +40,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
+import select
+import shutil
 import signal
+import socket
 import subprocess
+import sys
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 from bridge_driver import BRIDGE_BIN, base_env
@@ -308,3 +323,161 @@ def last_line(text: str) -> str:
     """The last non-empty line of a result's text (a notice line may come first)."""
     lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip() if lines else ""
+
+
+# --------------------------------------------------------------------------------------------
+# Raw connections
+
+
+@dataclass
+class RawReply:
+    """One response read off a raw socket; `sock` is still open (the caller closes it)."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    sock: socket.socket = field(repr=False)
+
+
+def host_port(url: str) -> tuple[str, int]:
+    """The host and port of an `http://HOST:PORT/...` URL (`0.0.0.0` and `[::]` as loopback)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "127.0.0.1"
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if host == "0.0.0.0" else "::1"
+    return host, parts.port or 80
+
+
+def raw_request(
+    url: str, method: str = "POST", headers: Mapping[str, str] | None = None, body: bytes = b"", timeout: float = 30.0
+) -> RawReply:
+    """Sends one HTTP/1.1 request to `url` on a new socket and reads the response (head, then a
+    Content-Length body; at most 1 MiB); the socket is left open."""
+    host, port = host_port(url)
+    path = urlsplit(url).path or "/"
+    sock = socket.create_connection((host, port), timeout=timeout)
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < 1 << 20:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    found = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        found[name.strip().lower()] = value.strip()
+    want = int(found.get("content-length", "0") or 0)
+    while len(rest) < min(want, 1 << 20):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return RawReply(int(status_line.split()[1]), found, rest, sock)
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    """True when the peer closes `sock` (EOF or reset) within `seconds`; bytes it sends before
+    are read and dropped (at most 1 MiB)."""
+    deadline = time.monotonic() + seconds
+    dropped = 0
+    while dropped < 1 << 20:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        ready, _, _ = select.select([sock], [], [], left)
+        if not ready:
+            return False
+        try:
+            chunk = sock.recv(65536)
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        if not chunk:
+            return True
+        dropped += len(chunk)
+    return False
+
+
+_HOLD = r"""
+import json, selectors, socket, sys, time
+host, port, count, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+sel = selectors.DefaultSelector()
+socks, lived = [], []
+def watch(timeout):
+    for key, _ in sel.select(timeout):
+        s = key.fileobj
+        try:
+            gone = s.recv(4096) == b""
+        except BlockingIOError:
+            gone = False
+        except OSError:
+            gone = True
+        if gone:
+            lived.append(time.monotonic() - key.data)
+            sel.unregister(s)
+for _ in range(count):
+    s = socket.create_connection((host, port), timeout=10)
+    s.setblocking(False)
+    socks.append(s)
+    sel.register(s, selectors.EVENT_READ, time.monotonic())
+    watch(0)
+print("open", len(socks), flush=True)
+end = time.monotonic() + seconds
+while time.monotonic() < end and len(lived) < len(socks):
+    watch(0.05)
+print(json.dumps({"opened": len(socks), "lived": sorted(lived)}), flush=True)
+"""
+
+
+@dataclass
+class HeldReport:
+    """What `hold_connections_as` saw: connections opened, and for each one the server closed
+    (within the time given), how many seconds it had stayed open."""
+
+    opened: int
+    lived: list[float]
+
+
+class HeldConnections:
+    """A process holding idle connections as another user; `.wait_open()` once they are open,
+    `.report()` when it is done."""
+
+    def __init__(self, proc: subprocess.Popen[str]):
+        self.proc = proc
+
+    def wait_open(self, timeout: float = 60.0) -> int:
+        """How many connections it opened, once it opened them all."""
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        assert line.startswith("open "), (line, self.proc.stderr.read() if self.proc.stderr else "")
+        return int(line.split()[1])
+
+    def report(self, timeout: float = 120.0) -> HeldReport:
+        """Its report, once it ended."""
+        out, err = self.proc.communicate(timeout=timeout)
+        assert self.proc.returncode == 0, err
+        doc = json.loads(out.strip().splitlines()[-1])
+        return HeldReport(doc["opened"], doc["lived"])
+
+
+def hold_connections_as(uid: int, url: str, count: int, seconds: float) -> HeldConnections:
+    """Starts a process as user `uid` (setpriv; the caller must be root) that opens `count`
+    connections to `url`'s port, sends nothing, and watches them for `seconds`."""
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "util-linux setpriv is needed to act as another user"
+    host, port = host_port(url)
+    proc = subprocess.Popen(
+        [setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", sys.executable, "-c", _HOLD]
+        + [host, str(port), str(count), str(seconds)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd="/",
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+    )
+    return HeldConnections(proc)

@@ -60,6 +60,31 @@ pub const HTTP_MAX_BODY: Number = Number::new(
     (64 << 10, 256 * MIB),
     "`serve --http`: largest request body; larger gets HTTP 413",
 );
+/// Origins `MCP_BRIDGE_HTTP_ALLOWED_ORIGINS` may name at most.
+pub const MAX_ALLOWED_ORIGINS: usize = 64;
+/// `MCP_BRIDGE_HTTP_ALLOWED_ORIGINS`.
+pub const HTTP_ALLOWED_ORIGINS: Text = Text {
+    name: "MCP_BRIDGE_HTTP_ALLOWED_ORIGINS",
+    default: "unset",
+    allowed: "origins (`scheme://host[:port]`), comma separated (at most 64)",
+    doc: "`serve --http`: browser origins whose requests are served besides this server's own on loopback; a request with any other `Origin` header gets HTTP 403 (one without `Origin` is served)",
+};
+/// `MCP_BRIDGE_HTTP_UNAUTH_TIMEOUT`.
+pub const HTTP_UNAUTH_TIMEOUT: Number = Number::new(
+    "MCP_BRIDGE_HTTP_UNAUTH_TIMEOUT",
+    Unit::Seconds,
+    5,
+    (1, 300),
+    "`serve --http`: a connection none of whose requests has yet carried a good token is closed N s after it opened (without a tokens file, this user's own connections are admitted at once and others closed)",
+);
+/// `MCP_BRIDGE_HTTP_CONNECTIONS_PER_PEER`.
+pub const HTTP_CONNECTIONS_PER_PEER: Number = Number::new(
+    "MCP_BRIDGE_HTTP_CONNECTIONS_PER_PEER",
+    Unit::Count,
+    64,
+    (1, 1024),
+    "`serve --http`: connections not yet admitted from one peer (an IPv4 address, an IPv6 /64, a local user on loopback); more are closed at once",
+);
 /// `MCP_BRIDGE_SANDBOX_TTL`.
 pub const SANDBOX_TTL: Number = Number::new(
     "MCP_BRIDGE_SANDBOX_TTL",
@@ -92,6 +117,12 @@ pub struct ServeSettings {
     pub requests_per_token: usize,
     /// `MCP_BRIDGE_HTTP_MAX_BODY`.
     pub http_max_body: usize,
+    /// `MCP_BRIDGE_HTTP_ALLOWED_ORIGINS`, each lower-cased.
+    pub allowed_origins: Vec<String>,
+    /// `MCP_BRIDGE_HTTP_UNAUTH_TIMEOUT`.
+    pub unauth_timeout: Duration,
+    /// `MCP_BRIDGE_HTTP_CONNECTIONS_PER_PEER`.
+    pub connections_per_peer: usize,
     /// `MCP_BRIDGE_SANDBOX_TTL`.
     pub sandbox_ttl: Duration,
     /// `MCP_BRIDGE_DRAIN_TIMEOUT`.
@@ -111,6 +142,9 @@ impl ServeSettings {
             sandboxes_per_token: SANDBOXES_PER_TOKEN.get(var)? as usize,
             requests_per_token: REQUESTS_PER_TOKEN.get(var)? as usize,
             http_max_body: HTTP_MAX_BODY.get(var)? as usize,
+            allowed_origins: HTTP_ALLOWED_ORIGINS.parse(var, Vec::new(), parse_origins)?,
+            unauth_timeout: HTTP_UNAUTH_TIMEOUT.duration(var)?,
+            connections_per_peer: HTTP_CONNECTIONS_PER_PEER.get(var)? as usize,
             sandbox_ttl: SANDBOX_TTL.duration(var)?,
             drain_timeout: DRAIN_TIMEOUT.duration(var)?,
         })
@@ -144,6 +178,41 @@ fn parse_preload(raw: &str) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
+/// `https://a.example,http://b:8080` as origins (RFC 6454's serialization: a scheme, `://`,
+/// a host, an optional port; no path, no user), lower-cased; at most [`MAX_ALLOWED_ORIGINS`].
+fn parse_origins(raw: &str) -> Result<Vec<String>, String> {
+    let origins: Vec<String> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    if origins.len() > MAX_ALLOWED_ORIGINS {
+        return Err(format!("at most {MAX_ALLOWED_ORIGINS} origins"));
+    }
+    for origin in &origins {
+        let shown: String = origin.chars().take(80).collect();
+        let Some((scheme, host)) = origin.split_once("://") else {
+            return Err(format!("'{shown}' is not an origin (scheme://host[:port])"));
+        };
+        let scheme_ok = !scheme.is_empty()
+            && scheme
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.');
+        let host_ok = origin.len() <= 300
+            && !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._:[]".contains(&b));
+        if !scheme_ok || !host_ok {
+            return Err(format!(
+                "'{shown}' is not an origin (scheme://host[:port], no path)"
+            ));
+        }
+    }
+    Ok(origins)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +229,30 @@ mod tests {
         }
         let many = vec!["m"; MAX_PRELOAD + 1].join(",");
         assert!(parse_preload(&many).is_err());
+    }
+
+    #[test]
+    fn allowed_origins_are_exact_origins() {
+        assert_eq!(
+            parse_origins("https://App.example, http://127.0.0.1:8080,").expect("valid"),
+            vec!["https://app.example", "http://127.0.0.1:8080"]
+        );
+        assert_eq!(
+            parse_origins("http://[::1]:9").expect("v6"),
+            vec!["http://[::1]:9"]
+        );
+        for bad in [
+            "app.example",
+            "https://app.example/",
+            "https://app.example/path",
+            "https://user@app.example",
+            "://app.example",
+            "https://",
+            "null",
+        ] {
+            assert!(parse_origins(bad).is_err(), "{bad}");
+        }
+        let many = vec!["http://a"; MAX_ALLOWED_ORIGINS + 1].join(",");
+        assert!(parse_origins(&many).is_err());
     }
 }
