@@ -206,7 +206,7 @@ impl Limits {
             };
             match room(l.value, got, run.reserved_bytes, run.largest_result) {
                 Room::Spent => return Admit::Refused(spent()),
-                Room::Held => return Admit::Wait(spent()),
+                Room::Held => return Admit::Wait(held(server, &l)),
                 Room::Reserve(n) => reserve_run = n,
             }
         }
@@ -243,7 +243,7 @@ impl Limits {
                 used.largest_result,
             ) {
                 Room::Spent => return Admit::Refused(spent()),
-                Room::Held => return Admit::Wait(spent()),
+                Room::Held => return Admit::Wait(held(server, &l)),
                 Room::Reserve(n) => reserve_server = n,
             }
         }
@@ -313,6 +313,17 @@ impl Limits {
             used.result_bytes = used.result_bytes.saturating_add(result_bytes);
         }
     }
+}
+
+/// The refusal of a call that waited for room in result-byte budget `l` until its deadline.
+fn held(server: &str, l: &Limit) -> Decision {
+    refused(
+        server,
+        l,
+        "the rest of this run's result-byte budget stayed reserved by its calls in flight \
+         until this call's deadline"
+            .to_string(),
+    )
 }
 
 /// The refusal of a call to `server` by limit `l`: `what` happened, where the limit was set,
@@ -604,6 +615,26 @@ mod tests {
         );
         let budgets = run.run.tally.budgets.lock().expect("lock");
         assert_eq!(budgets.reserved_bytes, 0, "every reservation given back");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waiting_for_room_held_until_its_deadline_is_refused_saying_so() {
+        let limits = Limits::new(settings(0, 0, 1000));
+        let run = ctx();
+        let first = limits.admit(&run, "a", &NONE, "/f").await.expect("first");
+        let (_, rule, msg) = message(
+            limits
+                .admit(&run, "a", &NONE, "/f")
+                .await
+                .expect_err("held"),
+        );
+        assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_RESULT_BYTES=1000");
+        assert!(
+            msg.contains("stayed reserved by its calls in flight"),
+            "{msg}"
+        );
+        assert!(Instant::now() >= run.deadline);
+        drop(first);
     }
 
     #[tokio::test]

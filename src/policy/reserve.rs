@@ -17,6 +17,7 @@ use crate::bridge::RunScope;
 
 /// Result bytes held of a run's budgets by one call in flight; given back when settled or
 /// dropped.
+#[derive(Debug)]
 pub struct Reservation {
     run: Arc<RunScope>,
     server: String,
