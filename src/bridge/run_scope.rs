@@ -138,8 +138,10 @@ pub struct RunBudgets {
     pub servers: HashMap<String, ServerUse>,
     /// Result bytes reserved by the calls in flight, against the run's result-byte budget.
     pub reserved_bytes: u64,
-    /// The largest result received so far, over all servers (the estimate of the next).
-    pub largest_result: Option<u64>,
+    /// Per `(server, tool)`: the largest result received from it so far (the estimate of its
+    /// next). Bounded by the policy (`policy::reserve`: tool names come from the sandbox); a
+    /// tool past its bound has no estimate.
+    pub largest_result: HashMap<(String, String), u64>,
 }
 
 /// A run's use of one server.
@@ -151,8 +153,6 @@ pub struct ServerUse {
     pub result_bytes: u64,
     /// Result bytes reserved by this server's calls in flight, against its budget.
     pub reserved_bytes: u64,
-    /// The largest result received from it so far (the estimate of its next).
-    pub largest_result: Option<u64>,
 }
 
 impl Tally {

@@ -138,7 +138,7 @@ impl Limits {
     pub async fn admit(
         &self,
         ctx: &CallContext,
-        server: &str,
+        (server, tool): (&str, &str),
         overrides: &LimitOverrides,
         file: &str,
     ) -> Result<Option<Reservation>, Decision> {
@@ -146,7 +146,7 @@ impl Limits {
             let released = ctx.run.tally.released.notified();
             tokio::pin!(released);
             released.as_mut().enable();
-            match self.try_admit(ctx, server, overrides, file) {
+            match self.try_admit(ctx, (server, tool), overrides, file) {
                 Admit::Go(reservation) => return Ok(reservation),
                 Admit::Refused(decision) => return Err(decision),
                 Admit::Wait(decision) => {
@@ -165,7 +165,7 @@ impl Limits {
     fn try_admit(
         &self,
         ctx: &CallContext,
-        server: &str,
+        (server, tool): (&str, &str),
         overrides: &LimitOverrides,
         file: &str,
     ) -> Admit {
@@ -176,6 +176,10 @@ impl Limits {
         let tally = &ctx.run.tally;
         let mut run = tally.budgets.lock().expect("budgets lock");
         let used = run.servers.get(server).copied().unwrap_or_default();
+        let estimate = run
+            .largest_result
+            .get(&(server.to_string(), tool.to_string()))
+            .copied();
         let run_calls = (d.run_max_calls > 0).then(|| Limit {
             value: d.run_max_calls,
             source: format!("MCP_BRIDGE_RUN_MAX_CALLS={}", d.run_max_calls),
@@ -204,7 +208,7 @@ impl Limits {
                     ),
                 )
             };
-            match room(l.value, got, run.reserved_bytes, run.largest_result) {
+            match room(l.value, got, run.reserved_bytes, estimate) {
                 Room::Spent => return Admit::Refused(spent()),
                 Room::Held => return Admit::Wait(held(server, &l)),
                 Room::Reserve(n) => reserve_run = n,
@@ -236,12 +240,7 @@ impl Limits {
                     ),
                 )
             };
-            match room(
-                l.value,
-                used.result_bytes,
-                used.reserved_bytes,
-                used.largest_result,
-            ) {
+            match room(l.value, used.result_bytes, used.reserved_bytes, estimate) {
                 Room::Spent => return Admit::Refused(spent()),
                 Room::Held => return Admit::Wait(held(server, &l)),
                 Room::Reserve(n) => reserve_server = n,
@@ -289,10 +288,9 @@ impl Limits {
         entry.calls += 1;
         entry.reserved_bytes += reserve_server;
         let reserved = reserve_run > 0 || reserve_server > 0;
-        Admit::Go(
-            reserved
-                .then(|| Reservation::new(ctx.run.clone(), server, reserve_run, reserve_server)),
-        )
+        Admit::Go(reserved.then(|| {
+            Reservation::new(ctx.run.clone(), (server, tool), reserve_run, reserve_server)
+        }))
     }
 
     /// Whether any result-byte budget applies to a call with these entry `overrides` (the
@@ -359,7 +357,7 @@ mod tests {
             overrides: &LimitOverrides,
             file: &str,
         ) -> Result<(), Decision> {
-            match self.try_admit(ctx, server, overrides, file) {
+            match self.try_admit(ctx, (server, "t"), overrides, file) {
                 Admit::Go(_) => Ok(()),
                 Admit::Refused(d) => Err(d),
                 Admit::Wait(_) => panic!("waits"),
@@ -547,11 +545,14 @@ mod tests {
     async fn one_call(
         limits: Arc<Limits>,
         run: CallContext,
-        server: &'static str,
+        (server, tool): (&'static str, &'static str),
         overrides: LimitOverrides,
         bytes: u64,
     ) -> bool {
-        match limits.admit(&run, server, &overrides, "/e.json").await {
+        match limits
+            .admit(&run, (server, tool), &overrides, "/e.json")
+            .await
+        {
             Ok(reservation) => {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 Tally::add(&run.run.tally.result_bytes, bytes);
@@ -570,8 +571,15 @@ mod tests {
         // 60 calls made together, 10,000 bytes each, under 1,000: one goes through.
         let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
         let run = ctx();
-        let calls =
-            (0..60).map(|_| tokio::spawn(one_call(limits.clone(), run.clone(), "a", NONE, 10_000)));
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                ("a", "t"),
+                NONE,
+                10_000,
+            ))
+        });
         let admitted = futures::future::join_all(calls).await;
         let ok = admitted
             .into_iter()
@@ -586,8 +594,15 @@ mod tests {
         };
         let limits = Arc::new(Limits::new(LimitSettings::default()));
         let run = ctx();
-        let calls = (0..60)
-            .map(|_| tokio::spawn(one_call(limits.clone(), run.clone(), "a", entry, 10_000)));
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                ("a", "t"),
+                entry,
+                10_000,
+            ))
+        });
         let admitted = futures::future::join_all(calls).await;
         let ok = admitted
             .into_iter()
@@ -598,8 +613,8 @@ mod tests {
         let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
         let run = ctx();
         let started = Instant::now();
-        let calls =
-            (0..60).map(|_| tokio::spawn(one_call(limits.clone(), run.clone(), "a", NONE, 50)));
+        let calls = (0..60)
+            .map(|_| tokio::spawn(one_call(limits.clone(), run.clone(), ("a", "t"), NONE, 50)));
         let admitted = futures::future::join_all(calls).await;
         let ok = admitted
             .into_iter()
@@ -613,18 +628,43 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-        let budgets = run.run.tally.budgets.lock().expect("lock");
-        assert_eq!(budgets.reserved_bytes, 0, "every reservation given back");
+        assert_eq!(
+            run.run.tally.budgets.lock().expect("lock").reserved_bytes,
+            0,
+            "every reservation given back"
+        );
+        // A small tool's estimate does not let another tool's big results through.
+        let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
+        let run = ctx();
+        assert!(one_call(limits.clone(), run.clone(), ("a", "small"), NONE, 6).await);
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                ("a", "big"),
+                NONE,
+                10_000,
+            ))
+        });
+        let admitted = futures::future::join_all(calls).await;
+        let ok = admitted
+            .into_iter()
+            .filter(|r| *r.as_ref().expect("joined"))
+            .count();
+        assert_eq!(ok, 1);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_call_waiting_for_room_held_until_its_deadline_is_refused_saying_so() {
         let limits = Limits::new(settings(0, 0, 1000));
         let run = ctx();
-        let first = limits.admit(&run, "a", &NONE, "/f").await.expect("first");
+        let first = limits
+            .admit(&run, ("a", "t"), &NONE, "/f")
+            .await
+            .expect("first");
         let (_, rule, msg) = message(
             limits
-                .admit(&run, "a", &NONE, "/f")
+                .admit(&run, ("a", "t"), &NONE, "/f")
                 .await
                 .expect_err("held"),
         );

@@ -162,7 +162,7 @@ impl Policy {
         }
         let reservation = match self
             .limits
-            .admit(ctx, &call.server, &policy.limits, &facts.file)
+            .admit(ctx, (&call.server, &call.tool), &policy.limits, &facts.file)
             .await
         {
             Ok(reservation) => reservation,

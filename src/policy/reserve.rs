@@ -2,18 +2,22 @@
 //! (`MCP_BRIDGE_RUN_MAX_RESULT_BYTES`, an entry's `maxResultBytesPerRun`), so that calls made
 //! together (`asyncio.gather`) cannot all pass a budget nothing has been counted against yet.
 //!
-//! A call reserves an estimate of its result: the largest result the run has received under
-//! that budget so far, or, before any arrived, all the room left (the first call runs alone
-//! and its size teaches the estimate). A call finding no room beyond what calls in flight
+//! A call reserves an estimate of its result: the largest result the run has received from
+//! the same tool so far, or, before any arrived, all the room left (the tool's first call runs
+//! alone and its size teaches the estimate). A call finding no room beyond what calls in flight
 //! reserved waits for one of them to end (by the call's deadline); a budget already used up
 //! refuses. When its result arrives the call gives back its reservation ([`Reservation::settle`]);
 //! dropped unsettled (the call was refused later, or never answered) it gives it back too.
-//! So the total passes a budget by at most one call's result, as long as results are no larger
-//! than the ones before them.
+//! So the total passes a budget by at most one call's result, as long as a tool's results are
+//! no larger than its earlier ones.
 
 use std::sync::Arc;
 
 use crate::bridge::RunScope;
+
+/// Tools a run keeps a result-size estimate of (`RunBudgets::largest_result`; tool names come
+/// from the sandbox): a tool past this has none, so its calls go one at a time.
+pub const MAX_TOOL_ESTIMATES: usize = 1024;
 
 /// Result bytes held of a run's budgets by one call in flight; given back when settled or
 /// dropped.
@@ -21,6 +25,7 @@ use crate::bridge::RunScope;
 pub struct Reservation {
     run: Arc<RunScope>,
     server: String,
+    tool: String,
     /// Held of the run's budget.
     run_bytes: u64,
     /// Held of the server's budget.
@@ -29,12 +34,18 @@ pub struct Reservation {
 }
 
 impl Reservation {
-    /// A reservation of `run_bytes` of `run`'s budget and `server_bytes` of `server`'s, already
-    /// counted in the run's budgets by the caller (under their lock).
-    pub(super) fn new(run: Arc<RunScope>, server: &str, run_bytes: u64, server_bytes: u64) -> Self {
+    /// A reservation by a call of `tool` of `run_bytes` of `run`'s budget and `server_bytes`
+    /// of `server`'s, already counted in the run's budgets by the caller (under their lock).
+    pub(super) fn new(
+        run: Arc<RunScope>,
+        (server, tool): (&str, &str),
+        run_bytes: u64,
+        server_bytes: u64,
+    ) -> Self {
         Reservation {
             run,
             server: server.to_string(),
+            tool: tool.to_string(),
             run_bytes,
             server_bytes,
             settled: false,
@@ -55,13 +66,18 @@ impl Reservation {
         {
             let mut budgets = self.run.tally.budgets.lock().expect("budgets lock");
             budgets.reserved_bytes = budgets.reserved_bytes.saturating_sub(self.run_bytes);
-            if let Some(n) = received {
-                budgets.largest_result = Some(budgets.largest_result.unwrap_or(0).max(n));
-            }
             if let Some(used) = budgets.servers.get_mut(&self.server) {
                 used.reserved_bytes = used.reserved_bytes.saturating_sub(self.server_bytes);
-                if let Some(n) = received {
-                    used.largest_result = Some(used.largest_result.unwrap_or(0).max(n));
+            }
+            if let Some(n) = received {
+                let key = (self.server.clone(), self.tool.clone());
+                let known = budgets.largest_result.len();
+                match budgets.largest_result.get_mut(&key) {
+                    Some(largest) => *largest = (*largest).max(n),
+                    None if known < MAX_TOOL_ESTIMATES => {
+                        budgets.largest_result.insert(key, n);
+                    }
+                    None => {}
                 }
             }
         }
@@ -126,14 +142,26 @@ mod tests {
             b.reserved_bytes = 30;
             b.servers.entry("s".into()).or_default().reserved_bytes = 30;
         }
-        let a = Reservation::new(run.clone(), "s", 10, 10);
-        let b = Reservation::new(run.clone(), "s", 20, 20);
+        let a = Reservation::new(run.clone(), ("s", "t"), 10, 10);
+        let b = Reservation::new(run.clone(), ("s", "u"), 20, 20);
         a.settle(7);
         drop(b);
         let budgets = run.tally.budgets.lock().expect("lock");
         assert_eq!(budgets.reserved_bytes, 0);
-        assert_eq!(budgets.largest_result, Some(7));
         assert_eq!(budgets.servers["s"].reserved_bytes, 0);
-        assert_eq!(budgets.servers["s"].largest_result, Some(7));
+        // Only a settled call teaches its tool's estimate.
+        let key = |t: &str| ("s".to_string(), t.to_string());
+        assert_eq!(budgets.largest_result.get(&key("t")), Some(&7));
+        assert_eq!(budgets.largest_result.get(&key("u")), None);
+    }
+
+    #[test]
+    fn estimates_are_kept_for_a_bounded_number_of_tools() {
+        let run = RunScope::plain("x");
+        for i in 0..MAX_TOOL_ESTIMATES + 10 {
+            Reservation::new(run.clone(), ("s", &format!("t{i}")), 0, 0).settle(1);
+        }
+        let budgets = run.tally.budgets.lock().expect("lock");
+        assert_eq!(budgets.largest_result.len(), MAX_TOOL_ESTIMATES);
     }
 }

@@ -127,8 +127,8 @@ print(json.dumps({"got": got, "secs": time.monotonic() - t0}))
 """
 
 
-def _gathered(bridge, call: str, n: int) -> dict:
-    code = GATHERED.replace("CALL", call).replace("range(N)", f"range({n})")
+def _gathered(bridge, call: str, n: int, before: str = "") -> dict:
+    code = before + GATHERED.replace("CALL", call).replace("range(N)", f"range({n})")
     r = bridge.run(code, servers=["stub"])
     assert not r.is_error and r.status == "ok", f"run failed:\n{r}"
     return json.loads(r.structured["stdout"].strip().splitlines()[-1])
@@ -148,6 +148,10 @@ def test_the_result_byte_budget_holds_against_gathered_calls(bridge_factory, stu
     assert len(ok) == 1, f"{len(ok)} calls got results: {sum(g[1] for g in ok)} bytes"
     assert all(g[0] == "LimitExceededError" for g in refused), refused[:3]
     assert "(limit MCP_BRIDGE_RUN_MAX_RESULT_BYTES=1000)" in refused[0][1], refused[0]
+    # A small result of another tool first does not make the big ones look small: estimates are
+    # per tool.
+    out = _gathered(b, "mcp_stub.big(bytes=10000)", 60, before='await mcp_stub.echo(text="x")\n')
+    assert sum(1 for g in out["got"] if g[0] == "ok") == 1, out["got"][:3]
 
 
 def test_gathered_calls_still_run_together_while_the_budget_has_room(bridge_factory, stub_ready):
