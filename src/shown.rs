@@ -4,26 +4,52 @@
 //! file names, server names and messages come from a sandbox that may be hostile. Printed raw, a
 //! carriage return, an ANSI escape or a bidirectional override (U+202E) can erase or forge the
 //! lines a user reads before approving something. [`Shown`] prints such text with every control
-//! character (C0, DEL, C1), every bidirectional or invisible formatting character and every line
-//! or paragraph separator escaped as `\u{..}` (a backslash is doubled, so an escape can't be
+//! character (C0, DEL, C1), every bidirectional or invisible character (Unicode's default
+//! ignorables: tags, Hangul fillers, variation selectors, ...) and every line or paragraph
+//! separator escaped as `\u{..}` (a backslash is doubled, so an escape can't be
 //! forged either). Leaf: no dependency on the rest of the crate.
 
 use std::borrow::Cow;
 use std::fmt;
 
-/// Whether `c` must not reach a terminal as it is.
+/// Whether `c` must not reach a terminal as it is: a control character (C0, DEL, C1), a line
+/// or paragraph separator, an interlinear annotation character, or any of Unicode's
+/// `Default_Ignorable_Code_Point`s ([`is_invisible`]). The one definition every name filter
+/// of the bridge uses (outbox file names, the names a host request carries, server names in
+/// configs, the terminal and log escapes).
 pub fn is_unsafe(c: char) -> bool {
     c.is_control()
-        || matches!(c,
-            '\u{00AD}'                  // soft hyphen: invisible
-            | '\u{061C}'                // Arabic letter mark
-            | '\u{180E}'                // Mongolian vowel separator
-            | '\u{200B}'..='\u{200F}'   // zero-width chars, LRM, RLM
-            | '\u{2028}'..='\u{202E}'   // line/paragraph separators, bidi embeddings and overrides
-            | '\u{2060}'..='\u{206F}'   // word joiner, invisible operators, bidi isolates, deprecated formats
-            | '\u{FEFF}'                // zero-width no-break space (BOM)
-            | '\u{FFF9}'..='\u{FFFB}'   // interlinear annotation
+        || is_invisible(c)
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}'     // line and paragraph separators
+            | '\u{FFF9}'..='\u{FFFB}' // interlinear annotation
         )
+}
+
+/// Whether `c` is one of Unicode's `Default_Ignorable_Code_Point`s (DerivedCoreProperties,
+/// Unicode 16): characters a renderer shows as nothing, so a name holding one looks like
+/// another. Bidirectional formatting characters are among them.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}'                     // soft hyphen
+        | '\u{034F}'                   // combining grapheme joiner
+        | '\u{061C}'                   // Arabic letter mark
+        | '\u{115F}'..='\u{1160}'     // Hangul choseong and jungseong fillers
+        | '\u{17B4}'..='\u{17B5}'     // Khmer inherent vowels
+        | '\u{180B}'..='\u{180F}'     // Mongolian variation selectors and vowel separator
+        | '\u{200B}'..='\u{200F}'     // zero-width chars, LRM, RLM
+        | '\u{202A}'..='\u{202E}'     // bidi embeddings and overrides
+        | '\u{2060}'..='\u{206F}'     // word joiner, invisible operators, bidi isolates
+        | '\u{3164}'                   // Hangul filler
+        | '\u{FE00}'..='\u{FE0F}'     // variation selectors
+        | '\u{FEFF}'                   // zero-width no-break space (BOM)
+        | '\u{FFA0}'                   // halfwidth Hangul filler
+        | '\u{FFF0}'..='\u{FFF8}'     // unassigned specials
+        | '\u{1BCA0}'..='\u{1BCA3}'   // shorthand format controls
+        | '\u{1D173}'..='\u{1D17A}'   // musical symbol formatting
+        | '\u{E0000}'..='\u{E0FFF}'   // tag characters, variation selectors supplement
+    )
 }
 
 /// `text` with every unsafe character escaped; borrowed when nothing needed escaping.
@@ -96,6 +122,43 @@ mod tests {
         );
         assert_eq!(escaped("\u{85}\u{7f}\u{feff}"), "\\u{85}\\u{7f}\\u{feff}");
         assert_eq!(escaped("line\nnext\u{2028}"), "line\\nnext\\u{2028}");
+    }
+
+    #[test]
+    fn every_default_ignorable_character_is_escaped() {
+        // Tags, Hangul fillers, the grapheme joiner, variation selectors (both blocks).
+        for c in [
+            '\u{E0000}',
+            '\u{E0041}',
+            '\u{E007F}',
+            '\u{3164}',
+            '\u{115F}',
+            '\u{1160}',
+            '\u{FFA0}',
+            '\u{034F}',
+            '\u{FE00}',
+            '\u{FE0F}',
+            '\u{E0100}',
+            '\u{E01EF}',
+            '\u{180B}',
+            '\u{1D173}',
+        ] {
+            assert!(is_unsafe(c), "U+{:04X}", c as u32);
+            let text = format!("a{c}b");
+            assert_eq!(escaped(&text), format!("a\\u{{{:x}}}b", c as u32));
+        }
+        // Visible neighbours stay.
+        for c in [
+            '\u{3163}',
+            '\u{3165}',
+            '\u{FE10}',
+            '\u{E1000}',
+            '\u{1100}',
+            'é',
+            '한',
+        ] {
+            assert!(!is_unsafe(c), "U+{:04X}", c as u32);
+        }
     }
 
     #[test]

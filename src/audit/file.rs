@@ -4,7 +4,9 @@
 //! created `0600`, and refused unless it is a regular file of this user that nobody else may
 //! write. Each line is one `write(2)` of the whole line; when the file would grow past the
 //! size limit it is rotated: `PATH.2` → `PATH.3`, `PATH.1` → `PATH.2`, `PATH` → `PATH.1` (the
-//! oldest dropped), and a new `0600` file started.
+//! oldest dropped), and a new `0600` file started. Nothing goes unannounced: when a rotation
+//! drops `PATH.3`, the new file's first line is a `rotated` record saying how many lines and
+//! which runs it held (`dropped.rs`), and the first such drop is logged as a warning.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -14,6 +16,8 @@ use std::path::{Path, PathBuf};
 use crate::checked_dir::{Access, CheckedDir};
 use crate::shown::ShownPath;
 
+use super::dropped::summarize;
+use super::record::{Record, RotatedRecord};
 use super::AuditError;
 
 /// What to do about a refused audit log folder.
@@ -30,6 +34,8 @@ pub struct AuditFile {
     file: File,
     size: u64,
     max: u64,
+    /// Whether dropping a rotated file was warned of (once per process).
+    warned_drop: bool,
 }
 
 impl AuditFile {
@@ -51,6 +57,7 @@ impl AuditFile {
             file,
             size,
             max,
+            warned_drop: false,
         })
     }
 
@@ -82,6 +89,7 @@ impl AuditFile {
 
     fn rotate(&mut self) -> io::Result<()> {
         self.file.sync_all()?;
+        let dropped = self.oldest_dropped();
         for n in (1..ROTATED).rev() {
             let from = format!("{}.{n}", self.name);
             let to = format!("{}.{}", self.name, n + 1);
@@ -94,8 +102,65 @@ impl AuditFile {
             .rename_file(&self.name, &format!("{}.1", self.name))?;
         self.file = open_in(&self.dir, &self.name).map_err(io::Error::other)?;
         self.size = self.file.metadata()?.len();
+        if let Some(record) = dropped {
+            self.announce(record)?;
+        }
         Ok(())
     }
+
+    /// What the oldest rotated file held, when a rotation is about to drop it (none when there
+    /// is no such file). A file that cannot be read is still announced, its counts unknown (0).
+    fn oldest_dropped(&self) -> Option<RotatedRecord> {
+        let oldest = format!("{}.{ROTATED}", self.name);
+        let flags = libc::O_RDONLY | libc::O_NONBLOCK;
+        let read = match self.dir.open_file(&oldest, flags, 0) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Ok(file) => summarize(file, &oldest, now()),
+            Err(e) => Err(e),
+        };
+        Some(read.unwrap_or_else(|e| {
+            tracing::warn!(
+                file = %ShownPath(&self.dir.join(&oldest)),
+                "cannot read the oldest audit log file before rotation drops it: {e}"
+            );
+            RotatedRecord {
+                time: now(),
+                dropped_file: oldest,
+                dropped_lines: 0,
+                dropped_runs: Vec::new(),
+                more_runs: 0,
+            }
+        }))
+    }
+
+    /// Writes `record` as the new file's first line, and warns (once per process) that lines
+    /// were rotated away.
+    fn announce(&mut self, record: RotatedRecord) -> io::Result<()> {
+        if !self.warned_drop {
+            self.warned_drop = true;
+            tracing::warn!(
+                file = %ShownPath(&self.path()),
+                "the audit log rotated away {} ({} lines of {} runs); its new first line says so. \
+                 Raise MCP_BRIDGE_AUDIT_MAX_BYTES or copy the rotated files to keep them \
+                 (warned once)",
+                record.dropped_file,
+                record.dropped_lines,
+                record.dropped_runs.len() as u64 + record.more_runs
+            );
+        }
+        let mut line = serde_json::to_vec(&Record::Rotated(record)).map_err(io::Error::other)?;
+        line.push(b'\n');
+        self.file.write_all(&line)?;
+        self.size += line.len() as u64;
+        Ok(())
+    }
+}
+
+/// Now, RFC 3339 in UTC with milliseconds.
+fn now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
 }
 
 /// Opens `name` in `dir` for appending and checks it (see the module doc).
@@ -152,30 +217,52 @@ mod tests {
     fn a_new_log_is_0600_and_rotates_by_size_keeping_three() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
-        let mut log = AuditFile::open(&path, 100).expect("open");
+        let mut log = AuditFile::open(&path, 1000).expect("open");
         assert_eq!(mode_of(&path), 0o600);
-        // Each line is 40 bytes: two fit in 100, the third starts a new file.
-        for i in 0..9u8 {
-            let line = format!("{:039}\n", i);
-            log.append(line.as_bytes()).expect("append");
+        // Each line is 400 bytes: two fit in 1000 (with a rotation line), the third starts a
+        // new file.
+        let line = |i: u64| {
+            let head = format!("{{\"kind\":\"call\",\"run\":\"{i:016x}\",\"pad\":\"");
+            format!("{head}{}\"}}\n", "x".repeat(400 - head.len() - 3))
+        };
+        for i in 0..9 {
+            assert_eq!(line(i).len(), 400);
+            log.append(line(i).as_bytes()).expect("append");
         }
         let read = |p: &Path| std::fs::read_to_string(p).expect("read");
         let at = |n: &str| PathBuf::from(format!("{}{n}", path.display()));
-        // Two lines per file: PATH [8], .1 [6, 7], .2 [4, 5], .3 [2, 3]; [0, 1] dropped.
-        assert_eq!(read(&path).lines().count(), 1);
-        assert!(read(&path).starts_with(&format!("{:039}", 8)));
-        assert!(read(&at(".1")).starts_with(&format!("{:039}", 6)));
-        assert!(read(&at(".3")).starts_with(&format!("{:039}", 2)));
+        // Two lines per file: PATH [8], .1 [6, 7], .2 [4, 5], .3 [2, 3]; [0, 1] dropped, and
+        // the file started by the rotation that dropped them says so first.
+        let current = read(&path);
+        let lines: Vec<&str> = current.lines().collect();
+        assert_eq!(lines.len(), 2, "{current}");
+        let Record::Rotated(r) = serde_json::from_str(lines[0]).expect("a record") else {
+            panic!("{current}")
+        };
+        assert_eq!(r.dropped_file, "audit.log.3");
+        assert_eq!(r.dropped_lines, 2);
+        assert_eq!(
+            r.dropped_runs,
+            [format!("{:016x}", 0), format!("{:016x}", 1)]
+        );
+        assert_eq!(format!("{}\n", lines[1]), line(8));
+        assert!(read(&at(".1")).starts_with(&line(6)));
+        assert!(read(&at(".3")).starts_with(&line(2)));
         assert!(!at(".4").exists(), "only three rotated files are kept");
         for p in [path.clone(), at(".1"), at(".2"), at(".3")] {
             assert_eq!(mode_of(&p), 0o600, "{}", p.display());
         }
         // Opening again appends to the current file and knows its size.
-        let mut again = AuditFile::open(&path, 100).expect("reopen");
-        again
-            .append(format!("{:039}\n", 9).as_bytes())
-            .expect("append");
-        assert_eq!(read(&path).lines().count(), 2);
+        let mut again = AuditFile::open(&path, 1000).expect("reopen");
+        again.append(line(9).as_bytes()).expect("append");
+        assert_eq!(read(&path).lines().count(), 3);
+        // Rotations that drop nothing announce nothing.
+        let fresh = dir.path().join("fresh.log");
+        let mut log = AuditFile::open(&fresh, 1000).expect("open");
+        for i in 0..4 {
+            log.append(line(i).as_bytes()).expect("append");
+        }
+        assert!(read(&fresh).starts_with(&line(2)));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! logged once, and reported in the next run line's `dropped`. `read.rs` reads the log back
 //! for `mcp-code-bridge audit`.
 
+mod dropped;
 mod file;
 pub mod read;
 mod record;
@@ -17,7 +18,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 pub use file::{FIX_AUDIT, ROTATED};
-pub use record::{CallRecord, Record, RunRecord, MAX_ARGUMENTS, MAX_NAME};
+pub use record::{
+    CallRecord, Record, RotatedRecord, RunRecord, MAX_ARGUMENTS, MAX_DROPPED_RUNS, MAX_NAME,
+};
 
 use crate::checked_dir::DirError;
 use crate::config::PolicySettings;
@@ -167,6 +170,7 @@ mod tests {
             bytes_out: 3,
             decision: "allow".into(),
             rule: None,
+            count: 1,
         }
     }
 

@@ -206,6 +206,7 @@ mod tests {
             .map(|r| match r {
                 Record::Call(c) => c.tool.clone(),
                 Record::Run(r) => format!("run {}", r.run),
+                Record::Rotated(r) => format!("rotated {}", r.dropped_file),
             })
             .collect()
     }

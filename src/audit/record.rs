@@ -1,5 +1,6 @@
-//! The audit log's lines: [`CallRecord`] (one per tool call, admitted or refused) and
-//! [`RunRecord`] (one per run), serialized as one JSON object per line. No secrets: arguments
+//! The audit log's lines: [`CallRecord`] (one per tool call, admitted or refused; a refused
+//! call's repeats folded into one), [`RunRecord`] (one per run) and [`RotatedRecord`] (what a
+//! rotation dropped), serialized as one JSON object per line. No secrets: arguments
 //! appear as their SHA-256, and as values only when `MCP_BRIDGE_AUDIT_VALUES=1`.
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +46,10 @@ pub struct CallRecord {
     /// The rule that decided, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<String>,
+    /// How many calls the line stands for: a refused call's repeats in its run (same server,
+    /// tool, decision, rule and error kind) are folded into its line; written when over 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u64,
 }
 
 /// One run.
@@ -78,6 +83,14 @@ pub struct RunRecord {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(n: &u64) -> bool {
+    *n == 1
 }
 
 fn is_false(b: &bool) -> bool {
@@ -140,6 +153,26 @@ impl RunRecord {
     }
 }
 
+/// The first line of a log file started by a rotation that dropped the oldest rotated file:
+/// what was lost, so no line goes away unannounced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RotatedRecord {
+    /// When the file was dropped (RFC 3339, UTC).
+    pub time: String,
+    /// The dropped file's name (`audit.log.3`).
+    pub dropped_file: String,
+    /// Lines it held.
+    pub dropped_lines: u64,
+    /// Ids of the runs with lines in it, in the order met, at most [`MAX_DROPPED_RUNS`].
+    pub dropped_runs: Vec<String>,
+    /// Further runs with lines in it, not listed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub more_runs: u64,
+}
+
+/// Run ids a [`RotatedRecord`] lists at most.
+pub const MAX_DROPPED_RUNS: usize = 64;
+
 /// A line of the audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -148,6 +181,8 @@ pub enum Record {
     Call(CallRecord),
     /// A run.
     Run(RunRecord),
+    /// A rotation dropped the oldest file.
+    Rotated(RotatedRecord),
 }
 
 #[cfg(test)]
@@ -171,6 +206,7 @@ mod tests {
             bytes_out: 0,
             decision: "allow".into(),
             rule: None,
+            count: 1,
         }
     }
 

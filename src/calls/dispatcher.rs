@@ -190,6 +190,20 @@ mod tests {
                 serde_json::json!({"server": "gh", "tool": "x".repeat(300)}),
             ),
             ("evil\rmethod", Value::Null),
+            // Tags, a Hangul filler, the grapheme joiner, variation selectors: invisible.
+            (
+                "call_tool",
+                serde_json::json!({"server": "gh", "tool": "get\u{E0041}\u{E007F}"}),
+            ),
+            ("list_tools", serde_json::json!({"server": "\u{3164}"})),
+            (
+                "list_tools",
+                serde_json::json!({"server": "g\u{115F}h\u{034F}"}),
+            ),
+            (
+                "call_tool",
+                serde_json::json!({"server": "gh", "tool": "t\u{FE0F}\u{E0100}"}),
+            ),
         ] {
             let err = d.handle(&ctx, method, params).await.expect_err("refused");
             assert_eq!(err.kind.as_str(), "bad_request");

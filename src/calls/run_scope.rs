@@ -6,10 +6,12 @@
 //! whoever starts the run; read by the policy hook.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
+use tokio::sync::Notify;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use super::ask::Asker;
 use crate::config::Pattern;
@@ -37,6 +39,14 @@ pub struct RunScope {
     /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
     /// and `exec` (one client).
     pub caller: Option<Arc<Caller>>,
+    /// Cancelled when the policy stops the run ([`RunScope::stop`]); the sandbox actor then
+    /// interrupts the code as on a timeout.
+    pub stopped: CancellationToken,
+    /// Why the run was stopped: the first reason given to [`RunScope::stop`].
+    stop_reason: OnceLock<String>,
+    /// Set by the policy hook once it heard of the run's end (lines of calls answered later
+    /// are written at once).
+    pub ended: AtomicBool,
 }
 
 /// The client a run came from under `serve --http`: the token it authenticated with and the
@@ -61,7 +71,21 @@ impl RunScope {
             tally: Tally::default(),
             arrived: Instant::now(),
             caller: None,
+            stopped: CancellationToken::new(),
+            stop_reason: OnceLock::new(),
+            ended: AtomicBool::new(false),
         }
+    }
+
+    /// Stops the run: `reason` (the first one given) is its error; the code is interrupted.
+    pub fn stop(&self, reason: impl Into<String>) {
+        let _ = self.stop_reason.set(reason.into());
+        self.stopped.cancel();
+    }
+
+    /// Why the run was stopped, when it was.
+    pub fn stop_reason(&self) -> Option<&str> {
+        self.stop_reason.get().map(String::as_str)
     }
 
     /// This scope, for a run from `caller`.
@@ -103,6 +127,9 @@ pub struct Tally {
     /// What the run used of each server, for the run budgets (`policy::Limits`): one entry per
     /// configured server it called, so bounded by the config.
     pub budgets: Mutex<RunBudgets>,
+    /// Told when a call gives back what it reserved of a result-byte budget, so calls waiting
+    /// for room look again.
+    pub released: Notify,
 }
 
 /// A run's use counted against its budgets ([`Tally::budgets`]).
@@ -112,6 +139,12 @@ pub struct RunBudgets {
     pub calls: u64,
     /// Per server: tool calls admitted and result bytes received.
     pub servers: HashMap<String, ServerUse>,
+    /// Result bytes reserved by the calls in flight, against the run's result-byte budget.
+    pub reserved_bytes: u64,
+    /// Per `(server, tool)`: the largest result received from it so far (the estimate of its
+    /// next). Bounded by the policy (`policy::reserve`: tool names come from the sandbox); a
+    /// tool past its bound has no estimate.
+    pub largest_result: HashMap<(String, String), u64>,
 }
 
 /// A run's use of one server.
@@ -121,6 +154,8 @@ pub struct ServerUse {
     pub calls: u64,
     /// Bytes of tool results received.
     pub result_bytes: u64,
+    /// Result bytes reserved by this server's calls in flight, against its budget.
+    pub reserved_bytes: u64,
 }
 
 impl Tally {

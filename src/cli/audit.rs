@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::audit::read::{tail, Tail};
-use crate::audit::{CallRecord, Record, RunRecord};
+use crate::audit::{CallRecord, Record, RotatedRecord, RunRecord};
 use crate::cli::safe_line::safe_line;
 use crate::shown::{Shown, ShownPath};
 
@@ -130,12 +130,13 @@ pub fn readable(path: &Path, tail: &Tail) -> String {
                 calls += 1;
                 if let Some(word) = refusal(&c.decision) {
                     match refused.iter_mut().find(|(w, _)| *w == word) {
-                        Some((_, n)) => *n += 1,
-                        None => refused.push((word, 1)),
+                        Some((_, n)) => *n += c.count,
+                        None => refused.push((word, c.count)),
                     }
                 }
             }
             Record::Run(_) => runs += 1,
+            Record::Rotated(_) => {}
         }
     }
     let mut out = String::new();
@@ -156,6 +157,7 @@ pub fn readable(path: &Path, tail: &Tail) -> String {
         let line = match record {
             Record::Call(c) => call_line(c),
             Record::Run(r) => run_line(r),
+            Record::Rotated(r) => rotated_line(r),
         };
         out.push_str(&safe_line(&line));
         out.push('\n');
@@ -205,6 +207,9 @@ fn call_line(c: &CallRecord) -> String {
     if let Some(rule) = &c.rule {
         let _ = write!(line, "  rule: {}", Shown(rule));
     }
+    if c.count > 1 {
+        let _ = write!(line, "  (× {}: repeats folded into this line)", c.count);
+    }
     if c.arguments_cut {
         line.push_str("  (argument values cut)");
     }
@@ -231,6 +236,22 @@ fn run_line(r: &RunRecord) -> String {
     line
 }
 
+/// A rotation that dropped the oldest file: what it held.
+fn rotated_line(r: &RotatedRecord) -> String {
+    let runs: Vec<String> = r.dropped_runs.iter().map(|id| short(id)).collect();
+    let mut line = format!(
+        "{}  -- ROTATED AWAY {}: {} lines of runs {}",
+        Shown(&r.time),
+        Shown(&r.dropped_file),
+        r.dropped_lines,
+        Shown(&runs.join(", "))
+    );
+    if r.more_runs > 0 {
+        let _ = write!(line, " and {} more", r.more_runs);
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,6 +273,7 @@ mod tests {
             bytes_out: 20,
             decision: decision.into(),
             rule: rule.map(str::to_string),
+            count: 1,
         })
     }
 

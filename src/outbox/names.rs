@@ -123,6 +123,10 @@ mod tests {
             ("report\u{202E}gnp.exe", "reportgnp.exe"),
             ("\x1b[2Kclean\u{200B}.txt", "[2Kclean.txt"),
             ("\u{2066}\u{feff}", "file"),
+            // Tags, Hangul fillers, the grapheme joiner and variation selectors: invisible.
+            ("re\u{E0041}\u{E007F}port.txt", "report.txt"),
+            ("\u{3164}\u{115F}.png", "png"),
+            ("a\u{034F}b\u{FE0F}c\u{E0100}.csv", "abc.csv"),
         ] {
             let got = sanitize(wanted);
             assert_eq!(got, want, "{wanted:?}");

@@ -7,7 +7,8 @@
 //! policy only asks about servers the config defines), and per client token too when the run
 //! has a [`Caller`](crate::calls::Caller) (`serve --http`: one client's calls never use up
 //! another's): `N` calls per minute allow a burst of `N`, refilled at `N` per minute. A run's
-//! counts live in its [`Tally`](crate::calls::Tally).
+//! counts live in its [`Tally`](crate::calls::Tally); each call in flight holds a
+//! [`Reservation`] of the result-byte budgets (`reserve.rs`).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,6 +19,18 @@ use crate::calls::{CallContext, ErrorKind, Tally};
 use crate::config::{LimitOverrides, Limits as LimitSettings};
 
 use super::decision::{Decision, Verdict};
+use super::reserve::{room, Reservation, Room};
+
+/// What one look at the limits found.
+enum Admit {
+    /// Admitted (and counted), holding this share of the result-byte budgets.
+    Go(Option<Reservation>),
+    /// Refused.
+    Refused(Decision),
+    /// A result-byte budget's room is held by calls in flight: look again when one ends, or
+    /// refuse with this at the deadline.
+    Wait(Decision),
+}
 
 /// Buckets kept before the full ones are dropped: a bucket refilled to the brim is the same as
 /// none (tokens × servers; tokens come from the operator's tokens file).
@@ -119,27 +132,60 @@ impl Limits {
     }
 
     /// Admits one call of `ctx`'s run to `server` (defined in `file` with `overrides`),
-    /// counting it, or refuses it naming the limit.
-    pub fn admit(
+    /// counting it and reserving its share of the result-byte budgets (`reserve.rs`), or
+    /// refuses it naming the limit. A call finding a result-byte budget held by calls in
+    /// flight waits for one of them to end, by the call's deadline.
+    pub async fn admit(
         &self,
         ctx: &CallContext,
-        server: &str,
+        (server, tool): (&str, &str),
         overrides: &LimitOverrides,
         file: &str,
-    ) -> Result<(), Decision> {
+    ) -> Result<Option<Reservation>, Decision> {
+        loop {
+            let released = ctx.run.tally.released.notified();
+            tokio::pin!(released);
+            released.as_mut().enable();
+            match self.try_admit(ctx, (server, tool), overrides, file) {
+                Admit::Go(reservation) => return Ok(reservation),
+                Admit::Refused(decision) => return Err(decision),
+                Admit::Wait(decision) => {
+                    if tokio::time::timeout_at(ctx.deadline, released)
+                        .await
+                        .is_err()
+                    {
+                        return Err(decision);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One look at the limits for [`Limits::admit`].
+    fn try_admit(
+        &self,
+        ctx: &CallContext,
+        (server, tool): (&str, &str),
+        overrides: &LimitOverrides,
+        file: &str,
+    ) -> Admit {
         if self.is_off() && *overrides == LimitOverrides::default() {
-            return Ok(());
+            return Admit::Go(None);
         }
         let d = &self.defaults;
         let tally = &ctx.run.tally;
         let mut run = tally.budgets.lock().expect("budgets lock");
         let used = run.servers.get(server).copied().unwrap_or_default();
+        let estimate = run
+            .largest_result
+            .get(&(server.to_string(), tool.to_string()))
+            .copied();
         let run_calls = (d.run_max_calls > 0).then(|| Limit {
             value: d.run_max_calls,
             source: format!("MCP_BRIDGE_RUN_MAX_CALLS={}", d.run_max_calls),
         });
         if let Some(l) = run_calls.filter(|l| run.calls >= l.value) {
-            return Err(refused(
+            return Admit::Refused(refused(
                 server,
                 &l,
                 format!("this run made its {} tool calls", l.value),
@@ -150,19 +196,27 @@ impl Limits {
             source: format!("MCP_BRIDGE_RUN_MAX_RESULT_BYTES={}", d.run_max_result_bytes),
         });
         let got = Tally::get(&tally.result_bytes);
-        if let Some(l) = run_bytes.filter(|l| got >= l.value) {
-            return Err(refused(
-                server,
-                &l,
-                format!(
-                    "this run received {got} bytes of tool results, the most it may ({})",
-                    l.value
-                ),
-            ));
+        let mut reserve_run = 0;
+        if let Some(l) = run_bytes {
+            let spent = || {
+                refused(
+                    server,
+                    &l,
+                    format!(
+                        "this run received {got} bytes of tool results, the most it may ({})",
+                        l.value
+                    ),
+                )
+            };
+            match room(l.value, got, run.reserved_bytes, estimate) {
+                Room::Spent => return Admit::Refused(spent()),
+                Room::Held => return Admit::Wait(held(server, &l)),
+                Room::Reserve(n) => reserve_run = n,
+            }
         }
         let server_calls = entry_cap(overrides.max_calls_per_run, "maxCallsPerRun", file);
         if let Some(l) = server_calls.filter(|l| used.calls >= l.value) {
-            return Err(refused(
+            return Admit::Refused(refused(
                 server,
                 &l,
                 format!("this run made its {} calls to server '{server}'", l.value),
@@ -173,16 +227,24 @@ impl Limits {
             "maxResultBytesPerRun",
             file,
         );
-        if let Some(l) = server_bytes.filter(|l| used.result_bytes >= l.value) {
-            return Err(refused(
-                server,
-                &l,
-                format!(
-                    "this run received {} bytes of results from server '{server}', the most \
-                     it may ({})",
-                    used.result_bytes, l.value
-                ),
-            ));
+        let mut reserve_server = 0;
+        if let Some(l) = server_bytes {
+            let spent = || {
+                refused(
+                    server,
+                    &l,
+                    format!(
+                        "this run received {} bytes of results from server '{server}', the \
+                         most it may ({})",
+                        used.result_bytes, l.value
+                    ),
+                )
+            };
+            match room(l.value, used.result_bytes, used.reserved_bytes, estimate) {
+                Room::Spent => return Admit::Refused(spent()),
+                Room::Held => return Admit::Wait(held(server, &l)),
+                Room::Reserve(n) => reserve_server = n,
+            }
         }
         let rate = pick(
             overrides.calls_per_minute,
@@ -209,7 +271,7 @@ impl Limits {
             }
             if let Err(wait) = bucket.take(now) {
                 let secs = wait.as_secs_f64().ceil().max(1.0);
-                return Err(refused(
+                return Admit::Refused(refused(
                     server,
                     &l,
                     format!(
@@ -221,8 +283,14 @@ impl Limits {
             }
         }
         run.calls += 1;
-        run.servers.entry(server.to_string()).or_default().calls += 1;
-        Ok(())
+        run.reserved_bytes += reserve_run;
+        let entry = run.servers.entry(server.to_string()).or_default();
+        entry.calls += 1;
+        entry.reserved_bytes += reserve_server;
+        let reserved = reserve_run > 0 || reserve_server > 0;
+        Admit::Go(reserved.then(|| {
+            Reservation::new(ctx.run.clone(), (server, tool), reserve_run, reserve_server)
+        }))
     }
 
     /// Whether any result-byte budget applies to a call with these entry `overrides` (the
@@ -243,6 +311,17 @@ impl Limits {
             used.result_bytes = used.result_bytes.saturating_add(result_bytes);
         }
     }
+}
+
+/// The refusal of a call that waited for room in result-byte budget `l` until its deadline.
+fn held(server: &str, l: &Limit) -> Decision {
+    refused(
+        server,
+        l,
+        "the rest of this run's result-byte budget stayed reserved by its calls in flight \
+         until this call's deadline"
+            .to_string(),
+    )
 }
 
 /// The refusal of a call to `server` by limit `l`: `what` happened, where the limit was set,
@@ -268,6 +347,23 @@ mod tests {
     use std::time::Duration;
 
     use crate::calls::RunScope;
+
+    impl Limits {
+        /// `try_admit`, the reservation dropped (given back) at once; a wait is a failure.
+        fn admit_now(
+            &self,
+            ctx: &CallContext,
+            server: &str,
+            overrides: &LimitOverrides,
+            file: &str,
+        ) -> Result<(), Decision> {
+            match self.try_admit(ctx, (server, "t"), overrides, file) {
+                Admit::Go(_) => Ok(()),
+                Admit::Refused(d) => Err(d),
+                Admit::Wait(_) => panic!("waits"),
+            }
+        }
+    }
 
     fn ctx() -> CallContext {
         CallContext {
@@ -301,10 +397,13 @@ mod tests {
     async fn the_rate_limit_is_per_server_over_all_runs_and_refills() {
         let limits = Limits::new(settings(3, 0, 0));
         for _ in 0..3 {
-            limits.admit(&ctx(), "a", &NONE, "/f").expect("within");
+            limits.admit_now(&ctx(), "a", &NONE, "/f").expect("within");
         }
-        let (verdict, rule, msg) =
-            message(limits.admit(&ctx(), "a", &NONE, "/f").expect_err("refused"));
+        let (verdict, rule, msg) = message(
+            limits
+                .admit_now(&ctx(), "a", &NONE, "/f")
+                .expect_err("refused"),
+        );
         assert_eq!(verdict, Verdict::Limited);
         assert_eq!(rule, "MCP_BRIDGE_CALLS_PER_MINUTE=3");
         assert!(msg.contains("3 calls per minute to server 'a'"), "{msg}");
@@ -313,22 +412,26 @@ mod tests {
             "{msg}"
         );
         // Another server has its own bucket.
-        limits.admit(&ctx(), "b", &NONE, "/f").expect("b");
+        limits.admit_now(&ctx(), "b", &NONE, "/f").expect("b");
         // One token back every 20 s.
         tokio::time::advance(Duration::from_secs(19)).await;
-        assert!(limits.admit(&ctx(), "a", &NONE, "/f").is_err());
+        assert!(limits.admit_now(&ctx(), "a", &NONE, "/f").is_err());
         tokio::time::advance(Duration::from_secs(2)).await;
-        limits.admit(&ctx(), "a", &NONE, "/f").expect("refilled");
-        assert!(limits.admit(&ctx(), "a", &NONE, "/f").is_err());
+        limits
+            .admit_now(&ctx(), "a", &NONE, "/f")
+            .expect("refilled");
+        assert!(limits.admit_now(&ctx(), "a", &NONE, "/f").is_err());
         // The entry overrides the setting, and 0 there means no limit.
         let entry = LimitOverrides {
             calls_per_minute: Some(1),
             ..NONE
         };
-        limits.admit(&ctx(), "c", &entry, "/e.json").expect("first");
+        limits
+            .admit_now(&ctx(), "c", &entry, "/e.json")
+            .expect("first");
         let (_, rule, _) = message(
             limits
-                .admit(&ctx(), "c", &entry, "/e.json")
+                .admit_now(&ctx(), "c", &entry, "/e.json")
                 .expect_err("refused"),
         );
         assert_eq!(rule, "\"callsPerMinute\": 1 in /e.json");
@@ -338,7 +441,7 @@ mod tests {
         };
         for _ in 0..10 {
             limits
-                .admit(&ctx(), "d", &off, "/e.json")
+                .admit_now(&ctx(), "d", &off, "/e.json")
                 .expect("no limit");
         }
         assert!(limits.buckets.lock().expect("lock").len() <= 3);
@@ -360,25 +463,27 @@ mod tests {
         let limits = Limits::new(settings(2, 0, 0));
         // Two sandboxes of one token share its bucket.
         limits
-            .admit(&ctx_of("alice", "s1"), "a", &NONE, "/f")
+            .admit_now(&ctx_of("alice", "s1"), "a", &NONE, "/f")
             .expect("1");
         limits
-            .admit(&ctx_of("alice", "s2"), "a", &NONE, "/f")
+            .admit_now(&ctx_of("alice", "s2"), "a", &NONE, "/f")
             .expect("2");
         let refused = limits
-            .admit(&ctx_of("alice", "s1"), "a", &NONE, "/f")
+            .admit_now(&ctx_of("alice", "s1"), "a", &NONE, "/f")
             .expect_err("alice used hers");
         let (_, rule, _) = message(refused);
         assert_eq!(rule, "MCP_BRIDGE_CALLS_PER_MINUTE=2");
         // Another token has its own, so has alice for another server, so have runs without
         // a caller (stdio `run`, `exec`).
         limits
-            .admit(&ctx_of("bob", "s3"), "a", &NONE, "/f")
+            .admit_now(&ctx_of("bob", "s3"), "a", &NONE, "/f")
             .expect("bob's own");
         limits
-            .admit(&ctx_of("alice", "s1"), "b", &NONE, "/f")
+            .admit_now(&ctx_of("alice", "s1"), "b", &NONE, "/f")
             .expect("another server");
-        limits.admit(&ctx(), "a", &NONE, "/f").expect("no caller");
+        limits
+            .admit_now(&ctx(), "a", &NONE, "/f")
+            .expect("no caller");
         assert_eq!(limits.buckets.lock().expect("lock").len(), 4);
     }
 
@@ -388,7 +493,7 @@ mod tests {
         let fill = |first: usize| {
             for i in first..MAX_BUCKETS {
                 limits
-                    .admit(&ctx_of(&format!("t{i}"), "s"), "a", &NONE, "/f")
+                    .admit_now(&ctx_of(&format!("t{i}"), "s"), "a", &NONE, "/f")
                     .expect("own bucket");
             }
         };
@@ -397,13 +502,13 @@ mod tests {
         // A minute on, every bucket has refilled: the next new one drops them all.
         tokio::time::advance(Duration::from_secs(60)).await;
         limits
-            .admit(&ctx_of("new", "s"), "a", &NONE, "/f")
+            .admit_now(&ctx_of("new", "s"), "a", &NONE, "/f")
             .expect("new");
         assert_eq!(limits.buckets.lock().expect("lock").len(), 1);
         // Buckets still refilling are kept: dropping one would give its token a fresh burst.
         fill(1);
         limits
-            .admit(&ctx_of("other", "s"), "a", &NONE, "/f")
+            .admit_now(&ctx_of("other", "s"), "a", &NONE, "/f")
             .expect("other");
         assert_eq!(limits.buckets.lock().expect("lock").len(), MAX_BUCKETS + 1);
     }
@@ -412,20 +517,164 @@ mod tests {
     async fn run_budgets_count_calls_and_result_bytes() {
         let limits = Limits::new(settings(0, 3, 100));
         let run = ctx();
-        limits.admit(&run, "a", &NONE, "/f").expect("1");
-        limits.admit(&run, "b", &NONE, "/f").expect("2");
-        limits.admit(&run, "a", &NONE, "/f").expect("3");
-        let (_, rule, msg) = message(limits.admit(&run, "b", &NONE, "/f").expect_err("refused"));
+        limits.admit_now(&run, "a", &NONE, "/f").expect("1");
+        limits.admit_now(&run, "b", &NONE, "/f").expect("2");
+        limits.admit_now(&run, "a", &NONE, "/f").expect("3");
+        let (_, rule, msg) = message(
+            limits
+                .admit_now(&run, "b", &NONE, "/f")
+                .expect_err("refused"),
+        );
         assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_CALLS=3");
         assert!(msg.contains("made its 3 tool calls"), "{msg}");
         // A new run starts afresh.
         let next = ctx();
-        limits.admit(&next, "a", &NONE, "/f").expect("new run");
+        limits.admit_now(&next, "a", &NONE, "/f").expect("new run");
         Tally::add(&next.run.tally.result_bytes, 100);
         limits.received(&next, "a", 100);
-        let (_, rule, msg) = message(limits.admit(&next, "a", &NONE, "/f").expect_err("refused"));
+        let (_, rule, msg) = message(
+            limits
+                .admit_now(&next, "a", &NONE, "/f")
+                .expect_err("refused"),
+        );
         assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_RESULT_BYTES=100");
         assert!(msg.contains("received 100 bytes"), "{msg}");
+    }
+
+    /// One call of `run` to `server`: admitted (then, after `delay`, `bytes` received) or not.
+    async fn one_call(
+        limits: Arc<Limits>,
+        run: CallContext,
+        (server, tool): (&'static str, &'static str),
+        overrides: LimitOverrides,
+        bytes: u64,
+    ) -> bool {
+        match limits
+            .admit(&run, (server, tool), &overrides, "/e.json")
+            .await
+        {
+            Ok(reservation) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                Tally::add(&run.run.tally.result_bytes, bytes);
+                limits.received(&run, server, bytes);
+                if let Some(r) = reservation {
+                    r.settle(bytes);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gathered_calls_pass_a_result_byte_budget_by_one_call_at_most() {
+        // 60 calls made together, 10,000 bytes each, under 1,000: one goes through.
+        let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
+        let run = ctx();
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                ("a", "t"),
+                NONE,
+                10_000,
+            ))
+        });
+        let admitted = futures::future::join_all(calls).await;
+        let ok = admitted
+            .into_iter()
+            .filter(|r| *r.as_ref().expect("joined"))
+            .count();
+        assert_eq!(ok, 1);
+        assert_eq!(Tally::get(&run.run.tally.result_bytes), 10_000);
+        // The same under an entry's maxResultBytesPerRun.
+        let entry = LimitOverrides {
+            max_result_bytes_per_run: Some(1000),
+            ..NONE
+        };
+        let limits = Arc::new(Limits::new(LimitSettings::default()));
+        let run = ctx();
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                ("a", "t"),
+                entry,
+                10_000,
+            ))
+        });
+        let admitted = futures::future::join_all(calls).await;
+        let ok = admitted
+            .into_iter()
+            .filter(|r| *r.as_ref().expect("joined"))
+            .count();
+        assert_eq!(ok, 1);
+        // Small results: after the first, they go together, and no more than fit.
+        let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
+        let run = ctx();
+        let started = Instant::now();
+        let calls = (0..60)
+            .map(|_| tokio::spawn(one_call(limits.clone(), run.clone(), ("a", "t"), NONE, 50)));
+        let admitted = futures::future::join_all(calls).await;
+        let ok = admitted
+            .into_iter()
+            .filter(|r| *r.as_ref().expect("joined"))
+            .count();
+        assert_eq!(ok, 20);
+        assert_eq!(Tally::get(&run.run.tally.result_bytes), 1000);
+        // Two rounds of 10 ms: the first call alone, then the other 19 together.
+        assert!(
+            started.elapsed() <= Duration::from_millis(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(
+            run.run.tally.budgets.lock().expect("lock").reserved_bytes,
+            0,
+            "every reservation given back"
+        );
+        // A small tool's estimate does not let another tool's big results through.
+        let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
+        let run = ctx();
+        assert!(one_call(limits.clone(), run.clone(), ("a", "small"), NONE, 6).await);
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                ("a", "big"),
+                NONE,
+                10_000,
+            ))
+        });
+        let admitted = futures::future::join_all(calls).await;
+        let ok = admitted
+            .into_iter()
+            .filter(|r| *r.as_ref().expect("joined"))
+            .count();
+        assert_eq!(ok, 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waiting_for_room_held_until_its_deadline_is_refused_saying_so() {
+        let limits = Limits::new(settings(0, 0, 1000));
+        let run = ctx();
+        let first = limits
+            .admit(&run, ("a", "t"), &NONE, "/f")
+            .await
+            .expect("first");
+        let (_, rule, msg) = message(
+            limits
+                .admit(&run, ("a", "t"), &NONE, "/f")
+                .await
+                .expect_err("held"),
+        );
+        assert_eq!(rule, "MCP_BRIDGE_RUN_MAX_RESULT_BYTES=1000");
+        assert!(
+            msg.contains("stayed reserved by its calls in flight"),
+            "{msg}"
+        );
+        assert!(Instant::now() >= run.deadline);
+        drop(first);
     }
 
     #[tokio::test]
@@ -438,24 +687,24 @@ mod tests {
             ..NONE
         };
         let run = ctx();
-        limits.admit(&run, "a", &entry, "/e.json").expect("1");
-        limits.admit(&run, "a", &entry, "/e.json").expect("2");
+        limits.admit_now(&run, "a", &entry, "/e.json").expect("1");
+        limits.admit_now(&run, "a", &entry, "/e.json").expect("2");
         let (_, rule, msg) = message(
             limits
-                .admit(&run, "a", &entry, "/e.json")
+                .admit_now(&run, "a", &entry, "/e.json")
                 .expect_err("refused"),
         );
         assert_eq!(rule, "\"maxCallsPerRun\": 2 in /e.json");
         assert!(msg.contains("made its 2 calls to server 'a'"), "{msg}");
         limits
-            .admit(&run, "b", &NONE, "/e.json")
+            .admit_now(&run, "b", &NONE, "/e.json")
             .expect("other server");
         let run = ctx();
-        limits.admit(&run, "a", &entry, "/e.json").expect("1");
+        limits.admit_now(&run, "a", &entry, "/e.json").expect("1");
         limits.received(&run, "a", 10);
         let (_, rule, _) = message(
             limits
-                .admit(&run, "a", &entry, "/e.json")
+                .admit_now(&run, "a", &entry, "/e.json")
                 .expect_err("refused"),
         );
         assert_eq!(rule, "\"maxResultBytesPerRun\": 10 in /e.json");

@@ -8,7 +8,9 @@
 //! 4. approval, when the tool needs it (`approval/`): asked through the run's asker.
 //!
 //! Once the call is answered it counts the result's bytes and writes the audit line
-//! (`crate::audit`); when a run ends it writes the run's line. Both carry the name of the
+//! (`crate::audit`; a refused call's repeats folded into one line, `fold.rs`); when a run ends
+//! it writes the run's line. A run whose calls are refused more than
+//! `MCP_BRIDGE_RUN_MAX_REFUSALS` times is stopped. Both carry the name of the
 //! run's client token when it has one (`serve --http`), and the rate limit counts per token. Installed by the wiring
 //! (`app.rs`) when the bridge serves MCP servers.
 
@@ -19,8 +21,8 @@ use serde_json::{Map, Value};
 
 use crate::audit::{AuditLog, CallRecord, RunRecord};
 use crate::calls::{
-    Admission, Answered, BackendCall, CallContext, CallHook, ErrorKind, HostCalls, HostRequest,
-    RunScope, Tally, ToolCall, ToolFacts,
+    Admission, Answered, BackendCall, CallContext, CallError, CallHook, ErrorKind, HostCalls,
+    HostRequest, RunScope, Tally, ToolCall, ToolFacts,
 };
 use crate::config::PolicySettings;
 use crate::ids::sha256_hex;
@@ -28,11 +30,15 @@ use crate::report::RunReport;
 
 mod approval;
 mod decision;
+mod fold;
 mod limits;
+mod reserve;
+mod secret;
 
 pub use approval::Approvals;
 pub use decision::{Decision, Verdict};
 pub use limits::Limits;
+pub use reserve::Reservation;
 
 /// The policy hook.
 pub struct Policy {
@@ -41,6 +47,10 @@ pub struct Policy {
     limits: Limits,
     approvals: Approvals,
     audit: Option<AuditLog>,
+    /// `MCP_BRIDGE_RUN_MAX_REFUSALS`: refused calls a run may make before it is stopped.
+    max_refusals: u64,
+    /// The runs' refused calls, folded into one audit line per refusal (`fold.rs`).
+    folds: fold::Folds,
 }
 
 /// What `before` hands `after` about an admitted or refused tool call.
@@ -57,6 +67,8 @@ struct CallMemo {
     /// Whether the result's bytes are counted (an audit log, or a result-byte budget): the
     /// count serializes the result again, so it is skipped when nothing reads it.
     count_bytes: bool,
+    /// What the call holds of the run's result-byte budgets, given back in `after`.
+    reservation: Option<Reservation>,
 }
 
 impl Policy {
@@ -71,11 +83,53 @@ impl Policy {
             limits: Limits::new(settings.limits),
             approvals: Approvals::new(settings),
             audit,
+            max_refusals: settings.run_max_refusals,
+            folds: fold::Folds::default(),
         }
     }
 
-    /// Decides one tool call; see the module's order.
-    async fn decide(&self, ctx: &CallContext, call: &ToolCall, facts: &ToolFacts) -> Decision {
+    /// The refusal of every call of a run the policy stopped.
+    fn stopped(&self) -> Decision {
+        Decision::refused(
+            Verdict::Limited,
+            format!("MCP_BRIDGE_RUN_MAX_REFUSALS={}", self.max_refusals),
+            ErrorKind::LimitExceeded,
+            format!(
+                "this run is being stopped: more than {} of its tool calls were refused \
+                 (MCP_BRIDGE_RUN_MAX_REFUSALS)",
+                self.max_refusals
+            ),
+        )
+    }
+
+    /// Counts one refused call of `ctx`'s run; past the bound, stops the run (`error` is the
+    /// refusal that passed it).
+    fn count_refusal(&self, ctx: &CallContext, error: &mut CallError) {
+        let n = Tally::add(&ctx.run.tally.refused, 1);
+        if n <= self.max_refusals || ctx.run.stopped.is_cancelled() {
+            return;
+        }
+        let last = crate::log_limit::clipped(&error.message);
+        ctx.run.stop(format!(
+            "more than {max} of its tool calls were refused (MCP_BRIDGE_RUN_MAX_REFUSALS={max}); \
+             the last: {last}",
+            max = self.max_refusals
+        ));
+        error.message = format!(
+            "{}; this run is stopped: more than {} of its tool calls were refused \
+             (MCP_BRIDGE_RUN_MAX_REFUSALS)",
+            error.message, self.max_refusals
+        );
+    }
+
+    /// Decides one tool call; see the module's order. An admitted call may hold a share of the
+    /// run's result-byte budgets.
+    async fn decide(
+        &self,
+        ctx: &CallContext,
+        call: &ToolCall,
+        facts: &ToolFacts,
+    ) -> (Decision, Option<Reservation>) {
         if let Some(narrowing) = &ctx.run.narrowing {
             if !narrowing.allows(&call.server, &call.tool) {
                 let rule = format!("allowed_tools [{}]", narrowing.describe());
@@ -86,28 +140,43 @@ impl Policy {
                     call.tool,
                     narrowing.describe()
                 );
-                return Decision::refused(Verdict::Denied, rule, ErrorKind::PolicyDenied, message);
+                let refused =
+                    Decision::refused(Verdict::Denied, rule, ErrorKind::PolicyDenied, message);
+                return (refused, None);
             }
         }
         let Some(policy) = &facts.policy else {
             // An unknown server: the backend's own error says so.
-            return Decision::allowed();
+            return (Decision::allowed(), None);
         };
         if let Some(refusal) = policy.tools.refusal(&call.tool) {
             let rule = format!("{refusal} in {}", facts.file);
             let message = refusal.message(&call.server, &call.tool, &facts.file);
-            return Decision::refused(Verdict::Denied, rule, ErrorKind::ToolDisabled, message);
+            let refused =
+                Decision::refused(Verdict::Denied, rule, ErrorKind::ToolDisabled, message);
+            return (refused, None);
         }
-        if let Err(limited) = self
+        let reservation = match self
             .limits
-            .admit(ctx, &call.server, &policy.limits, &facts.file)
+            .admit(ctx, (&call.server, &call.tool), &policy.limits, &facts.file)
+            .await
         {
-            return limited;
-        }
-        self.approvals.gate(ctx, call, facts).await
+            Ok(reservation) => reservation,
+            Err(limited) => return (limited, None),
+        };
+        let decision = self.approvals.gate(ctx, call, facts).await;
+        // A refused call gives its reservation back at once (dropped).
+        let reservation = reservation.filter(|_| decision.verdict.admits());
+        (decision, reservation)
     }
 
-    fn memo(&self, call: &ToolCall, decision: Decision, facts: &ToolFacts) -> CallMemo {
+    fn memo(
+        &self,
+        call: &ToolCall,
+        decision: Decision,
+        reservation: Option<Reservation>,
+        facts: &ToolFacts,
+    ) -> CallMemo {
         let (args_sha256, arguments, args_bytes) = match &self.audit {
             Some(audit) => {
                 let text = serde_json::to_string(&call.arguments).unwrap_or_default();
@@ -129,6 +198,7 @@ impl Policy {
                 || self
                     .limits
                     .counts_bytes(facts.policy.as_deref().map(|p| &p.limits)),
+            reservation,
         }
     }
 }
@@ -140,11 +210,15 @@ impl CallHook for Policy {
             return Admission::go();
         };
         let facts = self.backend.facts(&call.server, &call.tool);
-        let mut decision = self.decide(ctx, call, &facts).await;
+        let (mut decision, reservation) = if ctx.run.stopped.is_cancelled() {
+            (self.stopped(), None)
+        } else {
+            self.decide(ctx, call, &facts).await
+        };
         let tally = &ctx.run.tally;
         let admission = match decision.error.take() {
-            Some(error) => {
-                Tally::add(&tally.refused, 1);
+            Some(mut error) => {
+                self.count_refusal(ctx, &mut error);
                 Admission::refuse(error)
             }
             None => {
@@ -152,11 +226,11 @@ impl CallHook for Policy {
                 Admission::go()
             }
         };
-        admission.with_memo(self.memo(call, decision, &facts))
+        admission.with_memo(self.memo(call, decision, reservation, &facts))
     }
 
     fn after(&self, ctx: &CallContext, admission: Admission, answered: &Answered<'_>) {
-        let Some(memo) = admission.memo.and_then(|m| m.downcast::<CallMemo>().ok()) else {
+        let Some(mut memo) = admission.memo.and_then(|m| m.downcast::<CallMemo>().ok()) else {
             return;
         };
         let admitted = memo.decision.verdict.admits();
@@ -169,6 +243,10 @@ impl CallHook for Policy {
         Tally::add(&tally.result_bytes, bytes);
         Tally::add(&tally.argument_bytes, memo.args_bytes);
         self.limits.received(ctx, &memo.server, bytes);
+        // A failed call teaches nothing of result sizes: its reservation is only given back.
+        if let Some(reservation) = memo.reservation.take().filter(|_| answered.outcome.is_ok()) {
+            reservation.settle(bytes);
+        }
         let Some(audit) = &self.audit else {
             return;
         };
@@ -178,7 +256,7 @@ impl CallHook for Policy {
             (_, Ok(_)) => ("ok", None),
         };
         let memo = *memo;
-        audit.call(CallRecord {
+        let line = CallRecord {
             time: now(),
             run: ctx.run.id.clone(),
             token: ctx.run.caller.as_ref().map(|c| c.token.clone()),
@@ -194,13 +272,24 @@ impl CallHook for Policy {
             bytes_out: bytes,
             decision: memo.decision.verdict.as_str().to_string(),
             rule: memo.decision.rule,
-        });
+            count: 1,
+        };
+        if admitted {
+            audit.call(line);
+        } else {
+            for line in self.folds.refused(line.bounded(), &ctx.run.ended) {
+                audit.call(line);
+            }
+        }
     }
 
     fn run_ended(&self, scope: &RunScope, report: &RunReport) {
         let Some(audit) = &self.audit else {
             return;
         };
+        for line in self.folds.ended(&scope.id, &scope.ended) {
+            audit.call(line);
+        }
         let t = &scope.tally;
         audit.run(RunRecord {
             time: now(),
@@ -221,18 +310,6 @@ impl CallHook for Policy {
     }
 }
 
-/// Keys whose values are never written to the audit log, even with values on.
-const SECRET_WORDS: [&str; 8] = [
-    "token",
-    "secret",
-    "password",
-    "passwd",
-    "api_key",
-    "apikey",
-    "authorization",
-    "credential",
-];
-
 /// `arguments` with the values of secret-looking keys (at any depth) replaced.
 fn redacted(arguments: &Map<String, Value>) -> Map<String, Value> {
     fn walk(v: &Value) -> Value {
@@ -245,8 +322,7 @@ fn redacted(arguments: &Map<String, Value>) -> Map<String, Value> {
     arguments
         .iter()
         .map(|(k, v)| {
-            let lower = k.to_ascii_lowercase();
-            if SECRET_WORDS.iter().any(|w| lower.contains(w)) {
+            if secret::is_secret_key(k) {
                 (k.clone(), Value::String("[redacted]".into()))
             } else {
                 (k.clone(), walk(v))
@@ -318,10 +394,85 @@ mod tests {
             .map(|r| match r {
                 crate::audit::Record::Call(c) => c.token,
                 crate::audit::Record::Run(r) => r.token,
+                crate::audit::Record::Rotated(_) => None,
             })
             .collect();
         let ci = Some("ci-bot".to_string());
         assert_eq!(tokens, [ci.clone(), ci, None, None], "{text}");
+    }
+
+    #[tokio::test]
+    async fn refusals_past_the_bound_stop_the_run_and_repeats_fold_into_one_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.log");
+        let settings = PolicySettings {
+            audit_log: Some(path.clone()),
+            run_max_refusals: 5,
+            ..PolicySettings::from_lookup(&|_| None).expect("defaults")
+        };
+        let audit = AuditLog::open(&settings).expect("open").expect("a log");
+        let policy = Policy::new(&settings, Arc::new(NoHostCalls), Some(audit.clone()));
+        let narrowing = crate::calls::Narrowing::parse(&["s.echo".into()]).expect("valid");
+        let scope = Arc::new(RunScope::new("flood", Some(narrowing), None));
+        let ctx = CallContext {
+            servers: Arc::from(vec!["s".to_string()]),
+            deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+            run: scope.clone(),
+        };
+        let mut messages = Vec::new();
+        for _ in 0..10 {
+            let request = HostRequest::Backend(BackendCall::CallTool(ToolCall {
+                server: "s".into(),
+                tool: "add".into(),
+                arguments: Map::new(),
+            }));
+            let admission = policy.before(&ctx, &request).await;
+            let error = admission.refusal.clone().expect("refused");
+            messages.push(error.message.clone());
+            let outcome = Err(error);
+            let answered = Answered {
+                method: HostMethod::CallTool,
+                outcome: &outcome,
+                elapsed: Duration::from_millis(1),
+            };
+            policy.after(&ctx, admission, &answered);
+            assert_eq!(scope.stopped.is_cancelled(), messages.len() > 5);
+        }
+        assert!(!messages[4].contains("stopped"), "{}", messages[4]);
+        assert!(
+            messages[5].contains("this run is stopped") && messages[5].contains("RUN_MAX_REFUSALS"),
+            "{}",
+            messages[5]
+        );
+        assert!(messages[6].contains("being stopped"), "{}", messages[6]);
+        let reason = scope.stop_reason().expect("a reason");
+        assert!(reason.contains("MCP_BRIDGE_RUN_MAX_REFUSALS=5"), "{reason}");
+        policy.run_ended(
+            &scope,
+            &RunReport::failed(crate::report::RunStatus::Error, "x"),
+        );
+        audit.close(Duration::from_secs(5)).await;
+        let text = std::fs::read_to_string(&path).expect("the log");
+        let lines: Vec<crate::audit::Record> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a line"))
+            .collect();
+        let calls: Vec<(String, u64)> = lines
+            .iter()
+            .filter_map(|r| match r {
+                crate::audit::Record::Call(c) => Some((c.decision.clone(), c.count)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            [("deny".to_string(), 6), ("limit".to_string(), 4)],
+            "{text}"
+        );
+        assert!(
+            matches!(lines.last(), Some(crate::audit::Record::Run(r)) if r.refused == 10),
+            "{text}"
+        );
     }
 
     #[test]
@@ -329,7 +480,9 @@ mod tests {
         let args = serde_json::json!({
             "query": "x",
             "GitHub_Token": "ghp_1",
-            "nested": {"password": "p", "list": [{"apiKey": "k", "ok": 1}]}
+            "author": "me",
+            "nested": {"password": "p", "list": [{"apiKey": "k", "ok": 1}]},
+            "headers": {"Cookie": "c", "X-Auth": "a", "sessionId": "s", "private_key": "pk"}
         });
         let Value::Object(args) = args else { panic!() };
         let out = Value::Object(redacted(&args));
@@ -338,7 +491,14 @@ mod tests {
             serde_json::json!({
                 "query": "x",
                 "GitHub_Token": "[redacted]",
-                "nested": {"password": "[redacted]", "list": [{"apiKey": "[redacted]", "ok": 1}]}
+                "author": "me",
+                "nested": {"password": "[redacted]", "list": [{"apiKey": "[redacted]", "ok": 1}]},
+                "headers": {
+                    "Cookie": "[redacted]",
+                    "X-Auth": "[redacted]",
+                    "sessionId": "[redacted]",
+                    "private_key": "[redacted]"
+                }
             })
         );
     }

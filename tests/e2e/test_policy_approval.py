@@ -108,6 +108,25 @@ def test_the_operator_may_approve_in_advance(db):
     assert ran(calls) == 1
 
 
+def test_deny_is_the_operators_kill_switch_over_auto_approve(tmp_path, stub_ready):
+    """MCP_BRIDGE_APPROVAL=deny refuses every call that needs approval, even one an entry's
+    "autoApprove" approves in advance; the user is never asked."""
+    calls = tmp_path / "calls.txt"
+    entry = S.stub("db", policy_tools=True, call_file=calls)
+    entry["autoApprove"] = ["drop_*"]
+    d = workdir(tmp_path, {"db": entry})
+    approver = Approver()
+
+    async def scenario():
+        async with approval_session(d, "legacy", approver, {"MCP_BRIDGE_APPROVAL": "deny"}) as client:
+            return await run(client, DROP)
+
+    text, _ = go(scenario())
+    assert "REFUSED NotApprovedError" in text and "MCP_BRIDGE_APPROVAL=deny" in text, text
+    assert ran(calls) == 0
+    assert approver.questions == []
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_calls_made_together_are_asked_once(db, mode):
     d, calls = db

@@ -1,8 +1,9 @@
 """The audit log (GUIDE.md, "Policy" / "Audit log") with the official MCP Python client: a run with
 several proxied calls gives one JSON line per call and one per run (same run id, the code's and the
 arguments' SHA-256), no argument values unless MCP_BRIDGE_AUDIT_VALUES=1 (secret-looking keys
-redacted even then), a refused call's decision and rule, a 0600 file rotated by size, `exec`
-audited and flushed at exit, an unsafe log refused at startup, and `mcp-code-bridge audit`.
+redacted even then), a refused call's decision and rule, a 0600 file rotated by size (what a
+rotation drops announced), `exec` audited and flushed at exit, an unsafe log refused at startup,
+`mcp-code-bridge audit`, and a flood of refusals stopped and folded.
 
 A line is written by the bridge's writer thread after the call or run ends, so the tests poll the
 file for the run line (by the code's SHA-256) rather than read it once.
@@ -189,7 +190,7 @@ print(json.dumps(1))
 
 def test_the_log_is_rotated_by_size_keeping_three_files(valued, helpers):
     code = """
-for i in range(40):
+for i in range(60):
     await mcp_stub.echo(text="rotate %02d " % i + "r" * 60)
 print(1)
 """
@@ -207,8 +208,17 @@ print(1)
             json.loads(line)  # every line whole
     kept = [r for f in files for r in records(f) if r["kind"] == "call" and r["tool"] == "echo"]
     texts = [r["arguments"]["text"][:9] for r in kept if r["arguments"]["text"].startswith("rotate")]
-    # The newest calls are kept, in order (the oldest fell off with the fourth rotation).
-    assert texts == sorted(texts) and texts[-1] == "rotate 39"
+    # The newest calls are kept, in order (the oldest fell off from the fourth rotation on).
+    assert texts == sorted(texts) and texts[-1] == "rotate 59" and texts[0] > "rotate 00"
+    # Nothing fell off unannounced: each file a rotation started by dropping the oldest begins
+    # with a line saying how many lines and which runs it held, and the bridge warned once.
+    rotated = [r for f in files for r in records(f) if r["kind"] == "rotated"]
+    assert rotated, [records(f)[:1] for f in files]
+    assert all(r["dropped_file"] == "audit.log.3" and r["dropped_lines"] > 0 for r in rotated), rotated
+    assert all(r["dropped_runs"] and all(len(i) == 16 for i in r["dropped_runs"]) for r in rotated), rotated
+    for f in files:
+        assert all(r["kind"] != "rotated" for r in records(f)[1:]), f
+    assert valued.stderr_path.read_text().count("the audit log rotated away") == 1
 
 
 def audit_cli(helpers, env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -318,3 +328,54 @@ def test_every_refusal_has_its_decision_and_rule_in_the_log(cli_env, tmp_path, s
     shown = subprocess.run([helpers.BRIDGE_BIN, "audit", "--file", str(log)], env=env, capture_output=True,
                            text=True, timeout=60)
     assert "2 refused: 1 UNAPPROVED, 1 LIMIT" in shown.stdout.splitlines()[0], shown.stdout
+
+
+# Sandbox code refusing itself as fast as it can: the narrowed run has no `add`, so every
+# call is refused by a rule and costs next to nothing.
+FLOOD = """
+from mcp import runtime
+n = 0
+for i in range(20000):
+    try:
+        await runtime.call_tool("stub", "add", {"a": i, "b": 1})
+    except Exception as e:
+        n += 1
+print("flooded", n)
+"""
+
+
+def test_a_flood_of_refusals_is_stopped_and_folded_and_erases_nothing(bridge_factory, audit_dir, helpers):
+    """20,000 refused calls in one run: the run is stopped past MCP_BRIDGE_RUN_MAX_REFUSALS
+    (1,000 by default) with an error naming it; the refusals are one line with a count; an earlier
+    run's lines stay in the current file (before: 20,000 lines rotated them away)."""
+    log = audit_dir / "flood" / "audit.log"
+    env = {
+        "MCP_BRIDGE_CONFIG_DIR": str(audit_dir / "mcps"),
+        "MCP_BRIDGE_AUDIT_LOG": str(log),
+        "MCP_BRIDGE_AUDIT_MAX_BYTES": "65536",
+    }
+    b = bridge_factory(name="audit-flood", env=env)
+    try:
+        marker = 'import json\nprint(json.dumps((await mcp_stub.echo(text="before the flood"))["text"]))'
+        assert json_of(b, marker, servers=["stub"]) == "before the flood"
+        first, _ = run_of(helpers, log, marker)
+        args = {"code": FLOOD, "servers": ["stub"], "allowed_tools": ["stub.echo"]}
+        r = _flatten(b.call_raw(args), 0.0)
+        assert r.status == "error", r
+        error = r.structured.get("error") or r.text
+        assert "MCP_BRIDGE_RUN_MAX_REFUSALS=1000" in error and "refused" in error, error
+        assert "flooded" not in (r.structured.get("stdout") or ""), r
+        run, calls = run_of(helpers, log, FLOOD)
+        assert run["status"] == "error" and run["refused"] > 1000, run
+        # The rule's refusals are one line counting them (and the refusals of the stopped run).
+        assert len(calls) <= 3, calls
+        denied = [c for c in calls if c["decision"] == "deny"]
+        assert len(denied) == 1 and denied[0]["tool"] == "add" and denied[0]["count"] >= 1000, calls
+        assert sum(c.get("count", 1) for c in calls) == run["refused"], (calls, run)
+        # Nothing rotated away: the earlier run is still in the current file.
+        assert any(x["kind"] == "run" and x["run"] == first["run"] for x in records(log))
+        assert not Path(f"{log}.1").exists()
+        # The bridge goes on: the next run works.
+        assert json_of(b, "import json\nprint(json.dumps(2))") == 2
+    finally:
+        b.close()

@@ -3,6 +3,8 @@ and the official MCP client: a call over a limit raises LimitExceededError in th
 limit, its value and where it was set; the code catches it and the run goes on.
 
 The rates are low (1 or 2 calls a minute) so that no token comes back while a run makes its calls.
+Result-byte budgets hold against calls made together (asyncio.gather): each call in flight
+reserves an estimate of its result.
 """
 
 from __future__ import annotations
@@ -105,3 +107,61 @@ def test_run_budgets_of_calls_and_result_bytes(bridge_factory, stub_ready):
     ok, refused = _split(got["stub.big"])
     assert ok == 2 and refused[0][0] == "LimitExceededError", got
     assert "(limit MCP_BRIDGE_RUN_MAX_RESULT_BYTES=3000)" in refused[0][1], refused
+
+
+# Calls made together with asyncio.gather; records "ok" or the exception class per call, the
+# bytes received and the wall time.
+GATHERED = """
+import asyncio, json, time
+
+async def one():
+    try:
+        r = await CALL
+        return ["ok", len(json.dumps(r))]
+    except Exception as e:
+        return [type(e).__name__, str(e)]
+
+t0 = time.monotonic()
+got = await asyncio.gather(*[one() for _ in range(N)])
+print(json.dumps({"got": got, "secs": time.monotonic() - t0}))
+"""
+
+
+def _gathered(bridge, call: str, n: int, before: str = "") -> dict:
+    code = before + GATHERED.replace("CALL", call).replace("range(N)", f"range({n})")
+    r = bridge.run(code, servers=["stub"])
+    assert not r.is_error and r.status == "ok", f"run failed:\n{r}"
+    return json.loads(r.structured["stdout"].strip().splitlines()[-1])
+
+
+def test_the_result_byte_budget_holds_against_gathered_calls(bridge_factory, stub_ready):
+    """60 calls of 10,000-byte results made together under a 1,000-byte budget: the first one's
+    result passes the budget, the others are refused (before: all 60 went through)."""
+    b = bridge_factory(
+        name="gathered-budget",
+        env={"MCP_BRIDGE_RUN_MAX_RESULT_BYTES": "1000"},
+        config={"mcpServers": {"stub": S.stub("stub")}},
+    )
+    out = _gathered(b, "mcp_stub.big(bytes=10000)", 60)
+    ok = [g for g in out["got"] if g[0] == "ok"]
+    refused = [g for g in out["got"] if g[0] != "ok"]
+    assert len(ok) == 1, f"{len(ok)} calls got results: {sum(g[1] for g in ok)} bytes"
+    assert all(g[0] == "LimitExceededError" for g in refused), refused[:3]
+    assert "(limit MCP_BRIDGE_RUN_MAX_RESULT_BYTES=1000)" in refused[0][1], refused[0]
+    # A small result of another tool first does not make the big ones look small: estimates are
+    # per tool.
+    out = _gathered(b, "mcp_stub.big(bytes=10000)", 60, before='await mcp_stub.echo(text="x")\n')
+    assert sum(1 for g in out["got"] if g[0] == "ok") == 1, out["got"][:3]
+
+
+def test_gathered_calls_still_run_together_while_the_budget_has_room(bridge_factory, stub_ready):
+    """20 one-second calls with small results under a roomy budget: after the first (whose size
+    is the estimate) they run together, not one after another."""
+    b = bridge_factory(
+        name="gathered-room",
+        env={"MCP_BRIDGE_RUN_MAX_RESULT_BYTES": "100000"},
+        config={"mcpServers": {"stub": S.stub("stub")}},
+    )
+    out = _gathered(b, "mcp_stub.slow(seconds=1)", 20)
+    assert all(g[0] == "ok" for g in out["got"]), out["got"][:3]
+    assert out["secs"] < 8, out["secs"]

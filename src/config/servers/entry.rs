@@ -30,7 +30,7 @@ pub fn parse_entry(
         source: format!("{} (server '{name}')", file.display()),
         message: m,
     };
-    if name.trim().is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+    if name.trim().is_empty() || name.len() > 128 || name.chars().any(crate::shown::is_unsafe) {
         return Err(err("invalid server name".into()));
     }
     let obj = entry
@@ -245,5 +245,33 @@ mod tests {
         assert_eq!(bad.source, "/c.json (server 's')");
         // Part of the definition: the same entry without it is another definition.
         assert!(!on.same_definition(&off));
+    }
+
+    #[test]
+    fn a_server_name_with_an_invisible_or_control_character_is_a_problem() {
+        let no_env = |_: &str| None;
+        let entry = json!({"command": "x"});
+        for name in [
+            "gh\u{E0041}",
+            "\u{3164}",
+            "g\u{034F}h",
+            "gh\u{FE0F}",
+            "a\u{202E}b",
+            "a\nb",
+        ] {
+            let mut x = Expander::new(Syntax::Literal, &no_env, None, None);
+            let bad = parse_entry(Path::new("/c.json"), Origin::Own, name, &entry, &mut x)
+                .expect_err(name);
+            assert_eq!(bad.message, "invalid server name", "{name:?}");
+        }
+        let mut x = Expander::new(Syntax::Literal, &no_env, None, None);
+        parse_entry(
+            Path::new("/c.json"),
+            Origin::Own,
+            "github-é",
+            &entry,
+            &mut x,
+        )
+        .expect("valid");
     }
 }

@@ -37,7 +37,7 @@ pub const APPROVAL: Text = Text {
     name: "MCP_BRIDGE_APPROVAL",
     default: "ask",
     allowed: "`ask`, `allow` or `deny`",
-    doc: "calls that need approval (destructive tools, `requireApproval`): ask the user through the client and refuse when it cannot ask; `allow`: approved in advance; `deny`: always refused",
+    doc: "calls that need approval (destructive tools, `requireApproval`): ask the user through the client and refuse when it cannot ask; `allow`: approved in advance; `deny`: always refused, whatever a server entry's `autoApprove` says (the operator's kill switch)",
 };
 /// `MCP_BRIDGE_APPROVAL_TIMEOUT`.
 pub const APPROVAL_TIMEOUT: Number = Number::new(
@@ -65,6 +65,14 @@ pub const RUN_MAX_CALLS: Number = Number::new(
     "tool calls one run may make; `0` = no limit; a server entry's `maxCallsPerRun` caps that server's share",
 )
 .or_off();
+/// `MCP_BRIDGE_RUN_MAX_REFUSALS`.
+pub const RUN_MAX_REFUSALS: Number = Number::new(
+    "MCP_BRIDGE_RUN_MAX_REFUSALS",
+    Unit::Count,
+    1000,
+    (1, 1_000_000),
+    "tool calls of one run the policy may refuse (rules, limits, approval); the next one stops the run with an error naming this setting",
+);
 /// `MCP_BRIDGE_RUN_MAX_RESULT_BYTES`.
 pub const RUN_MAX_RESULT_BYTES: Number = Number::new(
     "MCP_BRIDGE_RUN_MAX_RESULT_BYTES",
@@ -82,7 +90,7 @@ pub enum ApprovalMode {
     Ask,
     /// The operator approves every such call in advance (CI, trusted automation).
     Allow,
-    /// Refuse every such call without asking.
+    /// Refuse every such call without asking, over every entry's `autoApprove`.
     Deny,
 }
 
@@ -113,6 +121,8 @@ pub struct PolicySettings {
     pub approval_timeout: Duration,
     /// Default limits.
     pub limits: Limits,
+    /// `MCP_BRIDGE_RUN_MAX_REFUSALS`: refused tool calls one run may make before it is stopped.
+    pub run_max_refusals: u64,
 }
 
 impl PolicySettings {
@@ -139,6 +149,7 @@ impl PolicySettings {
                 run_max_calls: RUN_MAX_CALLS.get(var)?,
                 run_max_result_bytes: RUN_MAX_RESULT_BYTES.get(var)?,
             },
+            run_max_refusals: RUN_MAX_REFUSALS.get(var)?,
         })
     }
 }
@@ -169,6 +180,8 @@ mod tests {
         assert_eq!(p.limits, Limits::default());
         assert!(p.audit_log.is_none() && !p.audit_values);
         assert_eq!(p.approval_timeout, Duration::from_secs(300));
+        assert_eq!(p.run_max_refusals, 1000);
+        assert!(with(&[("MCP_BRIDGE_RUN_MAX_REFUSALS", "0")]).is_err());
     }
 
     #[test]

@@ -403,6 +403,7 @@ pub const ROWS: &[Row] = &[
     Row::Number(&policy::CALLS_PER_MINUTE),
     Row::Number(&policy::RUN_MAX_CALLS),
     Row::Number(&policy::RUN_MAX_RESULT_BYTES),
+    Row::Number(&policy::RUN_MAX_REFUSALS),
     Row::Number(&MAX_SERVER_MESSAGE),
     Row::Number(&OUTBOX_MAX_FILE),
     Row::Number(&OUTBOX_MAX_CELL),

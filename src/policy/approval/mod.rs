@@ -2,7 +2,8 @@
 //! decides whatever the hints say; otherwise the server's `destructiveHint`, unless it also
 //! says `readOnlyHint`, and a tool nothing is known of), what approves them in advance (the
 //! operator's `autoApprove`, `MCP_BRIDGE_APPROVAL=allow`) or refuses them
-//! (`MCP_BRIDGE_APPROVAL=deny`), and asking the user through the run's
+//! (`MCP_BRIDGE_APPROVAL=deny`, the operator's kill switch: it wins over every `autoApprove`),
+//! and asking the user through the run's
 //! [`crate::calls::Asker`]: once per call, or once for a batch made at the same time
 //! (`batch.rs`), with "for the rest of this run" remembered in the run's tally. Without an
 //! asker such calls are refused with a message saying how to allow them. Only the asker can
@@ -51,30 +52,28 @@ impl Approvals {
         let Some(reason) = needs_approval(call, facts) else {
             return Decision::allowed();
         };
+        let what = format!("{}.{}", call.server, call.tool);
+        // The operator's kill switch: it wins over every entry's `autoApprove`.
+        if self.mode == ApprovalMode::Deny {
+            let message = format!(
+                "call to {what} refused: it needs approval ({}) and MCP_BRIDGE_APPROVAL=deny \
+                 refuses every such call, whatever a server entry's \"autoApprove\" says",
+                reason
+            );
+            return Decision::refused(
+                Verdict::Unapproved,
+                "MCP_BRIDGE_APPROVAL=deny",
+                ErrorKind::NotApproved,
+                message,
+            );
+        }
         let rules = facts.policy.as_ref().map(|p| &p.tools);
         if let Some(p) = rules.and_then(|r| r.auto_approved(&call.tool)) {
             let rule = format!("\"autoApprove\" rule \"{p}\" in {}", facts.file);
             return Decision::admitted(Verdict::PreApproved, rule);
         }
-        let what = format!("{}.{}", call.server, call.tool);
-        match self.mode {
-            ApprovalMode::Allow => {
-                return Decision::admitted(Verdict::PreApproved, "MCP_BRIDGE_APPROVAL=allow")
-            }
-            ApprovalMode::Deny => {
-                let message = format!(
-                    "call to {what} refused: it needs approval ({}) and MCP_BRIDGE_APPROVAL=deny \
-                     refuses every such call",
-                    reason
-                );
-                return Decision::refused(
-                    Verdict::Unapproved,
-                    "MCP_BRIDGE_APPROVAL=deny",
-                    ErrorKind::NotApproved,
-                    message,
-                );
-            }
-            ApprovalMode::Ask => {}
+        if self.mode == ApprovalMode::Allow {
+            return Decision::admitted(Verdict::PreApproved, "MCP_BRIDGE_APPROVAL=allow");
         }
         if approved_for_run(ctx, call) {
             return Decision::admitted(Verdict::Approved, FOR_RUN);
@@ -270,12 +269,21 @@ mod tests {
                 Verdict::PreApproved,
                 false,
             ),
+            // MCP_BRIDGE_APPROVAL=deny is the operator's kill switch: autoApprove loses
             (
                 d,
                 &["drop_*"],
                 &["drop_*"],
                 ApprovalMode::Deny,
-                Verdict::PreApproved,
+                Verdict::Unapproved,
+                false,
+            ),
+            (
+                d,
+                &[],
+                &["drop_*"],
+                ApprovalMode::Deny,
+                Verdict::Unapproved,
                 false,
             ),
             (

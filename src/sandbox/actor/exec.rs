@@ -64,6 +64,7 @@ impl Actor {
                 },
                 _ = &mut time_up => break RunStatus::Timeout,
                 _ = req.cancel.cancelled() => break RunStatus::Cancelled,
+                _ = req.scope.stopped.cancelled() => break RunStatus::Error,
                 _ = self.ct.cancelled() => {
                     if let Some(s) = self.session.take() {
                         if let Some(cause) = s.engine_lost() { self.engine.note_lost(cause); }
@@ -76,6 +77,10 @@ impl Actor {
         };
         let what = match why {
             RunStatus::Timeout => format!("Timed out after {secs} s"),
+            RunStatus::Error => format!(
+                "Stopped by the bridge's policy: {}",
+                req.scope.stop_reason().unwrap_or("no reason given")
+            ),
             _ => "Cancelled by the client".to_string(),
         };
         session.interrupt(id).await;
