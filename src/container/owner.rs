@@ -130,31 +130,45 @@ pub async fn list_own(
     list_where(runtime, |labels| me.is_mine(labels)).await
 }
 
-/// Removes the containers `ids`, concurrently, each bounded by `REMOVE_TIMEOUT_SECS`, logging
-/// failures; `whose` names their owner in the log. Returns how many were removed.
+/// Removes the containers `ids`, concurrently, each bounded by `REMOVE_TIMEOUT_SECS`; `whose`
+/// names their owner in the log. Returns how many were removed.
+///
+/// A removal that failed is checked against the engine's list: a container already gone
+/// (another bridge removing the same leftovers won the race) is no failure and is logged at
+/// debug level; a warning means the container is really left (or the engine cannot tell).
 pub async fn remove_each(runtime: &dyn ContainerRuntime, ids: &[String], whose: &str) -> usize {
     let removals = ids.iter().map(|id| async move {
         let limit = std::time::Duration::from_secs(REMOVE_TIMEOUT_SECS);
-        match tokio::time::timeout(limit, runtime.remove(id)).await {
+        let failure = match tokio::time::timeout(limit, runtime.remove(id)).await {
             Ok(Ok(())) => {
                 tracing::info!(container = %id, "removed a sandbox left by {whose}");
-                true
+                return None;
             }
-            Ok(Err(err)) => {
-                tracing::warn!(container = %id, cause = %err, "could not remove a sandbox left by {whose}");
-                false
-            }
-            Err(_) => {
-                tracing::warn!(container = %id, "removing a sandbox left by {whose} timed out; skipped");
-                false
-            }
-        }
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => format!("no answer within {REMOVE_TIMEOUT_SECS} s"),
+        };
+        Some((id, failure))
     });
-    futures::future::join_all(removals)
+    let failed: Vec<(&String, String)> = futures::future::join_all(removals)
         .await
         .into_iter()
-        .filter(|ok| *ok)
-        .count()
+        .flatten()
+        .collect();
+    if !failed.is_empty() {
+        let limit = std::time::Duration::from_secs(REMOVE_TIMEOUT_SECS);
+        let present = match tokio::time::timeout(limit, runtime.list_managed()).await {
+            Ok(Ok(list)) => Some(list.into_iter().map(|c| c.id).collect::<Vec<_>>()),
+            _ => None,
+        };
+        for (id, cause) in &failed {
+            if present.as_ref().is_some_and(|p| !p.contains(id)) {
+                tracing::debug!(container = %id, %cause, "a sandbox left by {whose} was removed meanwhile (by another bridge)");
+            } else {
+                tracing::warn!(container = %id, %cause, "could not remove a sandbox left by {whose}");
+            }
+        }
+    }
+    ids.len() - failed.len()
 }
 
 async fn list_where(
