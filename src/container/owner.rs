@@ -278,6 +278,91 @@ mod tests {
         );
     }
 
+    /// An engine whose removals all fail (another bridge is removing the same containers, or
+    /// the connection broke) and which still lists `listed`.
+    struct Racing {
+        listed: Vec<String>,
+    }
+
+    #[async_trait::async_trait]
+    impl ContainerRuntime for Racing {
+        fn engine(&self) -> &str {
+            "racing"
+        }
+        async fn image_present(&self, _: &str) -> Result<bool, RuntimeError> {
+            Ok(true)
+        }
+        async fn create(&self, _: &crate::container::SandboxSpec) -> Result<String, RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn attach(&self, _: &str) -> Result<crate::container::Attached, RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn start(&self, _: &str) -> Result<(), RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn wait(&self, _: &str) -> Result<i64, RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+            Err(RuntimeError::NotFound(format!(
+                "{id}: client error (Connect)"
+            )))
+        }
+        async fn list_managed(
+            &self,
+        ) -> Result<Vec<crate::container::ManagedContainer>, RuntimeError> {
+            Ok(self
+                .listed
+                .iter()
+                .map(|id| crate::container::ManagedContainer {
+                    id: id.clone(),
+                    labels: HashMap::new(),
+                })
+                .collect())
+        }
+    }
+
+    /// The log lines written while `f` runs on this thread.
+    #[derive(Clone, Default)]
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log lock").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_removal_is_a_warning_only_when_the_container_is_still_there() {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let engine = Racing {
+            listed: vec!["left".into()],
+        };
+        let ids = ["gone".to_string(), "left".to_string()];
+        assert_eq!(remove_each(&engine, &ids, "a bridge that is gone").await, 0);
+        let text = String::from_utf8(log.0.lock().expect("log lock").clone()).expect("utf-8");
+        let lines = |level: &str, id: &str| {
+            text.lines()
+                .filter(|l| l.contains(level) && l.contains(&format!("container={id}")))
+                .count()
+        };
+        assert_eq!(lines("WARN", "left"), 1, "{text}");
+        assert_eq!(lines("WARN", "gone"), 0, "removed meanwhile: {text}");
+        assert_eq!(lines("DEBUG", "gone"), 1, "{text}");
+    }
+
     #[test]
     fn a_zombie_bridge_is_dead() {
         let me = Owner::current();
