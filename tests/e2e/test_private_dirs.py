@@ -119,6 +119,12 @@ def test_a_private_folder_another_user_made_first_is_passed_over(helpers, cli_en
         assert _fallbacks(tmpdir) == [fallback]
         assert "Using the private folder" not in p.stderr, _show(p)
         _uses(p, fallback)
+        # So do the commands that run no code but may start a podman service.
+        p = subprocess.run([helpers.BRIDGE_BIN, "image", "status"], capture_output=True, text=True, env=env,
+                           cwd=cli_cwd, timeout=300, stdin=subprocess.DEVNULL)
+        assert p.returncode == 0 and "present:" in p.stdout, _show(p)
+        assert f"{planted} is owned" not in p.stdout + p.stderr, _show(p)
+        _uses(p, fallback)
 
         # Without the other user's folder, the usual name (made 0700) is used again.
         shutil.rmtree(planted)
