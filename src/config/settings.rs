@@ -253,9 +253,10 @@ impl Settings {
         })
     }
 
-    /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user):
-    /// its own podman service's socket and the frame-channel sockets live there. Short, since
-    /// unix socket paths are limited to ~100 bytes.
+    /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user;
+    /// the folder chosen at startup instead when another user holds that name): its own podman
+    /// service's socket and the frame-channel sockets live there. Short, since unix socket
+    /// paths are limited to ~100 bytes.
     pub fn private_dir(&self) -> PathBuf {
         self.runtime_folder
             .clone()
