@@ -193,17 +193,31 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(command: Command, settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
+async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     let runs_code = matches!(
         command,
         Command::Run | Command::Exec { .. } | Command::Serve { .. }
     );
-    if runs_code {
+    let folder = if runs_code {
         // A folder another user could reach is refused before anything is put in it.
-        if let Err(e) = mcp_code_bridge::app::check_folders(&settings) {
-            eprintln!("mcp-code-bridge: {e}");
-            return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
+        match mcp_code_bridge::app::check_folders(&settings) {
+            Ok(folder) => Some(folder),
+            Err(e) => {
+                eprintln!("mcp-code-bridge: {e}");
+                return Ok(ExitCode::from(exec_cli::EXIT_USAGE));
+            }
         }
+    } else if matches!(command, Command::Doctor | Command::Image { .. }) {
+        // They may start a podman service too; a refused folder is theirs to report.
+        mcp_code_bridge::app::runtime_folder(&settings).ok()
+    } else {
+        None
+    };
+    if let Some(folder) = folder {
+        settings = Arc::new(Settings {
+            runtime_folder: Some(folder),
+            ..(*settings).clone()
+        });
     }
     // An audit log that cannot be written safely stops the bridge: never run unaudited.
     let audit = if runs_code {

@@ -130,31 +130,45 @@ pub async fn list_own(
     list_where(runtime, |labels| me.is_mine(labels)).await
 }
 
-/// Removes the containers `ids`, concurrently, each bounded by `REMOVE_TIMEOUT_SECS`, logging
-/// failures; `whose` names their owner in the log. Returns how many were removed.
+/// Removes the containers `ids`, concurrently, each bounded by `REMOVE_TIMEOUT_SECS`; `whose`
+/// names their owner in the log. Returns how many were removed.
+///
+/// A removal that failed is checked against the engine's list: a container already gone
+/// (another bridge removing the same leftovers won the race) is no failure and is logged at
+/// debug level; a warning means the container is really left (or the engine cannot tell).
 pub async fn remove_each(runtime: &dyn ContainerRuntime, ids: &[String], whose: &str) -> usize {
     let removals = ids.iter().map(|id| async move {
         let limit = std::time::Duration::from_secs(REMOVE_TIMEOUT_SECS);
-        match tokio::time::timeout(limit, runtime.remove(id)).await {
+        let failure = match tokio::time::timeout(limit, runtime.remove(id)).await {
             Ok(Ok(())) => {
                 tracing::info!(container = %id, "removed a sandbox left by {whose}");
-                true
+                return None;
             }
-            Ok(Err(err)) => {
-                tracing::warn!(container = %id, cause = %err, "could not remove a sandbox left by {whose}");
-                false
-            }
-            Err(_) => {
-                tracing::warn!(container = %id, "removing a sandbox left by {whose} timed out; skipped");
-                false
-            }
-        }
+            Ok(Err(err)) => err.to_string(),
+            Err(_) => format!("no answer within {REMOVE_TIMEOUT_SECS} s"),
+        };
+        Some((id, failure))
     });
-    futures::future::join_all(removals)
+    let failed: Vec<(&String, String)> = futures::future::join_all(removals)
         .await
         .into_iter()
-        .filter(|ok| *ok)
-        .count()
+        .flatten()
+        .collect();
+    if !failed.is_empty() {
+        let limit = std::time::Duration::from_secs(REMOVE_TIMEOUT_SECS);
+        let present = match tokio::time::timeout(limit, runtime.list_managed()).await {
+            Ok(Ok(list)) => Some(list.into_iter().map(|c| c.id).collect::<Vec<_>>()),
+            _ => None,
+        };
+        for (id, cause) in &failed {
+            if present.as_ref().is_some_and(|p| !p.contains(id)) {
+                tracing::debug!(container = %id, %cause, "a sandbox left by {whose} was removed meanwhile (by another bridge)");
+            } else {
+                tracing::warn!(container = %id, %cause, "could not remove a sandbox left by {whose}");
+            }
+        }
+    }
+    ids.len() - failed.len()
 }
 
 async fn list_where(
@@ -262,6 +276,91 @@ mod tests {
             !a.is_dead_owner(&labels(&b)),
             "a live bridge's sandboxes stay"
         );
+    }
+
+    /// An engine whose removals all fail (another bridge is removing the same containers, or
+    /// the connection broke) and which still lists `listed`.
+    struct Racing {
+        listed: Vec<String>,
+    }
+
+    #[async_trait::async_trait]
+    impl ContainerRuntime for Racing {
+        fn engine(&self) -> &str {
+            "racing"
+        }
+        async fn image_present(&self, _: &str) -> Result<bool, RuntimeError> {
+            Ok(true)
+        }
+        async fn create(&self, _: &crate::container::SandboxSpec) -> Result<String, RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn attach(&self, _: &str) -> Result<crate::container::Attached, RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn start(&self, _: &str) -> Result<(), RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn wait(&self, _: &str) -> Result<i64, RuntimeError> {
+            unimplemented!("not used")
+        }
+        async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+            Err(RuntimeError::NotFound(format!(
+                "{id}: client error (Connect)"
+            )))
+        }
+        async fn list_managed(
+            &self,
+        ) -> Result<Vec<crate::container::ManagedContainer>, RuntimeError> {
+            Ok(self
+                .listed
+                .iter()
+                .map(|id| crate::container::ManagedContainer {
+                    id: id.clone(),
+                    labels: HashMap::new(),
+                })
+                .collect())
+        }
+    }
+
+    /// The log lines written while `f` runs on this thread.
+    #[derive(Clone, Default)]
+    struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Log {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("log lock").extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_removal_is_a_warning_only_when_the_container_is_still_there() {
+        let log = Log::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let engine = Racing {
+            listed: vec!["left".into()],
+        };
+        let ids = ["gone".to_string(), "left".to_string()];
+        assert_eq!(remove_each(&engine, &ids, "a bridge that is gone").await, 0);
+        let text = String::from_utf8(log.0.lock().expect("log lock").clone()).expect("utf-8");
+        let lines = |level: &str, id: &str| {
+            text.lines()
+                .filter(|l| l.contains(level) && l.contains(&format!("container={id}")))
+                .count()
+        };
+        assert_eq!(lines("WARN", "left"), 1, "{text}");
+        assert_eq!(lines("WARN", "gone"), 0, "removed meanwhile: {text}");
+        assert_eq!(lines("DEBUG", "gone"), 1, "{text}");
     }
 
     #[test]

@@ -12,13 +12,12 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::service::{RoleClient, RunningService};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::live::{Live, START_TIMEOUT_SECS};
-use super::start::{Started, Starter};
+use super::start::{Service, Started, Starter};
 use super::transport::ProcessGroup;
 
 /// How long a server may take to exit once its connection is closed before its process group
@@ -185,11 +184,7 @@ impl Owner {
 
 /// Waits for rmcp's loop to end, ending it when `stop` is cancelled (a caller saw the
 /// connection break, or the owner closes it): polled by the owner, not a task of its own.
-async fn run_until_stopped(
-    service: RunningService<RoleClient, ()>,
-    stop: CancellationToken,
-    server: String,
-) {
+async fn run_until_stopped(service: Service, stop: CancellationToken, server: String) {
     let cancel = service.cancellation_token();
     let waiting = service.waiting();
     tokio::pin!(waiting);

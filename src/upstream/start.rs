@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
@@ -57,10 +58,22 @@ pub(super) enum StartError {
     ListTools(#[source] rmcp::ServiceError),
 }
 
+/// rmcp's client service for one server connection, announcing the bridge ([`client_info`]).
+pub(super) type Service = RunningService<RoleClient, ClientConfig>;
+
+/// What the bridge says of itself in every server's `initialize`: its own name and version
+/// (rmcp's default would name rmcp), with no client capabilities.
+fn client_info() -> ClientConfig {
+    ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+    )
+}
+
 /// A started server: the connection (owned by the owner task) and the handle callers share.
 pub(super) struct Started {
     /// rmcp's service: its loop runs until the connection ends or the owner stops it.
-    pub service: RunningService<RoleClient, ()>,
+    pub service: Service,
     /// What callers use.
     pub live: Live,
 }
@@ -147,7 +160,8 @@ impl Starter {
                         .in_current_span(),
                     );
                 }
-                ().serve(transport)
+                client_info()
+                    .serve(transport)
                     .await
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
@@ -167,7 +181,8 @@ impl Starter {
                     config.custom_headers.insert(name, value);
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                ().serve(transport)
+                client_info()
+                    .serve(transport)
                     .await
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
@@ -214,6 +229,87 @@ mod tests {
             max_message: 1 << 20,
             list: Arc::default(),
         }
+    }
+
+    /// The `clientInfo` of an `initialize` request's JSON text.
+    fn client_info_in(request: &str) -> (String, String) {
+        let v: serde_json::Value = serde_json::from_str(request.trim()).expect("JSON");
+        assert_eq!(v["method"], "initialize", "{v}");
+        let info = &v["params"]["clientInfo"];
+        let field = |k: &str| info[k].as_str().expect("a string").to_string();
+        (field("name"), field("version"))
+    }
+
+    fn bridge() -> (String, String) {
+        ("mcp-code-bridge".into(), env!("CARGO_PKG_VERSION").into())
+    }
+
+    #[tokio::test]
+    async fn a_stdio_server_is_told_the_bridges_name_and_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let seen = dir.path().join("initialize.json");
+        // A "server" that keeps the first message it gets, then exits.
+        let server = starter(Transport::Stdio {
+            command: "sh".into(),
+            args: vec![
+                "-c".into(),
+                "head -n 1 > \"$0\"".into(),
+                seen.display().to_string(),
+            ],
+            env: Default::default(),
+            cwd: None,
+        });
+        let group = OnceLock::new();
+        let started = tokio::time::timeout(Duration::from_secs(20), server.start(&group));
+        assert!(started.await.expect("ends").is_err(), "no server answered");
+        let request = std::fs::read_to_string(&seen).expect("the request was kept");
+        assert_eq!(client_info_in(&request), bridge());
+    }
+
+    #[tokio::test]
+    async fn an_http_server_is_told_the_bridges_name_and_version() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+        // A "server" that keeps the body of the first request, then refuses it.
+        let kept = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.expect("accept");
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = conn.read(&mut buf).await.expect("read");
+                assert!(n > 0, "the request ended early");
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                let Some(end) = text.find("\r\n\r\n") else {
+                    continue;
+                };
+                let length = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse::<usize>().ok())?
+                    })
+                    .expect("a content-length");
+                if got.len() >= end + 4 + length {
+                    let reply = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                    conn.write_all(reply.as_bytes()).await.expect("write");
+                    return text[end + 4..end + 4 + length].to_string();
+                }
+            }
+        });
+        let server = starter(Transport::Http {
+            url,
+            headers: Default::default(),
+        });
+        let group = OnceLock::new();
+        let started = tokio::time::timeout(Duration::from_secs(20), server.start(&group));
+        assert!(started.await.expect("ends").is_err(), "no server answered");
+        let request = kept.await.expect("the request was kept");
+        assert_eq!(client_info_in(&request), bridge());
     }
 
     #[tokio::test]

@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -312,3 +313,42 @@ print(json.dumps(out))
         _ok(b, "print(await mcp_remote.echo(message='again'))", servers=["remote"])
     finally:
         b.close()
+
+
+# --- who the bridge says it is -------------------------------------------------------------------
+
+_WHO_SERVER = r'''
+import json, sys
+seen = {}
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    if msg["method"] == "initialize":
+        seen = msg["params"]["clientInfo"]
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "who", "version": "1"}}
+    elif msg["method"] == "tools/list":
+        result = {"tools": [{"name": "caller", "description": "Who called.",
+                             "inputSchema": {"type": "object", "properties": {}}}]}
+    else:
+        result = {"content": [{"type": "text", "text": json.dumps(seen)}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+'''
+
+
+def test_a_server_is_told_the_bridges_name_and_version(helpers, cli_env, cli_cwd, tmp_path):
+    """The `initialize` every server gets names the bridge (issue 31), not the MCP SDK under it."""
+    import json
+    import tomllib
+
+    script = tmp_path / "who.py"
+    script.write_text(_WHO_SERVER)
+    S.write_config(cli_env["MCP_BRIDGE_CONFIG_DIR"], {"who": {"command": sys.executable, "args": [str(script)]}})
+    code = "import json\nprint(json.dumps(await mcp_who.caller()))"
+    p = subprocess.run([helpers.BRIDGE_BIN, "exec", "--servers", "who", code], capture_output=True, text=True,
+                       env=cli_env, cwd=cli_cwd, timeout=300, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, f"rc={p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}"
+    with open(S.REPO_ROOT / "Cargo.toml", "rb") as f:
+        version = tomllib.load(f)["package"]["version"]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"name": "mcp-code-bridge", "version": version}, p.stdout

@@ -127,6 +127,9 @@ pub struct Settings {
     pub docker_tls: Option<PathBuf>,
     /// `XDG_RUNTIME_DIR`, used to find per-user engine sockets.
     pub xdg_runtime_dir: Option<PathBuf>,
+    /// The private runtime folder chosen at startup (`app::check_folders`: a fallback folder
+    /// when another user holds the per-user name); `None`: the per-user name.
+    pub runtime_folder: Option<PathBuf>,
     /// The user's home directory.
     pub home: Option<PathBuf>,
     /// `CLAUDE_CONFIG_DIR`: where Claude Code keeps `.claude.json` instead of the home folder.
@@ -257,6 +260,7 @@ impl Settings {
             docker_host_var: paths.docker_host_var,
             docker_tls: paths.docker_tls,
             xdg_runtime_dir: paths.xdg_runtime_dir,
+            runtime_folder: None,
             uv_cache_dir: paths.uv_cache_dir,
             home: paths.home,
             claude_config_dir: paths.claude_config_dir,
@@ -264,10 +268,19 @@ impl Settings {
         })
     }
 
-    /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user):
-    /// its own podman service's socket and the frame-channel sockets live there. Short, since
-    /// unix socket paths are limited to ~100 bytes.
+    /// The bridge's private runtime directory (`$XDG_RUNTIME_DIR` or the temp dir, per user;
+    /// the folder chosen at startup instead when another user holds that name): its own podman
+    /// service's socket and the frame-channel sockets live there. Short, since unix socket
+    /// paths are limited to ~100 bytes.
     pub fn private_dir(&self) -> PathBuf {
+        self.runtime_folder
+            .clone()
+            .unwrap_or_else(|| self.named_private_dir())
+    }
+
+    /// The per-user name of the private runtime folder, which another user may hold (then
+    /// [`runtime_folder`](Self::runtime_folder) is the folder used instead).
+    pub fn named_private_dir(&self) -> PathBuf {
         private_dir_in(self.xdg_runtime_dir.as_deref())
     }
 

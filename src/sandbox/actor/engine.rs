@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::{orphans, Connector};
@@ -55,6 +56,24 @@ pub(super) struct Engine {
     pub(super) generation: u64,
     /// Where sandboxes' files go.
     pub(super) outbox: Arc<Outbox>,
+    /// The background removal of dead bridges' leftovers on the current connection.
+    sweep: Option<Sweep>,
+}
+
+/// A background removal of dead bridges' leftovers, ended before its connection closes: a
+/// removal cut off by this bridge's own exit (its podman service stopped) is no failure to
+/// warn of, and what it did not remove is the next bridge's to remove.
+struct Sweep {
+    stop: CancellationToken,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Sweep {
+    /// Stops the removal (quietly) and waits for its task to end.
+    async fn end(self) {
+        self.stop.cancel();
+        let _ = self.done.await;
+    }
 }
 
 impl Engine {
@@ -83,6 +102,7 @@ impl Engine {
             lost: None,
             generation: 0,
             outbox,
+            sweep: None,
         }
     }
 
@@ -124,15 +144,26 @@ impl Engine {
         }
         // In the background: a container stuck in the engine must not delay this call.
         let (runtime, owner) = (conn.runtime.clone(), self.owner.clone());
-        self.tracker.spawn(async move {
-            match remove_leftovers(runtime.as_ref(), &owner).await {
-                Ok(0) => {}
-                Ok(n) => {
-                    tracing::info!(removed = n, "cleaned up sandboxes of bridges that are gone")
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        let done = self.tracker.spawn(async move {
+            tokio::select! {
+                biased;
+                () = stopped.cancelled() => {
+                    tracing::debug!("the removal of sandboxes of bridges that are gone was cut short by this bridge's exit; the next bridge removes the rest");
                 }
-                Err(err) => tracing::warn!(cause = %err, "could not list leftover sandboxes"),
+                removed = remove_leftovers(runtime.as_ref(), &owner) => match removed {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        tracing::info!(removed = n, "cleaned up sandboxes of bridges that are gone")
+                    }
+                    Err(err) => tracing::warn!(cause = %err, "could not list leftover sandboxes"),
+                },
             }
         });
+        if let Some(earlier) = self.sweep.replace(Sweep { stop, done }) {
+            earlier.end().await;
+        }
         let runtime = conn.runtime.clone();
         self.conn = Some(conn);
         Ok(runtime)
@@ -141,6 +172,9 @@ impl Engine {
     /// Closes the connection (stopping a podman service of ours); containers left on that
     /// engine are removed after the next connect.
     pub(super) async fn disconnect(&mut self) {
+        if let Some(sweep) = self.sweep.take() {
+            sweep.end().await;
+        }
         if let Some(c) = self.conn.take() {
             c.close().await;
             self.orphans_due = true;
@@ -178,6 +212,9 @@ impl Engine {
                     tracing::warn!("reconnecting to remove sandboxes left on the engine timed out")
                 }
             }
+        }
+        if let Some(sweep) = self.sweep.take() {
+            sweep.end().await;
         }
         if let Some(conn) = self.conn.take() {
             if self.orphans_due {

@@ -10,7 +10,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::audit::{self, AuditLog};
 use crate::calls::{Dispatcher, HostCalls};
-use crate::checked_dir::{Access, CheckedDir, DirError, FIX_RUNTIME, FIX_STATE};
+use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::config::{self, Settings};
 use crate::container::{self, SharedEngine};
 use crate::outbox::Outbox;
@@ -19,15 +19,20 @@ use crate::sandbox::{Connector, Sandbox};
 use crate::upstream::client::UpstreamTasks;
 use crate::upstream::{UpstreamHostCalls, UpstreamPool};
 
-/// Checks the folders a bridge keeps things in before it starts, making the missing ones: its
-/// private runtime folder (frame-channel and podman sockets), the state folder, and those of
-/// the state folder's own folders that exist (outbox, snapshots, tool cache). Each is checked
-/// again where it is used; this only refuses early, with the folder's name, owner and mode.
+pub mod runtime_dir;
+
+/// Checks the folders a bridge keeps things in before it starts, making the missing ones: the
+/// state folder, those of its own folders that exist (outbox, snapshots, tool cache), and the
+/// private runtime folder (frame-channel and podman sockets), which is chosen here: the
+/// per-user name, or when another user holds it a private folder of a random name recorded
+/// in the state folder (`runtime_dir.rs`). Each is checked again where it is used; this only
+/// refuses early, with the folder's name, owner and mode.
+///
+/// Returns the runtime folder to use, for [`Settings::runtime_folder`].
 ///
 /// # Errors
 /// The first folder refused (`private_dir`).
-pub fn check_folders(settings: &Settings) -> Result<(), DirError> {
-    CheckedDir::open(&settings.private_dir(), Access::Private, FIX_RUNTIME)?;
+pub fn check_folders(settings: &Settings) -> Result<std::path::PathBuf, DirError> {
     let state = CheckedDir::open(&settings.state_dir, Access::Shared, FIX_STATE)?;
     let inside = [
         ("outbox", Access::Private),
@@ -39,7 +44,17 @@ pub fn check_folders(settings: &Settings) -> Result<(), DirError> {
             state.sub(name, access, FIX_STATE)?;
         }
     }
-    Ok(())
+    runtime_dir::choose(&settings.named_private_dir(), &state)
+}
+
+/// The private runtime folder, chosen as [`check_folders`] chooses it, for the commands that
+/// run no code but may start a podman service (`doctor`, `image`).
+///
+/// # Errors
+/// The state folder or the runtime folder refused (`private_dir`).
+pub fn runtime_folder(settings: &Settings) -> Result<std::path::PathBuf, DirError> {
+    let state = CheckedDir::open(&settings.state_dir, Access::Shared, FIX_STATE)?;
+    runtime_dir::choose(&settings.named_private_dir(), &state)
 }
 
 /// How long shutdown may take before the process exits anyway.
