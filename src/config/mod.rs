@@ -25,7 +25,7 @@ pub use servers::pending::{pick, project_definitions, PickError};
 pub use servers::portable::{launches_bridge, portability, Portability};
 pub use servers::spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
 pub use servers::tool_rules::{
-    LimitOverrides, Pattern, Refusal, RuleList, ServerPolicy, ToolRules,
+    LimitOverrides, Limits, Pattern, Refusal, RuleList, ServerPolicy, ToolRules,
 };
 pub use servers::{discover, discover_with_env, Servers};
 pub use settings::data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
@@ -34,7 +34,7 @@ pub use settings::image_values::ImageBuildMode;
 pub use settings::modes::{ChannelMode, OutputMode, RuntimeChoice};
 pub use settings::mounts::{Mount, RESERVED_INSIDE};
 pub use settings::overrides::Override;
-pub use settings::policy_settings::{ApprovalMode, Limits, PolicySettings};
+pub use settings::policy_settings::{ApprovalMode, PolicySettings};
 pub use settings::rows::{DEFAULT_IMAGE, DEFAULT_IMAGE_BASE, DEFAULT_IMAGE_BUILD_WAIT, ROWS};
 pub use settings::serve_settings::{ServeSettings, MAX_PRELOAD, MAX_SANDBOXES};
 pub use settings::table::{Flag, Lookup, Number, Reading, Row, Text, Unit};

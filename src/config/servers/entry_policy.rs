@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use super::super::settings::policy_settings::Limits;
+use super::tool_rules::Limits;
 use super::tool_rules::{LimitOverrides, Pattern, RuleList, ServerPolicy, ToolRules};
 
 /// Patterns one list may hold at most.

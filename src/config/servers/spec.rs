@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::settings::policy_settings::Limits;
 use super::clients::{ClientFile, Origin};
 use super::consent::Consent;
+use super::tool_rules::Limits;
 use super::tool_rules::{Refusal, ServerPolicy};
 
 /// How to reach a server.

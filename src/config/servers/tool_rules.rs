@@ -130,6 +130,17 @@ pub struct ServerPolicy {
     pub limits: LimitOverrides,
 }
 
+/// Limits applied per server unless its config entry overrides them; `0` means none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// `MCP_BRIDGE_CALLS_PER_MINUTE`: tool calls per minute to one server.
+    pub calls_per_minute: u64,
+    /// `MCP_BRIDGE_RUN_MAX_CALLS`: tool calls one run may make.
+    pub run_max_calls: u64,
+    /// `MCP_BRIDGE_RUN_MAX_RESULT_BYTES`: bytes of tool results one run may receive.
+    pub run_max_result_bytes: u64,
+}
+
 /// A server entry's overrides of the limit settings (`None`: the setting applies).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LimitOverrides {

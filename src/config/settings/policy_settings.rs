@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::super::error::ConfigError;
+use super::super::servers::tool_rules::Limits;
 use super::table::{Flag, Lookup, Number, Text, Unit};
 
 use super::table::{DAY, KIB, MIB, TIB};
@@ -92,17 +93,6 @@ pub enum ApprovalMode {
     Allow,
     /// Refuse every such call without asking, over every entry's `autoApprove`.
     Deny,
-}
-
-/// Limits applied per server unless its config entry overrides them; `0` means none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Limits {
-    /// `MCP_BRIDGE_CALLS_PER_MINUTE`: tool calls per minute to one server.
-    pub calls_per_minute: u64,
-    /// `MCP_BRIDGE_RUN_MAX_CALLS`: tool calls one run may make.
-    pub run_max_calls: u64,
-    /// `MCP_BRIDGE_RUN_MAX_RESULT_BYTES`: bytes of tool results one run may receive.
-    pub run_max_result_bytes: u64,
 }
 
 /// The policy settings.
