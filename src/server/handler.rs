@@ -287,11 +287,13 @@ impl ServerHandler for BridgeServer {
                 None,
             ));
         }
+        let who = Who::of(&context);
+        // Whose approval rounds these are: only the same caller's retry answers them.
+        let caller = who.as_ref().map(Who::binding).unwrap_or_default();
         // A retry of a 2026-07-28 client answering an approval question.
         if request.request_state.is_some() || request.input_responses.is_some() {
-            return self.rounds.resume(&request, context.ct).await;
+            return self.rounds.resume(&caller, &request, context.ct).await;
         }
-        let who = Who::of(&context);
         let token = context.meta.get_progress_token();
         let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
         let asker: Option<Arc<dyn Asker>> = match approve::face(&context) {
@@ -314,7 +316,7 @@ impl ServerHandler for BridgeServer {
                 };
                 let response = self
                     .rounds
-                    .start(request.arguments.as_ref(), run, context.ct)
+                    .start(&caller, request.arguments.as_ref(), run, context.ct)
                     .await;
                 forwarder.finish().await;
                 return response;

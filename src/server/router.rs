@@ -45,6 +45,17 @@ impl Who {
             session,
         })
     }
+
+    /// What a 2026-07-28 approval round is bound to: the token's name and the session (a
+    /// stateless client's sandbox handle is among the call's arguments, bound apart). Names
+    /// hold no NUL, so the parts cannot run into each other.
+    pub fn binding(&self) -> String {
+        format!(
+            "{}\0{}",
+            self.token,
+            self.session.as_deref().unwrap_or_default()
+        )
+    }
 }
 
 /// The sandbox a run goes to.
