@@ -1,10 +1,15 @@
 //! [`Hub`]: the client sandboxes of `serve --http`, the [`SandboxRouter`] the MCP face asks.
 //! One sandbox per 2025-11-25 MCP session; under 2026-07-28, one per handle, minted by the
 //! first `run_python` without one and bound to the token that minted it. It enforces the
-//! sandbox limits (`MCP_BRIDGE_MAX_SANDBOXES`, `MCP_BRIDGE_SANDBOXES_PER_TOKEN`), hands out
-//! warm pool sandboxes, forgets a client's sandbox (removing its container and snapshot) when
-//! its session ends, its token is revoked, or it went unused for `MCP_BRIDGE_SANDBOX_TTL`, and
-//! counts the runs in flight so that a drain can wait for them. A sandbox's container stops
+//! sandbox limits (`MCP_BRIDGE_MAX_SANDBOXES`, `MCP_BRIDGE_SANDBOXES_PER_TOKEN`) on the awake
+//! sandboxes: at a limit, the least recently used idle one (of that token, or of anyone) is
+//! put to sleep (its container stopped, its namespace saved, brought back by its next run)
+//! and only when every one is running code is a new one refused. Sleeping sandboxes are
+//! bounded too ([`SLEEPING_PER_AWAKE`] times each limit; past it the least recently used is
+//! forgotten). It hands out warm pool sandboxes, forgets a client's sandbox (removing its
+//! container and snapshot) when the client releases it, its session ends, its token is
+//! revoked or rotated, or it went unused for `MCP_BRIDGE_SANDBOX_TTL`, and counts the runs in
+//! flight so that a drain can wait for them. A sandbox's container stops
 //! earlier when idle (`MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT`) and comes back with its variables:
 //! the sandbox actor does that.
 
@@ -29,6 +34,10 @@ use crate::server::{Routed, SandboxRouter, Who};
 
 /// JSON-RPC error code of a refusal for a limit (the implementation-defined server range).
 pub const LIMIT_CODE: ErrorCode = ErrorCode(-32000);
+/// Sleeping sandboxes kept at most, per token and in all, as a multiple of the awake limits
+/// (`MCP_BRIDGE_SANDBOXES_PER_TOKEN`, `MCP_BRIDGE_MAX_SANDBOXES`): each holds an actor and a
+/// snapshot on disk.
+pub const SLEEPING_PER_AWAKE: usize = 4;
 
 /// What a client's sandbox is found by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -47,6 +56,9 @@ struct Slot {
     last_used: Instant,
     /// Runs in flight.
     busy: usize,
+    /// Counts against the limits; false once put to sleep to make room (its container
+    /// stopped, its namespace saved for its next run).
+    awake: bool,
 }
 
 /// Called with a slot's key when its sandbox is forgotten (per-client servers close).
@@ -121,7 +133,7 @@ impl Hub {
 
     /// Stops `slots`' sandboxes (container removed, snapshot deleted) and tells the release
     /// hook.
-    fn release(&self, slots: Vec<Slot>) {
+    fn end(&self, slots: Vec<Slot>) {
         let hook = self
             .on_release
             .lock()
@@ -151,7 +163,7 @@ impl Hub {
             old.iter().filter_map(|k| slots.remove(k)).collect()
         };
         let n = gone.len();
-        self.release(gone);
+        self.end(gone);
         self.pool.touch();
         n
     }
@@ -161,19 +173,20 @@ impl Hub {
         (self.settings.sandbox_ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))
     }
 
-    /// Forgets the sandboxes of tokens not in `kept` (revoked by a reload of the tokens file).
-    pub fn revoke_all_but(&self, kept: &HashSet<Arc<str>>) -> usize {
+    /// Forgets the sandboxes (and handles) of the tokens `ended` (removed, or given another
+    /// secret, by a reload of the tokens file).
+    pub fn revoke(&self, ended: &HashSet<Arc<str>>) -> usize {
         let gone: Vec<Slot> = {
             let mut slots = self.lock();
             let old: Vec<Key> = slots
                 .iter()
-                .filter(|(_, s)| !kept.contains(&s.token))
+                .filter(|(_, s)| ended.contains(&s.token))
                 .map(|(k, _)| k.clone())
                 .collect();
             old.iter().filter_map(|k| slots.remove(k)).collect()
         };
         let n = gone.len();
-        self.release(gone);
+        self.end(gone);
         n
     }
 
@@ -199,28 +212,96 @@ impl Hub {
         self.inflight.load(Ordering::Acquire)
     }
 
-    /// A new slot for `token` under `key`, within the limits.
-    fn admit_new(&self, slots: &HashMap<Key, Slot>, token: &Arc<str>) -> Result<(), ErrorData> {
-        let total = self.settings.max_sandboxes;
-        if slots.len() >= total {
-            return Err(limit(
-                "MCP_BRIDGE_MAX_SANDBOXES",
-                total,
-                "the bridge holds as many client sandboxes as it may; try again when one is \
-                 released (a session ended, or an idle one forgotten)",
-            ));
-        }
+    /// Room for one more awake sandbox of `token`: at a limit, the least recently used idle
+    /// awake sandbox (of `token` for its own limit, of anyone for the total) is put to sleep.
+    /// Returns the sleeping sandboxes forgotten for good (past their bound), to release.
+    ///
+    /// # Errors
+    /// The limit's refusal, when every sandbox it counts is running code.
+    fn make_room(
+        &self,
+        slots: &mut HashMap<Key, Slot>,
+        token: &Arc<str>,
+        key: &Key,
+    ) -> Result<Vec<Slot>, ErrorData> {
         let per_token = self.settings.sandboxes_per_token;
-        if slots.values().filter(|s| &s.token == token).count() >= per_token {
+        let mine = slots
+            .values()
+            .filter(|s| s.awake && &s.token == token)
+            .count();
+        if mine >= per_token && !put_to_sleep(slots, Some(token)) {
             return Err(limit(
                 "MCP_BRIDGE_SANDBOXES_PER_TOKEN",
                 per_token,
-                "this token holds as many sandboxes as it may; reuse one (pass its handle, or \
-                 keep your MCP session) or end a session",
+                "every sandbox this token may hold is running code; try again when one \
+                 finishes, or release one (run_python with its `sandbox` and release=true)",
             ));
         }
-        Ok(())
+        let total = self.settings.max_sandboxes;
+        let awake = slots.values().filter(|s| s.awake).count();
+        if awake >= total && !put_to_sleep(slots, None) {
+            return Err(limit(
+                "MCP_BRIDGE_MAX_SANDBOXES",
+                total,
+                "every client sandbox the bridge may hold is running code; try again when \
+                 one finishes",
+            ));
+        }
+        Ok(forget_sleepers(
+            slots,
+            token,
+            key,
+            per_token.saturating_mul(SLEEPING_PER_AWAKE),
+            total.saturating_mul(SLEEPING_PER_AWAKE),
+        ))
     }
+}
+
+/// Puts the least recently used idle awake sandbox (of `token`, or of anyone) to sleep; false
+/// when every one is running code.
+fn put_to_sleep(slots: &mut HashMap<Key, Slot>, token: Option<&Arc<str>>) -> bool {
+    let lru = slots
+        .values_mut()
+        .filter(|s| s.awake && s.busy == 0 && token.is_none_or(|t| &s.token == t))
+        .min_by_key(|s| s.last_used);
+    let Some(slot) = lru else {
+        return false;
+    };
+    slot.awake = false;
+    slot.made.sandbox.evict();
+    tracing::info!(token = %crate::shown::Shown(&slot.token), sandbox = %slot.caller.sandbox, "client sandbox put to sleep to make room");
+    true
+}
+
+/// Removes the least recently used sleeping sandboxes past `per_token` (of `token`) and past
+/// `total` (of anyone), `keep` (the one waking) aside; returns them.
+fn forget_sleepers(
+    slots: &mut HashMap<Key, Slot>,
+    token: &Arc<str>,
+    keep: &Key,
+    per_token: usize,
+    total: usize,
+) -> Vec<Slot> {
+    let mut gone = Vec::new();
+    for mine_only in [true, false] {
+        let cap = if mine_only { per_token } else { total };
+        let mut sleeping: Vec<(Instant, Key)> = slots
+            .iter()
+            .filter(|(k, s)| {
+                *k != keep && !s.awake && s.busy == 0 && (!mine_only || &s.token == token)
+            })
+            .map(|(k, s)| (s.last_used, k.clone()))
+            .collect();
+        if sleeping.len() <= cap {
+            continue;
+        }
+        sleeping.sort_by_key(|(t, _)| *t);
+        let excess = sleeping.len() - cap;
+        for (_, key) in sleeping.into_iter().take(excess) {
+            gone.extend(slots.remove(&key));
+        }
+    }
+    gone
 }
 
 /// A limit refusal: the code, a message naming the setting, and the setting as data.
@@ -261,13 +342,26 @@ impl SandboxRouter for Arc<Hub> {
             }
         };
         let mut took_from_pool = false;
+        let mut forgotten = Vec::new();
         let routed = {
             let mut slots = self.lock();
+            if let Some(slot) = slots.get(&key) {
+                if slot.token != who.token {
+                    return Err(unknown_handle());
+                }
+                if !slot.awake {
+                    // Asleep: it wakes (its next run restores its namespace) if there is room.
+                    forgotten = self.make_room(&mut slots, &who.token, &key)?;
+                    if let Some(slot) = slots.get_mut(&key) {
+                        slot.awake = true;
+                    }
+                }
+            }
             if !slots.contains_key(&key) {
                 if matches!(key, Key::Handle(_)) && minted.is_none() {
                     return Err(unknown_handle());
                 }
-                self.admit_new(&slots, &who.token)?;
+                forgotten = self.make_room(&mut slots, &who.token, &key)?;
                 let Pooled { slot, made } = match self.pool.take() {
                     Some(p) => {
                         took_from_pool = true;
@@ -292,6 +386,7 @@ impl SandboxRouter for Arc<Hub> {
                         made,
                         last_used: Instant::now(),
                         busy: 0,
+                        awake: true,
                     },
                 );
             }
@@ -313,10 +408,28 @@ impl SandboxRouter for Arc<Hub> {
                 }),
             }
         };
+        self.end(forgotten);
         if took_from_pool {
             self.pool.fill(&self.maker);
         }
         Ok(routed)
+    }
+
+    fn release(&self, who: &Who, handle: Option<&str>) -> Result<(), ErrorData> {
+        let key = match (&who.session, handle) {
+            (Some(session), None) => Key::Session(who.token.clone(), session.clone()),
+            (None, Some(h)) => Key::Handle(h.to_string()),
+            _ => return Err(unknown_handle()),
+        };
+        let gone = {
+            let mut slots = self.lock();
+            match slots.get(&key) {
+                Some(slot) if slot.token == who.token => slots.remove(&key),
+                _ => return Err(unknown_handle()),
+            }
+        };
+        self.end(gone.into_iter().collect());
+        Ok(())
     }
 
     fn outboxes(&self, who: &Who) -> Vec<Arc<Outbox>> {
@@ -339,7 +452,7 @@ impl SandboxRouter for Arc<Hub> {
             .lock()
             .remove(&Key::Session(Arc::from(token), session.to_string()));
         if let Some(slot) = gone {
-            self.release(vec![slot]);
+            self.end(vec![slot]);
         }
     }
 }

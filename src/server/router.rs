@@ -89,6 +89,14 @@ pub trait SandboxRouter: Send + Sync {
 
     /// The MCP session `session` of `token` ended: its sandbox goes.
     fn session_ended(&self, token: &str, session: &str);
+
+    /// The client `who` releases its sandbox (`handle`, or its session's): it goes now
+    /// (container and snapshot removed; runs in it stopped; the handle no longer works).
+    ///
+    /// # Errors
+    /// The same error as [`SandboxRouter::route`] gives an unknown handle, for one that is
+    /// not `who`'s.
+    fn release(&self, who: &Who, handle: Option<&str>) -> Result<(), ErrorData>;
 }
 
 /// Ties a 2025-11-25 session's handler to its sandbox: when rmcp drops the session's handler

@@ -148,12 +148,7 @@ impl<R: Send + 'static> Parked<R> {
     /// # Errors
     /// [`TakeError`] when no run waits on that question, or it waits for another caller (the
     /// run stays parked for its own).
-    pub fn take(
-        &self,
-        run: &str,
-        question: &str,
-        caller: &str,
-    ) -> Result<ParkedRun<R>, TakeError> {
+    pub fn take(&self, run: &str, question: &str, caller: &str) -> Result<ParkedRun<R>, TakeError> {
         let mut inner = self.inner.lock().expect("parked lock");
         inner.prune();
         let key = (run.to_string(), question.to_string());
@@ -233,7 +228,10 @@ mod tests {
         assert!(parked.park(p).is_ok());
         assert_eq!(parked.take(&id, &q, "b").err(), Some(TakeError::Foreign));
         assert_eq!(TakeError::Foreign.to_string(), NOT_VERIFIED);
-        assert!(parked.take(&id, &q, "a").is_ok(), "still there for its own caller");
+        assert!(
+            parked.take(&id, &q, "a").is_ok(),
+            "still there for its own caller"
+        );
         assert_eq!(parked.take(&id, &q, "a").err(), Some(TakeError::Replayed));
     }
 }

@@ -111,14 +111,22 @@ mod tests {
         let a = args("x");
         let s = seal.seal(&ticket, "alice", Some(&a), Duration::from_secs(60));
         assert_eq!(seal.open(&s, "alice", Some(&a)), Some(ticket));
-        assert_eq!(seal.open(&s, "alice", Some(&args("y"))), None, "other arguments");
+        assert_eq!(
+            seal.open(&s, "alice", Some(&args("y"))),
+            None,
+            "other arguments"
+        );
         assert_eq!(seal.open(&s, "alice", None), None);
         assert_eq!(seal.open(&s, "bob", Some(&a)), None, "another caller");
         let mut altered = s.clone().into_bytes();
         let last = altered.len() - 1;
         altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
         assert_eq!(
-            seal.open(&String::from_utf8(altered).expect("ascii"), "alice", Some(&a)),
+            seal.open(
+                &String::from_utf8(altered).expect("ascii"),
+                "alice",
+                Some(&a)
+            ),
             None
         );
         assert_eq!(
