@@ -257,14 +257,76 @@ impl Hub {
     }
 }
 
+/// What the limits read of a slot (a trait, so that the choices are tested without sandboxes).
+trait Standing {
+    fn token(&self) -> &Arc<str>;
+    fn last_used(&self) -> Instant;
+    fn busy(&self) -> usize;
+    fn awake(&self) -> bool;
+}
+
+impl Standing for Slot {
+    fn token(&self) -> &Arc<str> {
+        &self.token
+    }
+    fn last_used(&self) -> Instant {
+        self.last_used
+    }
+    fn busy(&self) -> usize {
+        self.busy
+    }
+    fn awake(&self) -> bool {
+        self.awake
+    }
+}
+
+/// The least recently used awake slot with no run in flight (of `token`, or of anyone).
+fn lru_idle<S: Standing>(slots: &HashMap<Key, S>, token: Option<&Arc<str>>) -> Option<Key> {
+    slots
+        .iter()
+        .filter(|(_, s)| s.awake() && s.busy() == 0 && token.is_none_or(|t| s.token() == t))
+        .min_by_key(|(_, s)| s.last_used())
+        .map(|(k, _)| k.clone())
+}
+
+/// The sleeping slots to forget, least recently used first: those of `token` past
+/// `per_token`, then those of anyone past `total`; `keep` (the one waking) aside.
+fn sleepers_past<S: Standing>(
+    slots: &HashMap<Key, S>,
+    token: &Arc<str>,
+    keep: &Key,
+    per_token: usize,
+    total: usize,
+) -> Vec<Key> {
+    let mut gone: Vec<Key> = Vec::new();
+    for mine_only in [true, false] {
+        let cap = if mine_only { per_token } else { total };
+        let mut sleeping: Vec<(Instant, &Key)> = slots
+            .iter()
+            .filter(|(k, s)| {
+                *k != keep && !s.awake() && (!mine_only || s.token() == token) && !gone.contains(k)
+            })
+            .map(|(k, s)| (s.last_used(), k))
+            .collect();
+        if sleeping.len() <= cap {
+            continue;
+        }
+        sleeping.sort_by_key(|(t, _)| *t);
+        let excess = sleeping.len() - cap;
+        let oldest: Vec<Key> = sleeping
+            .into_iter()
+            .take(excess)
+            .map(|(_, k)| k.clone())
+            .collect();
+        gone.extend(oldest);
+    }
+    gone
+}
+
 /// Puts the least recently used idle awake sandbox (of `token`, or of anyone) to sleep; false
 /// when every one is running code.
 fn put_to_sleep(slots: &mut HashMap<Key, Slot>, token: Option<&Arc<str>>) -> bool {
-    let lru = slots
-        .values_mut()
-        .filter(|s| s.awake && s.busy == 0 && token.is_none_or(|t| &s.token == t))
-        .min_by_key(|s| s.last_used);
-    let Some(slot) = lru else {
+    let Some(slot) = lru_idle(slots, token).and_then(|k| slots.get_mut(&k)) else {
         return false;
     };
     slot.awake = false;
@@ -273,8 +335,7 @@ fn put_to_sleep(slots: &mut HashMap<Key, Slot>, token: Option<&Arc<str>>) -> boo
     true
 }
 
-/// Removes the least recently used sleeping sandboxes past `per_token` (of `token`) and past
-/// `total` (of anyone), `keep` (the one waking) aside; returns them.
+/// Removes the sleeping sandboxes past their bounds ([`sleepers_past`]); returns them.
 fn forget_sleepers(
     slots: &mut HashMap<Key, Slot>,
     token: &Arc<str>,
@@ -282,26 +343,10 @@ fn forget_sleepers(
     per_token: usize,
     total: usize,
 ) -> Vec<Slot> {
-    let mut gone = Vec::new();
-    for mine_only in [true, false] {
-        let cap = if mine_only { per_token } else { total };
-        let mut sleeping: Vec<(Instant, Key)> = slots
-            .iter()
-            .filter(|(k, s)| {
-                *k != keep && !s.awake && s.busy == 0 && (!mine_only || &s.token == token)
-            })
-            .map(|(k, s)| (s.last_used, k.clone()))
-            .collect();
-        if sleeping.len() <= cap {
-            continue;
-        }
-        sleeping.sort_by_key(|(t, _)| *t);
-        let excess = sleeping.len() - cap;
-        for (_, key) in sleeping.into_iter().take(excess) {
-            gone.extend(slots.remove(&key));
-        }
-    }
-    gone
+    sleepers_past(slots, token, keep, per_token, total)
+        .iter()
+        .filter_map(|k| slots.remove(k))
+        .collect()
 }
 
 /// A limit refusal: the code, a message naming the setting, and the setting as data.
@@ -454,5 +499,87 @@ impl SandboxRouter for Arc<Hub> {
         if let Some(slot) = gone {
             self.end(vec![slot]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake {
+        token: Arc<str>,
+        last_used: Instant,
+        busy: usize,
+        awake: bool,
+    }
+
+    impl Standing for Fake {
+        fn token(&self) -> &Arc<str> {
+            &self.token
+        }
+        fn last_used(&self) -> Instant {
+            self.last_used
+        }
+        fn busy(&self) -> usize {
+            self.busy
+        }
+        fn awake(&self) -> bool {
+            self.awake
+        }
+    }
+
+    fn slots(spec: &[(&str, &str, u64, usize, bool)]) -> HashMap<Key, Fake> {
+        let t0 = Instant::now();
+        spec.iter()
+            .map(|&(key, token, age, busy, awake)| {
+                let fake = Fake {
+                    token: Arc::from(token),
+                    last_used: t0 + Duration::from_secs(100 - age),
+                    busy,
+                    awake,
+                };
+                (Key::Handle(key.into()), fake)
+            })
+            .collect()
+    }
+
+    fn key(k: &str) -> Key {
+        Key::Handle(k.into())
+    }
+
+    #[test]
+    fn the_least_recently_used_idle_awake_slot_is_chosen() {
+        let a: Arc<str> = Arc::from("a");
+        let s = slots(&[
+            ("old-busy", "a", 50, 1, true),
+            ("old-asleep", "a", 40, 0, false),
+            ("mid", "a", 30, 0, true),
+            ("new", "a", 10, 0, true),
+            ("b-oldest", "b", 60, 0, true),
+        ]);
+        assert_eq!(lru_idle(&s, Some(&a)), Some(key("mid")));
+        assert_eq!(lru_idle(&s, None), Some(key("b-oldest")));
+        let busy = slots(&[("x", "a", 5, 1, true), ("y", "a", 5, 2, true)]);
+        assert_eq!(lru_idle(&busy, None), None, "every one runs code");
+    }
+
+    #[test]
+    fn sleepers_are_bounded_per_token_then_in_total() {
+        let a: Arc<str> = Arc::from("a");
+        let s = slots(&[
+            ("a1", "a", 50, 0, false),
+            ("a2", "a", 40, 0, false),
+            ("a3", "a", 30, 0, false),
+            ("b1", "b", 60, 0, false),
+            ("b2", "b", 20, 0, false),
+            ("awake", "a", 90, 0, true),
+        ]);
+        // a keeps 2 sleeping: its oldest goes; then 3 in all: b's oldest goes.
+        let mut gone = sleepers_past(&s, &a, &key("none"), 2, 3);
+        gone.sort_by_key(|k| format!("{k:?}"));
+        assert_eq!(gone, vec![key("a1"), key("b1")]);
+        // The one waking is never chosen.
+        assert_eq!(sleepers_past(&s, &a, &key("a1"), 1, 10), vec![key("a2")]);
+        assert!(sleepers_past(&s, &a, &key("none"), 8, 8).is_empty());
     }
 }
