@@ -131,14 +131,27 @@ impl Hub {
         self.len() == 0
     }
 
+    /// Tells the release hook about the sandboxes put to sleep: their `perClient` server
+    /// processes close (a woken sandbox starts its own again), so sleepers hold none.
+    fn slept(&self, sandboxes: Vec<String>) {
+        if let Some(hook) = self.hook() {
+            for sandbox in sandboxes {
+                hook(&sandbox);
+            }
+        }
+    }
+
+    fn hook(&self) -> Option<OnRelease> {
+        self.on_release
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Stops `slots`' sandboxes (container removed, snapshot deleted) and tells the release
     /// hook.
     fn end(&self, slots: Vec<Slot>) {
-        let hook = self
-            .on_release
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let hook = self.hook();
         for slot in slots {
             tracing::info!(token = %crate::shown::Shown(&slot.token), sandbox = %slot.caller.sandbox, "client sandbox released");
             slot.made.ct.cancel();
@@ -214,7 +227,8 @@ impl Hub {
 
     /// Room for one more awake sandbox of `token`: at a limit, the least recently used idle
     /// awake sandbox (of `token` for its own limit, of anyone for the total) is put to sleep.
-    /// Returns the sleeping sandboxes forgotten for good (past their bound), to release.
+    /// Notes in `room` the sandboxes put to sleep, and the sleeping ones forgotten for good
+    /// (past their bound), to release once the lock is let go.
     ///
     /// # Errors
     /// The limit's refusal, when every sandbox it counts is running code.
@@ -223,13 +237,14 @@ impl Hub {
         slots: &mut HashMap<Key, Slot>,
         token: &Arc<str>,
         key: &Key,
-    ) -> Result<Vec<Slot>, ErrorData> {
+        room: &mut Room,
+    ) -> Result<(), ErrorData> {
         let per_token = self.settings.sandboxes_per_token;
         let mine = slots
             .values()
             .filter(|s| s.awake && &s.token == token)
             .count();
-        if mine >= per_token && !put_to_sleep(slots, Some(token)) {
+        if mine >= per_token && !put_to_sleep(slots, Some(token), room) {
             return Err(limit(
                 "MCP_BRIDGE_SANDBOXES_PER_TOKEN",
                 per_token,
@@ -239,7 +254,7 @@ impl Hub {
         }
         let total = self.settings.max_sandboxes;
         let awake = slots.values().filter(|s| s.awake).count();
-        if awake >= total && !put_to_sleep(slots, None) {
+        if awake >= total && !put_to_sleep(slots, None, room) {
             return Err(limit(
                 "MCP_BRIDGE_MAX_SANDBOXES",
                 total,
@@ -247,14 +262,24 @@ impl Hub {
                  one finishes",
             ));
         }
-        Ok(forget_sleepers(
+        room.forgotten.extend(forget_sleepers(
             slots,
             token,
             key,
             per_token.saturating_mul(SLEEPING_PER_AWAKE),
             total.saturating_mul(SLEEPING_PER_AWAKE),
-        ))
+        ));
+        Ok(())
     }
+}
+
+/// What making room did, acted on once the lock is let go.
+#[derive(Default)]
+struct Room {
+    /// The sandbox ids put to sleep.
+    slept: Vec<String>,
+    /// The sleeping slots forgotten for good.
+    forgotten: Vec<Slot>,
 }
 
 /// What the limits read of a slot (a trait, so that the choices are tested without sandboxes).
@@ -325,12 +350,13 @@ fn sleepers_past<S: Standing>(
 
 /// Puts the least recently used idle awake sandbox (of `token`, or of anyone) to sleep; false
 /// when every one is running code.
-fn put_to_sleep(slots: &mut HashMap<Key, Slot>, token: Option<&Arc<str>>) -> bool {
+fn put_to_sleep(slots: &mut HashMap<Key, Slot>, token: Option<&Arc<str>>, room: &mut Room) -> bool {
     let Some(slot) = lru_idle(slots, token).and_then(|k| slots.get_mut(&k)) else {
         return false;
     };
     slot.awake = false;
     slot.made.sandbox.evict();
+    room.slept.push(slot.caller.sandbox.clone());
     tracing::info!(token = %crate::shown::Shown(&slot.token), sandbox = %slot.caller.sandbox, "client sandbox put to sleep to make room");
     true
 }
@@ -387,7 +413,7 @@ impl SandboxRouter for Arc<Hub> {
             }
         };
         let mut took_from_pool = false;
-        let mut forgotten = Vec::new();
+        let mut room = Room::default();
         let routed = {
             let mut slots = self.lock();
             if let Some(slot) = slots.get(&key) {
@@ -396,7 +422,7 @@ impl SandboxRouter for Arc<Hub> {
                 }
                 if !slot.awake {
                     // Asleep: it wakes (its next run restores its namespace) if there is room.
-                    forgotten = self.make_room(&mut slots, &who.token, &key)?;
+                    self.make_room(&mut slots, &who.token, &key, &mut room)?;
                     if let Some(slot) = slots.get_mut(&key) {
                         slot.awake = true;
                     }
@@ -406,7 +432,7 @@ impl SandboxRouter for Arc<Hub> {
                 if matches!(key, Key::Handle(_)) && minted.is_none() {
                     return Err(unknown_handle());
                 }
-                forgotten = self.make_room(&mut slots, &who.token, &key)?;
+                self.make_room(&mut slots, &who.token, &key, &mut room)?;
                 let Pooled { slot, made } = match self.pool.take() {
                     Some(p) => {
                         took_from_pool = true;
@@ -453,7 +479,8 @@ impl SandboxRouter for Arc<Hub> {
                 }),
             }
         };
-        self.end(forgotten);
+        self.slept(room.slept);
+        self.end(room.forgotten);
         if took_from_pool {
             self.pool.fill(&self.maker);
         }
