@@ -7,7 +7,7 @@
 //! face. A 401 or 403 closes the connection; a session is forgotten only once its DELETE
 //! succeeded, which is answered 200 (rmcp says 202, which clients take for a failure).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock};
@@ -87,16 +87,26 @@ impl Front {
     }
 
     /// Replaces the tokens (a reload of the tokens file); the sessions of tokens no longer in
-    /// it are closed.
-    pub fn set_tokens(&self, tokens: Tokens) {
-        let keep = tokens.names();
-        *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(tokens));
+    /// it, or whose secret changed under the same name, are closed. Returns the names of those
+    /// tokens (what else they created goes too).
+    pub fn set_tokens(&self, tokens: Tokens) -> HashSet<Arc<str>> {
+        let next = Arc::new(tokens);
+        let old = self
+            .tokens
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(next.clone());
+        let ended = match &old {
+            Some(old) => old.ended_by(&next),
+            None => HashSet::new(),
+        };
         self.inflight
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .retain(|name, _| keep.contains(name));
-        let revoked = self.book().revoke(|t| keep.contains(t));
+            .retain(|name, _| !ended.contains(name));
+        let revoked = self.book().revoke(|t| !ended.contains(t));
         self.close_sessions(revoked);
+        ended
     }
 
     fn book(&self) -> std::sync::MutexGuard<'_, SessionBook> {

@@ -1,10 +1,15 @@
 //! [`Hub`]: the client sandboxes of `serve --http`, the [`SandboxRouter`] the MCP face asks.
 //! One sandbox per 2025-11-25 MCP session; under 2026-07-28, one per handle, minted by the
 //! first `run_python` without one and bound to the token that minted it. It enforces the
-//! sandbox limits (`MCP_BRIDGE_MAX_SANDBOXES`, `MCP_BRIDGE_SANDBOXES_PER_TOKEN`), hands out
-//! warm pool sandboxes, forgets a client's sandbox (removing its container and snapshot) when
-//! its session ends, its token is revoked, or it went unused for `MCP_BRIDGE_SANDBOX_TTL`, and
-//! counts the runs in flight so that a drain can wait for them. A sandbox's container stops
+//! sandbox limits (`MCP_BRIDGE_MAX_SANDBOXES`, `MCP_BRIDGE_SANDBOXES_PER_TOKEN`) on the awake
+//! sandboxes: at a limit, the least recently used idle one (of that token, or of anyone) is
+//! put to sleep (its container stopped, its namespace saved, brought back by its next run)
+//! and only when every one is running code is a new one refused. Sleeping sandboxes are
+//! bounded too ([`SLEEPING_PER_AWAKE`] times each limit; past it the least recently used is
+//! forgotten). It hands out warm pool sandboxes, forgets a client's sandbox (removing its
+//! container and snapshot) when the client releases it, its session ends, its token is
+//! revoked or rotated, or it went unused for `MCP_BRIDGE_SANDBOX_TTL`, and counts the runs in
+//! flight so that a drain can wait for them. A sandbox's container stops
 //! earlier when idle (`MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT`) and comes back with its variables:
 //! the sandbox actor does that.
 
@@ -30,6 +35,10 @@ use crate::server::{Routed, SandboxRouter, Who};
 
 /// JSON-RPC error code of a refusal for a limit (the implementation-defined server range).
 pub const LIMIT_CODE: ErrorCode = ErrorCode(-32000);
+/// Sleeping sandboxes kept at most, per token and in all, as a multiple of the awake limits
+/// (`MCP_BRIDGE_SANDBOXES_PER_TOKEN`, `MCP_BRIDGE_MAX_SANDBOXES`): each holds an actor and a
+/// snapshot on disk.
+pub const SLEEPING_PER_AWAKE: usize = 4;
 
 /// What a client's sandbox is found by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -48,6 +57,9 @@ struct Slot {
     last_used: Instant,
     /// Runs in flight.
     busy: usize,
+    /// Counts against the limits; false once put to sleep to make room (its container
+    /// stopped, its namespace saved for its next run).
+    awake: bool,
 }
 
 /// Called with a slot's key when its sandbox is forgotten (per-client servers close).
@@ -120,14 +132,27 @@ impl Hub {
         self.len() == 0
     }
 
-    /// Stops `slots`' sandboxes (container removed, snapshot deleted) and tells the release
-    /// hook.
-    fn release(&self, slots: Vec<Slot>) {
-        let hook = self
-            .on_release
+    /// Tells the release hook about the sandboxes put to sleep: their `perClient` server
+    /// processes close (a woken sandbox starts its own again), so sleepers hold none.
+    fn slept(&self, sandboxes: Vec<String>) {
+        if let Some(hook) = self.hook() {
+            for sandbox in sandboxes {
+                hook(&sandbox);
+            }
+        }
+    }
+
+    fn hook(&self) -> Option<OnRelease> {
+        self.on_release
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .clone();
+            .clone()
+    }
+
+    /// Stops `slots`' sandboxes (container removed, snapshot deleted) and tells the release
+    /// hook.
+    fn end(&self, slots: Vec<Slot>) {
+        let hook = self.hook();
         for slot in slots {
             tracing::info!(token = %crate::shown::Shown(&slot.token), sandbox = %slot.caller.sandbox, "client sandbox released");
             slot.made.ct.cancel();
@@ -152,7 +177,7 @@ impl Hub {
             old.iter().filter_map(|k| slots.remove(k)).collect()
         };
         let n = gone.len();
-        self.release(gone);
+        self.end(gone);
         self.pool.touch();
         n
     }
@@ -162,19 +187,20 @@ impl Hub {
         (self.settings.sandbox_ttl / 4).clamp(Duration::from_secs(1), Duration::from_secs(60))
     }
 
-    /// Forgets the sandboxes of tokens not in `kept` (revoked by a reload of the tokens file).
-    pub fn revoke_all_but(&self, kept: &HashSet<Arc<str>>) -> usize {
+    /// Forgets the sandboxes (and handles) of the tokens `ended` (removed, or given another
+    /// secret, by a reload of the tokens file).
+    pub fn revoke(&self, ended: &HashSet<Arc<str>>) -> usize {
         let gone: Vec<Slot> = {
             let mut slots = self.lock();
             let old: Vec<Key> = slots
                 .iter()
-                .filter(|(_, s)| !kept.contains(&s.token))
+                .filter(|(_, s)| ended.contains(&s.token))
                 .map(|(k, _)| k.clone())
                 .collect();
             old.iter().filter_map(|k| slots.remove(k)).collect()
         };
         let n = gone.len();
-        self.release(gone);
+        self.end(gone);
         n
     }
 
@@ -200,28 +226,154 @@ impl Hub {
         self.inflight.load(Ordering::Acquire)
     }
 
-    /// A new slot for `token` under `key`, within the limits.
-    fn admit_new(&self, slots: &HashMap<Key, Slot>, token: &Arc<str>) -> Result<(), ErrorData> {
-        let total = self.settings.max_sandboxes;
-        if slots.len() >= total {
-            return Err(limit(
-                "MCP_BRIDGE_MAX_SANDBOXES",
-                total,
-                "the bridge holds as many client sandboxes as it may; try again when one is \
-                 released (a session ended, or an idle one forgotten)",
-            ));
-        }
+    /// Room for one more awake sandbox of `token`: at a limit, the least recently used idle
+    /// awake sandbox (of `token` for its own limit, of anyone for the total) is put to sleep.
+    /// Notes in `room` the sandboxes put to sleep, and the sleeping ones forgotten for good
+    /// (past their bound), to release once the lock is let go.
+    ///
+    /// # Errors
+    /// The limit's refusal, when every sandbox it counts is running code.
+    fn make_room(
+        &self,
+        slots: &mut HashMap<Key, Slot>,
+        token: &Arc<str>,
+        key: &Key,
+        room: &mut Room,
+    ) -> Result<(), ErrorData> {
         let per_token = self.settings.sandboxes_per_token;
-        if slots.values().filter(|s| &s.token == token).count() >= per_token {
+        let mine = slots
+            .values()
+            .filter(|s| s.awake && &s.token == token)
+            .count();
+        if mine >= per_token && !put_to_sleep(slots, Some(token), room) {
             return Err(limit(
                 "MCP_BRIDGE_SANDBOXES_PER_TOKEN",
                 per_token,
-                "this token holds as many sandboxes as it may; reuse one (pass its handle, or \
-                 keep your MCP session) or end a session",
+                "every sandbox this token may hold is running code; try again when one \
+                 finishes, or release one (run_python with its `sandbox` and release=true)",
             ));
         }
+        let total = self.settings.max_sandboxes;
+        let awake = slots.values().filter(|s| s.awake).count();
+        if awake >= total && !put_to_sleep(slots, None, room) {
+            return Err(limit(
+                "MCP_BRIDGE_MAX_SANDBOXES",
+                total,
+                "every client sandbox the bridge may hold is running code; try again when \
+                 one finishes",
+            ));
+        }
+        room.forgotten.extend(forget_sleepers(
+            slots,
+            token,
+            key,
+            per_token.saturating_mul(SLEEPING_PER_AWAKE),
+            total.saturating_mul(SLEEPING_PER_AWAKE),
+        ));
         Ok(())
     }
+}
+
+/// What making room did, acted on once the lock is let go.
+#[derive(Default)]
+struct Room {
+    /// The sandbox ids put to sleep.
+    slept: Vec<String>,
+    /// The sleeping slots forgotten for good.
+    forgotten: Vec<Slot>,
+}
+
+/// What the limits read of a slot (a trait, so that the choices are tested without sandboxes).
+trait Standing {
+    fn token(&self) -> &Arc<str>;
+    fn last_used(&self) -> Instant;
+    fn busy(&self) -> usize;
+    fn awake(&self) -> bool;
+}
+
+impl Standing for Slot {
+    fn token(&self) -> &Arc<str> {
+        &self.token
+    }
+    fn last_used(&self) -> Instant {
+        self.last_used
+    }
+    fn busy(&self) -> usize {
+        self.busy
+    }
+    fn awake(&self) -> bool {
+        self.awake
+    }
+}
+
+/// The least recently used awake slot with no run in flight (of `token`, or of anyone).
+fn lru_idle<S: Standing>(slots: &HashMap<Key, S>, token: Option<&Arc<str>>) -> Option<Key> {
+    slots
+        .iter()
+        .filter(|(_, s)| s.awake() && s.busy() == 0 && token.is_none_or(|t| s.token() == t))
+        .min_by_key(|(_, s)| s.last_used())
+        .map(|(k, _)| k.clone())
+}
+
+/// The sleeping slots to forget, least recently used first: those of `token` past
+/// `per_token`, then those of anyone past `total`; `keep` (the one waking) aside.
+fn sleepers_past<S: Standing>(
+    slots: &HashMap<Key, S>,
+    token: &Arc<str>,
+    keep: &Key,
+    per_token: usize,
+    total: usize,
+) -> Vec<Key> {
+    let mut gone: Vec<Key> = Vec::new();
+    for mine_only in [true, false] {
+        let cap = if mine_only { per_token } else { total };
+        let mut sleeping: Vec<(Instant, &Key)> = slots
+            .iter()
+            .filter(|(k, s)| {
+                *k != keep && !s.awake() && (!mine_only || s.token() == token) && !gone.contains(k)
+            })
+            .map(|(k, s)| (s.last_used(), k))
+            .collect();
+        if sleeping.len() <= cap {
+            continue;
+        }
+        sleeping.sort_by_key(|(t, _)| *t);
+        let excess = sleeping.len() - cap;
+        let oldest: Vec<Key> = sleeping
+            .into_iter()
+            .take(excess)
+            .map(|(_, k)| k.clone())
+            .collect();
+        gone.extend(oldest);
+    }
+    gone
+}
+
+/// Puts the least recently used idle awake sandbox (of `token`, or of anyone) to sleep; false
+/// when every one is running code.
+fn put_to_sleep(slots: &mut HashMap<Key, Slot>, token: Option<&Arc<str>>, room: &mut Room) -> bool {
+    let Some(slot) = lru_idle(slots, token).and_then(|k| slots.get_mut(&k)) else {
+        return false;
+    };
+    slot.awake = false;
+    slot.made.sandbox.evict();
+    room.slept.push(slot.caller.sandbox.clone());
+    tracing::info!(token = %crate::shown::Shown(&slot.token), sandbox = %slot.caller.sandbox, "client sandbox put to sleep to make room");
+    true
+}
+
+/// Removes the sleeping sandboxes past their bounds ([`sleepers_past`]); returns them.
+fn forget_sleepers(
+    slots: &mut HashMap<Key, Slot>,
+    token: &Arc<str>,
+    keep: &Key,
+    per_token: usize,
+    total: usize,
+) -> Vec<Slot> {
+    sleepers_past(slots, token, keep, per_token, total)
+        .iter()
+        .filter_map(|k| slots.remove(k))
+        .collect()
 }
 
 /// A limit refusal: the code, a message naming the setting, and the setting as data.
@@ -262,13 +414,26 @@ impl SandboxRouter for Arc<Hub> {
             }
         };
         let mut took_from_pool = false;
+        let mut room = Room::default();
         let routed = {
             let mut slots = self.lock();
+            if let Some(slot) = slots.get(&key) {
+                if slot.token != who.token {
+                    return Err(unknown_handle());
+                }
+                if !slot.awake {
+                    // Asleep: it wakes (its next run restores its namespace) if there is room.
+                    self.make_room(&mut slots, &who.token, &key, &mut room)?;
+                    if let Some(slot) = slots.get_mut(&key) {
+                        slot.awake = true;
+                    }
+                }
+            }
             if !slots.contains_key(&key) {
                 if matches!(key, Key::Handle(_)) && minted.is_none() {
                     return Err(unknown_handle());
                 }
-                self.admit_new(&slots, &who.token)?;
+                self.make_room(&mut slots, &who.token, &key, &mut room)?;
                 let Pooled { slot, made } = match self.pool.take() {
                     Some(p) => {
                         took_from_pool = true;
@@ -293,6 +458,7 @@ impl SandboxRouter for Arc<Hub> {
                         made,
                         last_used: Instant::now(),
                         busy: 0,
+                        awake: true,
                     },
                 );
             }
@@ -314,10 +480,29 @@ impl SandboxRouter for Arc<Hub> {
                 }),
             }
         };
+        self.slept(room.slept);
+        self.end(room.forgotten);
         if took_from_pool {
             self.pool.fill(&self.maker);
         }
         Ok(routed)
+    }
+
+    fn release(&self, who: &Who, handle: Option<&str>) -> Result<(), ErrorData> {
+        let key = match (&who.session, handle) {
+            (Some(session), None) => Key::Session(who.token.clone(), session.clone()),
+            (None, Some(h)) => Key::Handle(h.to_string()),
+            _ => return Err(unknown_handle()),
+        };
+        let gone = {
+            let mut slots = self.lock();
+            match slots.get(&key) {
+                Some(slot) if slot.token == who.token => slots.remove(&key),
+                _ => return Err(unknown_handle()),
+            }
+        };
+        self.end(gone.into_iter().collect());
+        Ok(())
     }
 
     fn outboxes(&self, who: &Who) -> Vec<Arc<Outbox>> {
@@ -340,7 +525,89 @@ impl SandboxRouter for Arc<Hub> {
             .lock()
             .remove(&Key::Session(Arc::from(token), session.to_string()));
         if let Some(slot) = gone {
-            self.release(vec![slot]);
+            self.end(vec![slot]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fake {
+        token: Arc<str>,
+        last_used: Instant,
+        busy: usize,
+        awake: bool,
+    }
+
+    impl Standing for Fake {
+        fn token(&self) -> &Arc<str> {
+            &self.token
+        }
+        fn last_used(&self) -> Instant {
+            self.last_used
+        }
+        fn busy(&self) -> usize {
+            self.busy
+        }
+        fn awake(&self) -> bool {
+            self.awake
+        }
+    }
+
+    fn slots(spec: &[(&str, &str, u64, usize, bool)]) -> HashMap<Key, Fake> {
+        let t0 = Instant::now();
+        spec.iter()
+            .map(|&(key, token, age, busy, awake)| {
+                let fake = Fake {
+                    token: Arc::from(token),
+                    last_used: t0 + Duration::from_secs(100 - age),
+                    busy,
+                    awake,
+                };
+                (Key::Handle(key.into()), fake)
+            })
+            .collect()
+    }
+
+    fn key(k: &str) -> Key {
+        Key::Handle(k.into())
+    }
+
+    #[test]
+    fn the_least_recently_used_idle_awake_slot_is_chosen() {
+        let a: Arc<str> = Arc::from("a");
+        let s = slots(&[
+            ("old-busy", "a", 50, 1, true),
+            ("old-asleep", "a", 40, 0, false),
+            ("mid", "a", 30, 0, true),
+            ("new", "a", 10, 0, true),
+            ("b-oldest", "b", 60, 0, true),
+        ]);
+        assert_eq!(lru_idle(&s, Some(&a)), Some(key("mid")));
+        assert_eq!(lru_idle(&s, None), Some(key("b-oldest")));
+        let busy = slots(&[("x", "a", 5, 1, true), ("y", "a", 5, 2, true)]);
+        assert_eq!(lru_idle(&busy, None), None, "every one runs code");
+    }
+
+    #[test]
+    fn sleepers_are_bounded_per_token_then_in_total() {
+        let a: Arc<str> = Arc::from("a");
+        let s = slots(&[
+            ("a1", "a", 50, 0, false),
+            ("a2", "a", 40, 0, false),
+            ("a3", "a", 30, 0, false),
+            ("b1", "b", 60, 0, false),
+            ("b2", "b", 20, 0, false),
+            ("awake", "a", 90, 0, true),
+        ]);
+        // a keeps 2 sleeping: its oldest goes; then 3 in all: b's oldest goes.
+        let mut gone = sleepers_past(&s, &a, &key("none"), 2, 3);
+        gone.sort_by_key(|k| format!("{k:?}"));
+        assert_eq!(gone, vec![key("a1"), key("b1")]);
+        // The one waking is never chosen.
+        assert_eq!(sleepers_past(&s, &a, &key("a1"), 1, 10), vec![key("a2")]);
+        assert!(sleepers_past(&s, &a, &key("none"), 8, 8).is_empty());
     }
 }

@@ -198,8 +198,9 @@ async fn reap(hub: Arc<Hub>, stop: CancellationToken) {
     }
 }
 
-/// Re-reads the tokens file on each SIGHUP: a good file replaces the tokens (the sandboxes
-/// of tokens no longer in it are released); a bad one is reported and the old tokens stay.
+/// Re-reads the tokens file on each SIGHUP: a good file replaces the tokens (the sandboxes,
+/// sessions and handles of tokens no longer in it, or whose secret changed under the same
+/// name, are released); a bad one is reported and the old tokens stay.
 async fn reload_on_hangup(
     path: PathBuf,
     front: Arc<Front>,
@@ -218,11 +219,12 @@ async fn reload_on_hangup(
         }
         match Tokens::load(&path) {
             Ok(tokens) => {
-                let names = tokens.names();
-                front.set_tokens(tokens);
-                let released = hub.revoke_all_but(&names);
+                let count = tokens.names().len();
+                let ended = front.set_tokens(tokens);
+                let released = hub.revoke(&ended);
                 tracing::info!(
-                    tokens = names.len(),
+                    tokens = count,
+                    ended = ended.len(),
                     released,
                     "reloaded the tokens file {}",
                     ShownPath(&path)

@@ -204,6 +204,18 @@ impl Tokens {
     pub fn names(&self) -> HashSet<Arc<str>> {
         self.entries.iter().map(|(_, n)| n.clone()).collect()
     }
+
+    /// The names of these tokens that `next` no longer admits with the same secret: removed,
+    /// or given another secret under the same name. What they created is ended on a reload.
+    pub fn ended_by(&self, next: &Tokens) -> HashSet<Arc<str>> {
+        let kept: HashSet<(&[u8; 32], &str)> =
+            next.entries.iter().map(|(d, n)| (d, &**n)).collect();
+        self.entries
+            .iter()
+            .filter(|(d, n)| !kept.contains(&(d, &**n)))
+            .map(|(_, n)| n.clone())
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -228,6 +240,22 @@ mod tests {
             Tokens::parse("# nothing\n").expect("valid").map(|_| ()),
             None
         );
+    }
+
+    #[test]
+    fn a_reload_ends_removed_and_rotated_tokens() {
+        const C: &str = "aaaabbbbccccdddd0000";
+        let old = Tokens::parse(&format!("{A} alice\n{B} bob\n{C} carol\n"))
+            .expect("valid")
+            .expect("some");
+        // bob gets a new secret, carol is removed, dave is new, alice is unchanged.
+        let next = Tokens::parse(&format!("{A} alice\n{C}x bob\n{B} dave\n"))
+            .expect("valid")
+            .expect("some");
+        let mut ended: Vec<String> = old.ended_by(&next).iter().map(|n| n.to_string()).collect();
+        ended.sort();
+        assert_eq!(ended, ["bob", "carol"]);
+        assert!(old.ended_by(&old).is_empty());
     }
 
     #[test]

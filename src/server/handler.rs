@@ -174,6 +174,9 @@ impl BridgeServer {
                 return Ok(self.result(&report));
             }
         };
+        if args.release && args.code.trim().is_empty() {
+            return self.release_only(who, args.sandbox.as_deref());
+        }
         let dest = match self.destination(who, args.sandbox.as_deref()).await {
             Ok(dest) => dest,
             Err(Refused::Rpc(err)) => return Err(err),
@@ -199,20 +202,75 @@ impl BridgeServer {
         if let Some(note) = capped {
             report.add_notice(note);
         }
-        if let Some(handle) = &dest.minted {
+        let Destination {
+            minted,
+            _lease: lease,
+            ..
+        } = dest;
+        if args.release {
+            // This run's hold first, so that the release finds it idle.
+            drop(lease);
+            if let (Target::Many(tie), Some(who)) = (&self.target, who) {
+                let handle = args.sandbox.as_deref().or(minted.as_deref());
+                tie.router().release(who, handle)?;
+                report.add_notice(RELEASED.to_string());
+                return Ok(self.result(&report));
+            }
+        }
+        if let Some(handle) = &minted {
             report.add_notice(format!(
                 "this sandbox's handle is {handle}: pass sandbox=\"{handle}\" to run_python to \
                  keep its variables and files"
             ));
         }
         let mut result = self.result(&report);
-        if let Some(handle) = dest.minted {
+        if let Some(handle) = minted {
             let mut meta = result.meta.take().unwrap_or_default();
             meta.0
                 .insert(SANDBOX_META.into(), serde_json::Value::String(handle));
             result.meta = Some(meta);
         }
         Ok(result)
+    }
+
+    /// `release` with empty code: the client's sandbox (`handle`, or its session's) goes, no
+    /// run. Under stdio `run` there is nothing to release: said, not an error.
+    ///
+    /// # Errors
+    /// The router's error for a handle that is not the caller's (as for a run).
+    fn release_only(
+        &self,
+        who: Option<&Who>,
+        handle: Option<&str>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let Target::Many(tie) = &self.target else {
+            return Ok(CallToolResult::success(vec![ContentBlock::text(
+                "nothing to release: this bridge has one sandbox (release is for serve --http)",
+            )]));
+        };
+        let Some(who) = who else {
+            return Err(ErrorData::invalid_request(
+                "the request did not come through the HTTP front",
+                None,
+            ));
+        };
+        if who.session.is_none() && handle.is_none() {
+            let report = RunReport::failed(
+                RunStatus::Error,
+                "release needs the sandbox's handle: pass sandbox=\"sbx_...\" with release=true",
+            );
+            return Ok(self.result(&report));
+        }
+        if who.session.is_some() && handle.is_some() {
+            let report = RunReport::failed(
+                RunStatus::Error,
+                "this MCP session has its own sandbox: leave out `sandbox` (release=true alone \
+                 releases the session's)",
+            );
+            return Ok(self.result(&report));
+        }
+        tie.router().release(who, handle)?;
+        Ok(CallToolResult::success(vec![ContentBlock::text(RELEASED)]))
     }
 
     /// `report` as a tool result: the rendered text, then a picture's image content and a
@@ -236,6 +294,10 @@ impl BridgeServer {
         result
     }
 }
+
+/// What a result says once its sandbox was released.
+const RELEASED: &str = "The sandbox was released: its variables and files are gone, and its \
+     handle no longer works; leave out `sandbox` to start a new one";
 
 /// The result `_meta` key carrying a handle minted for a stateless client.
 pub const SANDBOX_META: &str = "mcp-code-bridge/sandbox";
@@ -288,11 +350,13 @@ impl ServerHandler for BridgeServer {
                 None,
             ));
         }
+        let who = Who::of(&context);
+        // Whose approval rounds these are: only the same caller's retry answers them.
+        let caller = who.as_ref().map(Who::binding).unwrap_or_default();
         // A retry of a 2026-07-28 client answering an approval question.
         if request.request_state.is_some() || request.input_responses.is_some() {
-            return self.rounds.resume(&request, context.ct).await;
+            return self.rounds.resume(&caller, &request, context.ct).await;
         }
-        let who = Who::of(&context);
         let token = context.meta.get_progress_token();
         let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
         let asker: Option<Arc<dyn Asker>> = match approve::face(&context) {
@@ -315,7 +379,7 @@ impl ServerHandler for BridgeServer {
                 };
                 let response = self
                     .rounds
-                    .start(request.arguments.as_ref(), run, context.ct)
+                    .start(&caller, request.arguments.as_ref(), run, context.ct)
                     .await;
                 forwarder.finish().await;
                 return response;

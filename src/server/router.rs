@@ -46,6 +46,17 @@ impl Who {
             session,
         })
     }
+
+    /// What a 2026-07-28 approval round is bound to: the token's name and the session (a
+    /// stateless client's sandbox handle is among the call's arguments, bound apart). Names
+    /// hold no NUL, so the parts cannot run into each other.
+    pub fn binding(&self) -> String {
+        format!(
+            "{}\0{}",
+            self.token,
+            self.session.as_deref().unwrap_or_default()
+        )
+    }
 }
 
 /// The sandbox a run goes to.
@@ -79,6 +90,14 @@ pub trait SandboxRouter: Send + Sync {
 
     /// The MCP session `session` of `token` ended: its sandbox goes.
     fn session_ended(&self, token: &str, session: &str);
+
+    /// The client `who` releases its sandbox (`handle`, or its session's): it goes now
+    /// (container and snapshot removed; runs in it stopped; the handle no longer works).
+    ///
+    /// # Errors
+    /// The same error as [`SandboxRouter::route`] gives an unknown handle, for one that is
+    /// not `who`'s.
+    fn release(&self, who: &Who, handle: Option<&str>) -> Result<(), ErrorData>;
 }
 
 /// Ties a 2025-11-25 session's handler to its sandbox: when rmcp drops the session's handler

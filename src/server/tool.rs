@@ -33,13 +33,20 @@ pub fn definition() -> Tool {
 /// handle, described so that models pass it back (clients without MCP sessions need it to
 /// keep their state).
 pub fn definition_for_many() -> Tool {
-    definition_with(Some(json!({
-        "type": "string",
-        "description": "Handle from an earlier result (\"this sandbox's handle is ...\"); pass it to keep your variables and files"
-    })))
+    definition_with(Some((
+        json!({
+            "type": "string",
+            "description": "Handle from an earlier result (\"this sandbox's handle is ...\"); pass it to keep your variables and files"
+        }),
+        json!({
+            "type": "boolean",
+            "description": "End this sandbox after the call (code may be empty); its handle stops working"
+        }),
+    )))
 }
 
-fn definition_with(sandbox: Option<Value>) -> Tool {
+/// The schema, with `serve`'s `sandbox` and `release` properties when given.
+fn definition_with(many: Option<(Value, Value)>) -> Tool {
     let mut schema = json!({
         "type": "object",
         "properties": {
@@ -50,8 +57,9 @@ fn definition_with(sandbox: Option<Value>) -> Tool {
         },
         "required": ["code"]
     });
-    if let Some(sandbox) = sandbox {
+    if let Some((sandbox, release)) = many {
         schema["properties"]["sandbox"] = sandbox;
+        schema["properties"]["release"] = release;
     }
     let Value::Object(schema) = schema else {
         unreachable!("a json object literal")
@@ -76,6 +84,8 @@ pub struct RunArgs {
     pub narrowing: Option<Narrowing>,
     /// `sandbox`: the handle of a client's sandbox (`serve --http`, clients without sessions).
     pub sandbox: Option<String>,
+    /// `release`: end the client's sandbox after this call (`serve --http`; ignored by `run`).
+    pub release: bool,
 }
 
 /// Characters a `sandbox` handle may have at most (the hub's are far shorter).
@@ -91,13 +101,18 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
     if let Some(unknown) = args.keys().find(|k| {
         !matches!(
             k.as_str(),
-            "code" | "servers" | "timeout" | "allowed_tools" | "sandbox"
+            "code" | "servers" | "timeout" | "allowed_tools" | "sandbox" | "release"
         )
     }) {
         return Err(format!(
-            "unknown argument '{unknown}'; run_python takes code, servers, timeout, allowed_tools and sandbox"
+            "unknown argument '{unknown}'; run_python takes code, servers, timeout, allowed_tools, sandbox and release"
         ));
     }
+    let release = match args.get("release") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err("'release' must be true or false".into()),
+    };
     let sandbox = match args.get("sandbox") {
         None | Some(Value::Null) => None,
         Some(Value::String(h)) if h.chars().count() <= MAX_HANDLE_CHARS => Some(h.clone()),
@@ -130,6 +145,7 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
         timeout,
         narrowing,
         sandbox,
+        release,
     })
 }
 
@@ -172,8 +188,14 @@ mod tests {
                 timeout: Some(5),
                 narrowing: None,
                 sandbox: None,
+                release: false,
             }
         );
+        let r = parse_args(Some(&obj(
+            json!({"code": "", "sandbox": "sbx_1", "release": true}),
+        )))
+        .expect("valid");
+        assert!(r.release && r.sandbox.as_deref() == Some("sbx_1"));
     }
 
     #[test]
@@ -193,6 +215,7 @@ mod tests {
             ),
             (json!({"code": "x", "allowed_tools": ["ab"]}), "server.tool"),
             (json!({"code": "x", "sandbox": 7}), "'sandbox'"),
+            (json!({"code": "x", "release": "yes"}), "'release'"),
             (
                 json!({"code": "x", "sandbox": "h".repeat(200)}),
                 "'sandbox'",
@@ -227,6 +250,7 @@ mod tests {
         let def = serde_json::to_value(definition()).expect("serializes");
         assert_eq!(def["_meta"]["anthropic/alwaysLoad"], json!(true));
         assert!(def["inputSchema"]["properties"].get("sandbox").is_none());
+        assert!(def["inputSchema"]["properties"].get("release").is_none());
         // serve --http adds the handle, described so that models pass it back.
         let many = serde_json::to_value(definition_for_many()).expect("serializes");
         let bytes = many.to_string().len();
@@ -234,6 +258,10 @@ mod tests {
         assert_eq!(
             many["inputSchema"]["properties"]["sandbox"]["type"],
             json!("string")
+        );
+        assert_eq!(
+            many["inputSchema"]["properties"]["release"]["type"],
+            json!("boolean")
         );
     }
 }

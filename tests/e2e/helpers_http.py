@@ -255,15 +255,23 @@ def _cmdline(pid: int) -> str:
 
 @contextlib.asynccontextmanager
 async def connect(
-    url: str, token: str | None, mode: str = LEGACY, *, read_timeout: float = CALL_WAIT
+    url: str,
+    token: str | None,
+    mode: str = LEGACY,
+    *,
+    read_timeout: float = CALL_WAIT,
+    elicitation_callback: Any = None,
 ) -> AsyncIterator[Client]:
     """The official client on `url` with `Authorization: Bearer <token>` (none when `token` is
-    None), connected in `mode` (LEGACY or STATELESS)."""
+    None), connected in `mode` (LEGACY or STATELESS); with `elicitation_callback` it declares
+    elicitation (the bridge then asks it to approve calls)."""
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     timeout = httpx2.Timeout(30.0, read=read_timeout + 30.0)
     async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
         transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, mode=mode, read_timeout_seconds=read_timeout) as client:
+        async with Client(
+            transport, mode=mode, read_timeout_seconds=read_timeout, elicitation_callback=elicitation_callback
+        ) as client:
             yield client
 
 

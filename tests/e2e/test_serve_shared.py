@@ -103,3 +103,31 @@ def test_a_per_client_server_gets_a_process_per_client_and_the_audit_names_the_t
     calls = [x for x in lines if x.get("tool") == "whoami"]
     assert sorted(x.get("token") for x in calls) == ["alice", "alice", "bob", "bob"], calls
     assert all(ALICE not in line and BOB not in line for line in audit.read_text().splitlines())
+
+
+def test_a_sandbox_put_to_sleep_closes_its_per_client_processes(e2e_tmp: Path) -> None:
+    entry = S.stub("solo")
+    entry["perClient"] = True
+    env = {"MCP_BRIDGE_SANDBOXES_PER_TOKEN": "1", "MCP_BRIDGE_WARM_POOL": "0"}
+    b = ServeBridge(e2e_tmp, {"alice": ALICE}, servers={"solo": entry}, env=env, name="sleepy").start()
+    try:
+
+        async def body() -> None:
+            async with connect(b.url, ALICE, MODES[1]) as a:
+                first = Agent(a)
+                r = await first.run("import json\n" + WHOAMI, servers=["solo"])
+                assert not r.is_error, r.text
+                pid = json.loads(last_line(r.text))["pid"]
+                # A second sandbox at alice's cap of 1: the first sleeps, and its process goes.
+                second = Agent(a)
+                assert last_line((await second.run("print(2)")).text) == "2"
+                gone = await asyncio.to_thread(poll, lambda: not pid_alive(pid) or None, 30)
+                assert gone, f"the sleeping sandbox's process {pid} outlived its sleep"
+                # Woken, it gets a process of its own again.
+                r = await first.run("import json\n" + WHOAMI, servers=["solo"])
+                assert not r.is_error, r.text
+                assert pid_alive(json.loads(last_line(r.text))["pid"])
+
+        go(body())
+    finally:
+        b.close()

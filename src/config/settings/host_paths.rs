@@ -80,7 +80,7 @@ impl HostPaths {
 }
 
 /// The bridge's private runtime folder under `xdg_runtime_dir` (else the temp dir), per user.
-/// The folder is only a name here: `private_dir::CheckedDir` opens it and refuses one that
+/// The folder is only a name here: `checked_dir::CheckedDir` opens it and refuses one that
 /// another user made first or could change.
 pub(super) fn private_dir_in(xdg_runtime_dir: Option<&Path>) -> PathBuf {
     let base = xdg_runtime_dir.map_or_else(std::env::temp_dir, |d| d.to_path_buf());

@@ -34,7 +34,7 @@ pub const MAX_SANDBOXES: Number = Number::new(
     Unit::Count,
     16,
     (1, 4096),
-    "`serve --http`: client sandboxes at most, over all tokens (the warm pool not counted)",
+    "`serve --http`: awake client sandboxes at most, over all tokens (the warm pool not counted); past it the least recently used idle one sleeps",
 );
 /// `MCP_BRIDGE_SANDBOXES_PER_TOKEN`.
 pub const SANDBOXES_PER_TOKEN: Number = Number::new(
@@ -42,7 +42,7 @@ pub const SANDBOXES_PER_TOKEN: Number = Number::new(
     Unit::Count,
     8,
     (1, 4096),
-    "`serve --http`: client sandboxes one token may hold at once",
+    "`serve --http`: awake client sandboxes one token may hold at once; past it its least recently used idle one sleeps",
 );
 /// `MCP_BRIDGE_REQUESTS_PER_TOKEN`.
 pub const REQUESTS_PER_TOKEN: Number = Number::new(

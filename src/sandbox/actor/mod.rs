@@ -85,6 +85,9 @@ enum Command {
     Prewarm,
     /// Counts as use: the idle stop waits again (a warm pool's unassigned sandboxes).
     Touch,
+    /// Stop now as when idle (namespace saved, restored by the next run): `serve`'s hub
+    /// needs the room for another client.
+    Evict,
 }
 
 /// How many times a run goes back to wait for an image that went missing again.
@@ -186,6 +189,13 @@ impl Sandbox {
         let _ = self.tx.try_send(Command::Touch);
     }
 
+    /// Stops the container now, as the idle stop does: its namespace is saved and the next
+    /// run restores it into a fresh one (`serve`'s hub making room for another client). After
+    /// the runs already queued.
+    pub fn evict(&self) {
+        let _ = self.tx.try_send(Command::Evict);
+    }
+
     /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
     /// While the image is being built the run waits for it here, in the caller's task, so the
     /// actor goes on serving (`image/provision/`).
@@ -266,6 +276,14 @@ impl Actor {
                     }
                     Some(Command::Prewarm) => self.prewarm(true).await,
                     Some(Command::Touch) => self.last_used = Instant::now(),
+                    Some(Command::Evict) => {
+                        if let Some(s) = self.session.take() {
+                            let why = "The sandbox was stopped to make room for another client's \
+                                 (MCP_BRIDGE_SANDBOXES_PER_TOKEN, MCP_BRIDGE_MAX_SANDBOXES) and \
+                                 started afresh";
+                            self.stop_idle(s, why.to_string()).await;
+                        }
+                    }
                 },
                 // A replacement does not import ahead: the modules may be what broke its
                 // predecessor (a hang, a crash), and a run may be on its way.
@@ -274,7 +292,9 @@ impl Actor {
                 }
                 _ = sleep_until_opt(idle_deadline) => {
                     if let Some(s) = self.session.take() {
-                        self.stop_idle(s).await;
+                        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
+                        let why = format!("The sandbox was stopped after {idle} s idle and started afresh");
+                        self.stop_idle(s, why).await;
                     }
                 }
             }
@@ -289,17 +309,16 @@ impl Actor {
         tracing::debug!("sandbox actor stopped");
     }
 
-    /// Stops the idle sandbox `s`, saving its namespace first. One that already died is
-    /// treated as a death: nothing to save, and a snapshot from before stays for its successor.
-    async fn stop_idle(&mut self, s: Session) {
+    /// Stops the idle sandbox `s`, saving its namespace first; `why` starts the next run's
+    /// notice. One that already died is treated as a death: nothing to save, and a snapshot
+    /// from before stays for its successor.
+    async fn stop_idle(&mut self, s: Session, why: String) {
         if s.has_ended() {
             self.notice = Some(self.stopped_since_last_call(&s));
             self.tracker.spawn(s.kill());
             return;
         }
         tracing::info!("stopping the idle sandbox");
-        let idle = self.settings.idle_timeout.unwrap_or_default().as_secs();
-        let why = format!("The sandbox was stopped after {idle} s idle and started afresh");
         self.notice = Some(match self.snapshots.save(&s, &mut self.ids).await {
             Ok(()) => why,
             Err(reason) => format!("{why}; its variables could not be saved ({reason})"),

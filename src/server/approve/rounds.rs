@@ -1,9 +1,9 @@
 //! [`Rounds`]: approval for 2026-07-28 clients (SEP-2322). The run starts in the background
 //! with a [`RoundsAsker`]; the handler waits for the run's end (the normal result) or its next
 //! question. A question becomes an input-required result: the elicitation form in
-//! `inputRequests`, and a `requestState` sealed for this run, question and arguments
-//! (`state.rs`); the run waits in [`Parked`] meanwhile. The client's retry (same arguments,
-//! `inputResponses`, `requestState`) is checked, its answer handed to the waiting call, and
+//! `inputRequests`, and a `requestState` sealed for this run, question, caller and arguments
+//! (`state.rs`); the run waits in [`Parked`] meanwhile. The client's retry (same caller, same
+//! arguments, `inputResponses`, `requestState`) is checked, its answer handed to the waiting call, and
 //! the handler waits again. Progress notifications reach the client only in the first round:
 //! later rounds have no progress token of the first request, and theirs are dropped.
 
@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::parked::{Parked, ParkedRun};
+use super::parked::{Parked, ParkedRun, NOT_VERIFIED};
 use super::state::{StateSeal, Ticket};
 use crate::calls::{Answer, Asker, Question};
 use crate::ids::random_id;
@@ -86,9 +86,12 @@ impl Default for Rounds {
 }
 
 impl Rounds {
-    /// Starts a run: `run` gets the asker and the run's stop token and returns its result.
+    /// Starts a run for `caller` (the binding of who asked: [`crate::server::Who::binding`],
+    /// empty under stdio): `run` gets the asker and the run's stop token and returns its
+    /// result.
     pub async fn start<F, Fut>(
         &self,
+        caller: &str,
         arguments: Option<&rmcp::model::JsonObject>,
         run: F,
         ct: CancellationToken,
@@ -105,14 +108,16 @@ impl Rounds {
             done,
             _stop: stop.drop_guard(),
         };
-        self.drive(flight, arguments, ct).await
+        self.drive(flight, caller, arguments, ct).await
     }
 
-    /// A retry: checks its `requestState`, hands its answer to the waiting run, and drives
-    /// the run on. A state that does not verify, or whose question is not waiting, is an
-    /// invalid-params error (the request is not one this server can continue).
+    /// A retry from `caller`: checks its `requestState`, hands its answer to the waiting run,
+    /// and drives the run on. A state that does not verify (another caller's included), or
+    /// whose question is not waiting, is an invalid-params error (the request is not one this
+    /// server can continue).
     pub async fn resume(
         &self,
+        caller: &str,
         request: &CallToolRequestParams,
         ct: CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -123,16 +128,12 @@ impl Rounds {
                 None,
             ));
         };
-        let Some(Ticket { run, question }) = self.seal.open(state, arguments) else {
-            return Err(ErrorData::invalid_params(
-                "requestState refused: it does not verify (forged, altered, sent with other \
-                 arguments, or expired)",
-                None,
-            ));
+        let Some(Ticket { run, question }) = self.seal.open(state, caller, arguments) else {
+            return Err(ErrorData::invalid_params(NOT_VERIFIED, None));
         };
         let parked = self
             .parked
-            .take(&run, &question)
+            .take(&run, &question, caller)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
         let answer = request
             .input_responses
@@ -143,13 +144,14 @@ impl Rounds {
                 super::answer(r.action, r.content.as_ref())
             });
         let _ = parked.reply.send(answer);
-        self.drive(parked.run, arguments, ct).await
+        self.drive(parked.run, caller, arguments, ct).await
     }
 
     /// Waits for the run's end or its next question (parked, and returned as input required).
     async fn drive(
         &self,
         mut flight: InFlight,
+        caller: &str,
         arguments: Option<&rmcp::model::JsonObject>,
         ct: CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -179,7 +181,7 @@ impl Rounds {
                 run: question.run.clone(),
                 question: id.clone(),
             };
-            let state = self.seal.seal(&ticket, arguments, ttl);
+            let state = self.seal.seal(&ticket, caller, arguments, ttl);
             let mut requests = BTreeMap::new();
             requests.insert(
                 INPUT_KEY.to_string(),
@@ -189,6 +191,7 @@ impl Rounds {
                 run: flight,
                 run_id: question.run.clone(),
                 question: id,
+                caller: caller.to_string(),
                 reply,
                 expires: deadline,
             };
@@ -197,11 +200,8 @@ impl Rounds {
                     let result = InputRequiredResult::new(Some(requests), Some(state));
                     return Ok(CallToolResponse::InputRequired(result));
                 }
-                Err(back) => {
-                    let _ = back.reply.send(Answer::Unavailable(format!(
-                        "{} runs wait for approval already",
-                        super::parked::CAPACITY
-                    )));
+                Err((back, full)) => {
+                    let _ = back.reply.send(Answer::Unavailable(full.reason()));
                     flight = back.run;
                 }
             }

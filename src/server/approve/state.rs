@@ -1,7 +1,8 @@
 //! [`StateSeal`]: the `requestState` of an input-required result, sealed with HMAC (rmcp's
 //! `RequestStateCodec`) under a key drawn once per process. It names the run and the question
-//! (readable, not secret), is bound by associated data to the SHA-256 of the `run_python`
-//! arguments, and expires with the question's wait. A value that does not open is refused
+//! (readable, not secret), is bound by associated data to the caller (under `serve --http`:
+//! the client's token name and session; the sandbox handle is among the arguments) and to the
+//! SHA-256 of the `run_python` arguments, and expires with the question's wait. A value that does not open is refused
 //! whatever the reason (forged, altered, other arguments, expired): one answer for all, as
 //! rmcp asks; the detail goes to the log.
 
@@ -38,9 +39,15 @@ impl StateSeal {
         StateSeal { codec }
     }
 
-    /// `ticket` sealed for a retry with `arguments`, valid for `ttl`.
-    pub fn seal(&self, ticket: &Ticket, arguments: Option<&JsonObject>, ttl: Duration) -> String {
-        let bound = binding(arguments);
+    /// `ticket` sealed for a retry by `caller` with `arguments`, valid for `ttl`.
+    pub fn seal(
+        &self,
+        ticket: &Ticket,
+        caller: &str,
+        arguments: Option<&JsonObject>,
+        ttl: Duration,
+    ) -> String {
+        let bound = binding(caller, arguments);
         let options = SealOptions::new()
             .associated_data(bound.as_bytes())
             .ttl(ttl);
@@ -49,12 +56,17 @@ impl StateSeal {
             .expect("a ticket serializes")
     }
 
-    /// The ticket in `state`, when it opens for `arguments` and has not expired.
-    pub fn open(&self, state: &str, arguments: Option<&JsonObject>) -> Option<Ticket> {
+    /// The ticket in `state`, when it opens for `caller` and `arguments` and has not expired.
+    pub fn open(
+        &self,
+        state: &str,
+        caller: &str,
+        arguments: Option<&JsonObject>,
+    ) -> Option<Ticket> {
         if state.len() > MAX_STATE_CHARS {
             return None;
         }
-        let bound = binding(arguments);
+        let bound = binding(caller, arguments);
         match self.codec.open_json_with(state, bound.as_bytes()) {
             Ok(ticket) => Some(ticket),
             Err(e) => {
@@ -65,13 +77,15 @@ impl StateSeal {
     }
 }
 
-/// The associated data: what the state is for, and the SHA-256 of the call's arguments.
-fn binding(arguments: Option<&JsonObject>) -> String {
+/// The associated data: what the state is for, the SHA-256 of the caller, and the SHA-256 of
+/// the call's arguments (each a fixed length: no caller and arguments run into each other).
+fn binding(caller: &str, arguments: Option<&JsonObject>) -> String {
     let text = arguments
         .map(|a| serde_json::to_string(a).unwrap_or_default())
         .unwrap_or_default();
     format!(
-        "mcp-code-bridge run_python approval\0{}",
+        "mcp-code-bridge run_python approval\0{}\0{}",
+        sha256_hex(caller.as_bytes()),
         sha256_hex(text.as_bytes())
     )
 }
@@ -95,32 +109,45 @@ mod tests {
             question: "q".into(),
         };
         let a = args("x");
-        let s = seal.seal(&ticket, Some(&a), Duration::from_secs(60));
-        assert_eq!(seal.open(&s, Some(&a)), Some(ticket));
-        assert_eq!(seal.open(&s, Some(&args("y"))), None, "other arguments");
-        assert_eq!(seal.open(&s, None), None);
+        let s = seal.seal(&ticket, "alice", Some(&a), Duration::from_secs(60));
+        assert_eq!(seal.open(&s, "alice", Some(&a)), Some(ticket));
+        assert_eq!(
+            seal.open(&s, "alice", Some(&args("y"))),
+            None,
+            "other arguments"
+        );
+        assert_eq!(seal.open(&s, "alice", None), None);
+        assert_eq!(seal.open(&s, "bob", Some(&a)), None, "another caller");
         let mut altered = s.clone().into_bytes();
         let last = altered.len() - 1;
         altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
         assert_eq!(
-            seal.open(&String::from_utf8(altered).expect("ascii"), Some(&a)),
+            seal.open(
+                &String::from_utf8(altered).expect("ascii"),
+                "alice",
+                Some(&a)
+            ),
             None
         );
         assert_eq!(
-            StateSeal::new().open(&s, Some(&a)),
+            StateSeal::new().open(&s, "alice", Some(&a)),
             None,
             "another process's key"
         );
-        assert_eq!(seal.open(&"x".repeat(MAX_STATE_CHARS + 1), Some(&a)), None);
+        assert_eq!(
+            seal.open(&"x".repeat(MAX_STATE_CHARS + 1), "alice", Some(&a)),
+            None
+        );
         let expired = seal.seal(
             &Ticket {
                 run: "r".into(),
                 question: "q".into(),
             },
+            "alice",
             Some(&a),
             Duration::ZERO,
         );
         std::thread::sleep(Duration::from_millis(5));
-        assert_eq!(seal.open(&expired, Some(&a)), None, "expired");
+        assert_eq!(seal.open(&expired, "alice", Some(&a)), None, "expired");
     }
 }
