@@ -31,7 +31,7 @@ pub mod runtime_dir;
 /// Returns the runtime folder to use, for [`Settings::runtime_folder`].
 ///
 /// # Errors
-/// The first folder refused (`private_dir`).
+/// The first folder refused (`checked_dir`).
 pub fn check_folders(settings: &Settings) -> Result<std::path::PathBuf, DirError> {
     let state = CheckedDir::open(&settings.state_dir, Access::Shared, FIX_STATE)?;
     let inside = [
@@ -51,7 +51,7 @@ pub fn check_folders(settings: &Settings) -> Result<std::path::PathBuf, DirError
 /// run no code but may start a podman service (`doctor`, `image`).
 ///
 /// # Errors
-/// The state folder or the runtime folder refused (`private_dir`).
+/// The state folder or the runtime folder refused (`checked_dir`).
 pub fn runtime_folder(settings: &Settings) -> Result<std::path::PathBuf, DirError> {
     let state = CheckedDir::open(&settings.state_dir, Access::Shared, FIX_STATE)?;
     runtime_dir::choose(&settings.named_private_dir(), &state)

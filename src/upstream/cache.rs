@@ -34,7 +34,7 @@ struct EntryRef<'a> {
 
 /// Cached tool lists.
 pub struct ToolCache {
-    /// `MCP_BRIDGE_STATE_DIR`, checked (`private_dir`) before the cache in it is used.
+    /// `MCP_BRIDGE_STATE_DIR`, checked (`checked_dir`) before the cache in it is used.
     state_dir: PathBuf,
     dir: PathBuf,
     memory: Mutex<HashMap<String, Option<Arc<Vec<Tool>>>>>,

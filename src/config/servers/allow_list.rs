@@ -98,7 +98,7 @@ impl AllowList {
 }
 
 /// `consent.json`'s bytes, read only from a state folder that passes the checks
-/// (`private_dir`) and only when it is a regular file of this user: approvals another user
+/// (`checked_dir`) and only when it is a regular file of this user: approvals another user
 /// could have written are not read.
 fn read_checked(state_dir: &Path) -> Option<Vec<u8>> {
     if !state_dir.is_dir() {

@@ -24,7 +24,7 @@ const PREFIX: &str = "snap-";
 /// The snapshot file of this bridge process; a cheap handle is an `Arc` of it.
 #[derive(Debug)]
 pub struct SnapshotStore {
-    /// `MCP_BRIDGE_STATE_DIR`, checked (`private_dir`) before anything is made in it.
+    /// `MCP_BRIDGE_STATE_DIR`, checked (`checked_dir`) before anything is made in it.
     state_dir: PathBuf,
     dir: PathBuf,
     path: PathBuf,
@@ -80,7 +80,7 @@ impl SnapshotStore {
     /// Starts writing a new snapshot (the old one stays until [`SnapshotStore::commit`]).
     ///
     /// # Errors
-    /// When the folder is refused (`private_dir`: another user could reach it) or the
+    /// When the folder is refused (`checked_dir`: another user could reach it) or the
     /// temporary file cannot be created.
     pub fn writer(&self) -> std::io::Result<SnapshotWriter> {
         let dir = self.checked_dir().map_err(DirError::into_io)?;
