@@ -1,4 +1,4 @@
-//! [`AuditFile`]: the audit log on disk. Its folder is opened through `private_dir` (this
+//! [`AuditFile`]: the audit log on disk. Its folder is opened through `checked_dir` (this
 //! user's, writable by nobody else); the file is opened relative to it with `O_APPEND |
 //! O_NOFOLLOW | O_CLOEXEC` (and `O_NONBLOCK`, so a FIFO put there cannot hang the bridge),
 //! created `0600`, and refused unless it is a regular file of this user that nobody else may

@@ -86,7 +86,7 @@ pub async fn make_rootfs(
     ct: &CancellationToken,
 ) -> Result<PathBuf, DebianError> {
     // The script makes and reuses files in the cache as root: only in a folder of this user
-    // that no one else can write to (`private_dir`).
+    // that no one else can write to (`checked_dir`).
     crate::checked_dir::CheckedDir::open(
         &spec.cache_dir,
         crate::checked_dir::Access::Shared,
@@ -251,7 +251,7 @@ mod tests {
             .await
             .expect_err("refused");
         let text = err.to_string();
-        // The bridge refuses it (`private_dir`) before rootfs.sh, which would refuse it too.
+        // The bridge refuses it (`checked_dir`) before rootfs.sh, which would refuse it too.
         assert!(
             matches!(err, DebianError::Folder(_))
                 && text.contains("open to other users")

@@ -41,7 +41,7 @@ pub fn path(cache_dir: &Path) -> PathBuf {
 /// # Errors
 /// The I/O error when the file cannot be created or locked for another reason than contention.
 pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
-    // The cache folder is checked (`private_dir`: this user's, writable by no one else) and
+    // The cache folder is checked (`checked_dir`: this user's, writable by no one else) and
     // the file opened in it without following a link, and only when it is this user's plain
     // file that only it can write: the holder truncates and writes it.
     let dir = path.parent().unwrap_or(Path::new("."));
