@@ -6,11 +6,11 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::file::ROTATED;
 use super::record::Record;
+use crate::checked_dir::own_file::{self, Keep};
 
 /// The longest line read; a longer one is skipped and counted as garbage.
 pub const MAX_LINE: usize = 1 << 20;
@@ -39,22 +39,11 @@ enum Line<'a> {
 /// The file at `path`, opened without following a link or waiting on a FIFO, if it is a
 /// regular file; `None` when it does not exist.
 fn open(path: &Path) -> io::Result<Option<File>> {
-    let file = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
+    match own_file::open(path, libc::O_RDONLY, Keep::AnyOwner) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(e.into_io()),
     }
-    Ok(Some(file))
 }
 
 /// Calls `each` with every line of `file`, never holding more than [`MAX_LINE`] bytes.

@@ -15,6 +15,7 @@
 //! following links. Leaf: depends only on `shown`.
 
 mod error;
+pub mod own_file;
 mod sys;
 mod walk;
 

@@ -6,13 +6,14 @@
 
 use std::collections::HashSet;
 use std::io::Read;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+
 use std::path::Path;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::checked_dir::own_file::{self, FileError, Keep};
 use crate::shown::ShownPath;
 
 /// Largest tokens file read.
@@ -94,27 +95,19 @@ impl Tokens {
             path: shown.clone(),
             source,
         };
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(path)
-            .map_err(read)?;
-        let meta = file.metadata().map_err(read)?;
-        if !meta.file_type().is_file() {
-            return Err(TokenFileError::NotRegular(shown));
-        }
-        if meta.uid() != crate::checked_dir::euid() {
-            return Err(TokenFileError::NotOwn {
-                path: shown,
-                uid: meta.uid(),
-            });
-        }
-        if meta.mode() & 0o077 != 0 {
-            return Err(TokenFileError::Exposed {
-                path: shown,
-                mode: meta.mode() & 0o7777,
-            });
-        }
+        let file = match own_file::open(path, libc::O_RDONLY, Keep::Private) {
+            Ok(file) => file,
+            Err(FileError::Io(e)) => return Err(read(e)),
+            Err(FileError::Link | FileError::NotRegular(_)) => {
+                return Err(TokenFileError::NotRegular(shown))
+            }
+            Err(FileError::NotOwn { uid, .. }) => {
+                return Err(TokenFileError::NotOwn { path: shown, uid })
+            }
+            Err(FileError::Exposed { mode, .. }) => {
+                return Err(TokenFileError::Exposed { path: shown, mode })
+            }
+        };
         let mut text = String::new();
         file.take(MAX_FILE_BYTES + 1)
             .read_to_string(&mut text)

@@ -5,13 +5,11 @@
 //! very descriptor it then loads ([`super::archive::from_cached`]), so a file swapped or edited
 //! in between is never loaded. A missing or unreadable record counts as a mismatch.
 
-use std::ffi::CString;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+
+use crate::checked_dir::own_file::{self, FileError, Keep};
 
 /// The record's name is the tarball's with this added.
 pub const RECORD_SUFFIX: &str = ".sha256";
@@ -31,44 +29,7 @@ pub fn record_path(tarball: &Path) -> PathBuf {
 /// # Errors
 /// The I/O error (`PermissionDenied` with the reason for a file that fails the check).
 pub fn open_owned(path: &Path) -> std::io::Result<File> {
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, "NUL in the path"))?;
-    let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
-    // SAFETY: a NUL-terminated path; the descriptor is owned by the File made from it.
-    let fd = unsafe { libc::open(c.as_ptr(), flags) };
-    if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        return Err(if err.raw_os_error() == Some(libc::ELOOP) {
-            refused("it is a symbolic link")
-        } else {
-            err
-        });
-    }
-    // SAFETY: fd was just opened and is owned by no one else.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    let meta = file.metadata()?;
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    if !meta.file_type().is_file() {
-        return Err(refused("it is not a regular file"));
-    }
-    if meta.uid() != euid {
-        return Err(refused(&format!(
-            "it belongs to uid {}, not to this user (uid {euid})",
-            meta.uid()
-        )));
-    }
-    if meta.mode() & 0o022 != 0 {
-        return Err(refused(&format!(
-            "others can write it (mode {:o})",
-            meta.mode() & 0o7777
-        )));
-    }
-    Ok(file)
-}
-
-fn refused(why: &str) -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_string())
+    own_file::open(path, libc::O_RDONLY, Keep::Own).map_err(FileError::into_io)
 }
 
 /// The SHA-256 (64 lower-case hex digits) recorded for `tarball`.

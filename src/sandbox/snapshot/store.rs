@@ -5,14 +5,13 @@
 //! removed by the next bridge on the host.
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::checked_dir::own_file::{self, Keep};
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::container::{Owner, LABEL_HOST, LABEL_PID, LABEL_STARTED};
 
@@ -140,11 +139,7 @@ impl SnapshotStore {
     /// Opens the snapshot to read it back, with its size; None when there is none.
     pub fn open(&self) -> Option<(tokio::fs::File, u64)> {
         self.saved_at()?;
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.path)
-            .ok()?;
+        let file = own_file::open(&self.path, libc::O_RDONLY, Keep::Private).ok()?;
         let size = file.metadata().ok()?.len();
         Some((tokio::fs::File::from_std(file), size))
     }
