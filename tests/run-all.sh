@@ -39,10 +39,14 @@ timeout -k 10 1200 cargo test --all-targets 2>&1
 stage "entrypoint unit tests (python3 -m unittest)"
 timeout -s ABRT -k 10 300 python3 -m unittest discover -s entrypoint/tests -t . 2>&1
 
-stage "build: the binaries with the test-stub feature"
-cargo build --bins --features test-stub 2>&1  # test-stub: the stub-mcp helper too
-
 stage "end-to-end on podman (pytest, every test)"
+# `cargo test --all-targets` above built the two binaries the suite runs, target/debug/mcp-code-bridge
+# and target/debug/stub-mcp: an integration test gets every binary, and the dev-dependency on this
+# package turns test-stub on. A `cargo build --bins --features test-stub` here would build them again
+# without the dev-dependencies' features (tokio's test-util), recompiling tokio and every crate above it.
+for bin in mcp-code-bridge stub-mcp; do
+    [ -x "target/debug/$bin" ] || { echo "cargo test built no target/debug/$bin" >&2; exit 1; }
+done
 timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --timeout=300
 
 # The same suite on docker when a dockerd is given (.ci/setup-docker.sh prints one); CI needs it.
@@ -52,7 +56,7 @@ if [ -n "${E2E_DOCKER_HOST:-}" ]; then
     # Only the tests whose outcome depends on the engine (marked `engine`: the sandbox container,
     # the frame channel, files, mounts, snapshots, lifecycle, confinement, engine loss). Those marked
     # host_only (their subject is on the host: policy, config, CLI, discovery, proxying, serve's
-    # front) and own_engine (they start the engine they test) ran above; tests/e2e/conftest.py makes
+    # front) and own_engine (they start the engine they test) ran above; tests/e2e/engine_markers.py makes
     # every test carry exactly one of the three.
     MCP_BRIDGE_RUNTIME=docker DOCKER_HOST="$E2E_DOCKER_HOST" \
         timeout -s ABRT -k 10 1500 python3 -m pytest tests/e2e -q -p no:cacheprovider --timeout=300 \
