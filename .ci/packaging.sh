@@ -10,10 +10,24 @@
 # under an empty tmpfs where `unshare` allows it, so no file of the source tree can be read at run time.
 # Both release builds share one cargo target dir (CARGO_TARGET_DIR, default <repo>/target): the install
 # reuses the dependencies the wheel build compiled. Prints the wall and CPU time of every step at the end.
+#
+# MCP_CI_PACKAGING_QUICK=1 (.ci/run sets it) builds both with the release profile's optimizer turned
+# down through cargo's environment: no LTO, opt-level 0, 256 codegen units. The commands stay the
+# ones users run (`maturin build --release`, `cargo install --locked`) and Cargo.toml's
+# [profile.release] (fat LTO, one codegen unit), what users get, is unchanged; what this script
+# checks is the install paths, not the optimizer, and the two fat-LTO builds were most of CI's
+# packaging time.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$REPO/target}"
+if [ "${MCP_CI_PACKAGING_QUICK:-0}" = 1 ]; then
+    export CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256
+    build_kind="quick: no LTO, opt-level 0"
+    echo "-- MCP_CI_PACKAGING_QUICK=1: release builds with $build_kind (Cargo.toml's profile is unchanged)"
+else
+    build_kind="fat LTO"
+fi
 
 work="$(mktemp -d -t mcb-packaging.XXXXXX)"
 # Cleans up, and says so loudly when any step failed (set -e stops at the first one). fd 4 is the
@@ -79,7 +93,7 @@ uvx=(python3 -m uv tool run)  # what the `uvx` command is
 
 # ---------------------------------------------------------------- wheel
 echo "-- wheel: maturin build --release --locked"
-timed "wheel: maturin build --release (fat LTO)" \
+timed "wheel: maturin build --release ($build_kind)" \
     python3 -m maturin build --release --locked --out "$work/wheels" 2>&1
 wheels=("$work"/wheels/*.whl)
 [ ${#wheels[@]} = 1 ] && [ -f "${wheels[0]}" ] || die "expected one wheel in $work/wheels, found: ${wheels[*]}"
@@ -134,7 +148,7 @@ fi
 cp "$src/Cargo.lock" "$work/Cargo.lock.packaged"
 
 echo "-- cargo: cargo install --locked --path <unpacked .crate> (CARGO_TARGET_DIR=$CARGO_TARGET_DIR)"
-timed "cargo: cargo install --locked from the .crate (fat LTO, shared target dir)" \
+timed "cargo: cargo install --locked from the .crate ($build_kind, shared target dir)" \
     cargo install --locked --path "$src" --root "$work/cargo-root" 2>&1
 cmp -s "$src/Cargo.lock" "$work/Cargo.lock.packaged" || die "cargo install --locked changed the packaged Cargo.lock"
 installed="$(ls "$work/cargo-root/bin")"

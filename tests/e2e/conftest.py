@@ -3,7 +3,8 @@
 The driver (`Bridge`, a bridge process with an initialized client session on a background thread)
 is in bridge_driver.py, the host-side helpers (engine CLI, containers, /proc) in helpers_host.py,
 the CLI helpers in helpers_cli.py; this file holds the fixtures every test module may ask for, and
-registers shared_bridges.py (module-scoped bridges shared by the files of one theme).
+registers shared_bridges.py (module-scoped bridges shared by the files of one theme) and
+engine_markers.py (every test says whether the docker pass runs it).
 
 Each bridge gets a fresh temporary MCP_BRIDGE_STATE_DIR and MCP_BRIDGE_CONFIG_DIR (so the user's
 ~/MCPs never leaks in), and a unique E2E_MARKER environment variable used to find its pid in /proc
@@ -32,7 +33,7 @@ from helpers_host import bridge_containers, containers, engine, kill_container, 
 
 import servers as servers_helpers  # noqa: E402 - tests/e2e/servers.py
 
-pytest_plugins = ["shared_bridges"]
+pytest_plugins = ["shared_bridges", "engine_markers"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,6 +14,8 @@ import pytest
 
 import servers as S
 
+pytestmark = pytest.mark.host_only  # argument checks against the tool's schema: nothing engine-specific
+
 # The sandbox code shared by the tests: `attempt(label, awaitable)` records the outcome.
 PRELUDE = """
 import json

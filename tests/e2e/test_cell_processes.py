@@ -10,8 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root
 from entrypoint.tests.cell_scripts import START_ALL, START_HELPER  # noqa: E402
+
+pytestmark = pytest.mark.engine  # processes in the sandbox container and how a timeout kills them
 
 # The same sandbox code as the unit tests (entrypoint/tests/cell_scripts.py), plus a variable the
 # timed-out cell must not lose and a line saying the helper runs.

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 import subprocess
 
+import pytest
 from helpers_cli import cli_env_for
+
+pytestmark = pytest.mark.host_only  # what the commands print and log: host-side
 
 INFO = re.compile(r"\bINFO\b")
 

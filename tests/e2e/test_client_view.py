@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.host_only  # the MCP face the client sees: host-side
+
 
 @pytest.fixture(scope="module")
 def plain(bridge_factory):

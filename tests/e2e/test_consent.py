@@ -10,11 +10,14 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from helpers_cli import cli_env_for as cli_env
 from helpers_cli import home_env, servers_cli
 from helpers_host import processes
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # consent and client configs: host-side
 
 HOSTILE = "hostile-payload-5e1c"  # in every hostile command line, to find such a process
 

@@ -41,6 +41,9 @@ def _dump(obj) -> str:
 # --- tools/list ---------------------------------------------------------------------------------
 
 
+# Engine markers per test (engine_markers.py): `engine` where the outcome depends on the container
+# engine (why, beside it; the docker pass runs these too), `host_only` where the subject is on the host.
+@pytest.mark.host_only
 def test_tools_list_is_one_small_tool(core):
     listed = core.request(lambda s: s.list_tools())
     names = [t.name for t in listed.tools]
@@ -63,6 +66,7 @@ def test_tools_list_is_one_small_tool(core):
     assert "servers" in desc, desc  # the helper summary says how to load servers
 
 
+@pytest.mark.host_only
 def test_tools_list_is_constant_whatever_servers_are_configured(core, bridge_factory):
     many = {"mcpServers": {f"extra_server_{i}": {"command": "/nonexistent/srv", "args": [str(i)]} for i in range(20)}}
     other = bridge_factory(name="many-servers", config=many)
@@ -78,6 +82,7 @@ def test_tools_list_is_constant_whatever_servers_are_configured(core, bridge_fac
 # --- running code ---------------------------------------------------------------------------------
 
 
+@pytest.mark.engine  # a run in the engine's container
 def test_print(core):
     r = core.run("print('hello from the sandbox')")
     assert not r.is_error, str(r)
@@ -85,6 +90,7 @@ def test_print(core):
     assert r.structured is not None and r.structured.get("stdout") == "hello from the sandbox\n", str(r)
 
 
+@pytest.mark.engine  # one container kept across calls
 def test_state_persists_across_calls(core):
     r = core.run(
         "import json as persisted_json\n"
@@ -98,6 +104,7 @@ def test_state_persists_across_calls(core):
     assert r.text.strip() == "84 [1]", str(r)
 
 
+@pytest.mark.host_only
 def test_top_level_await(core):
     r = core.run(
         "import asyncio\n"
@@ -113,6 +120,7 @@ def test_top_level_await(core):
     assert r.text.strip() == "43", str(r)
 
 
+@pytest.mark.host_only
 def test_exception_is_a_tool_error_with_traceback(core):
     r = core.run("core_before_error = 'kept'\ndef core_fails():\n    raise ValueError('boom-7731')\ncore_fails()\n")
     assert r.is_error, str(r)
@@ -128,6 +136,7 @@ def test_exception_is_a_tool_error_with_traceback(core):
     assert "notice" not in (nxt.structured or {}), str(nxt)
 
 
+@pytest.mark.engine  # stderr through the engine's stream
 def test_stderr_is_captured_separately(core):
     r = core.run("import sys\nprint('to-stdout-5501')\nprint('to-stderr-5502', file=sys.stderr)\n")
     assert not r.is_error, str(r)
@@ -145,6 +154,7 @@ def _no_empty_values(structured: dict) -> bool:
     return all(v not in ("", None, [], {}) for v in structured.values())
 
 
+@pytest.mark.host_only
 def test_structured_content_drops_empty_fields(core):
     r = core.run("print('only stdout')")
     s = r.structured
@@ -169,6 +179,7 @@ def test_structured_content_drops_empty_fields(core):
 # --- resources ------------------------------------------------------------------------------------
 
 
+@pytest.mark.host_only
 def test_capabilities_resource_is_listed_and_readable(core):
     listed = core.request(lambda s: s.list_resources())
     uris = [str(r.uri) for r in listed.resources]
@@ -183,6 +194,7 @@ def test_capabilities_resource_is_listed_and_readable(core):
     assert DOWNSTREAM not in text
 
 
+@pytest.mark.host_only
 def test_unknown_resource_is_a_jsonrpc_error(core):
     with pytest.raises(McpError):
         core.request(lambda s: s.read_resource("resource://mcp-code-bridge/nope"))
@@ -191,6 +203,7 @@ def test_unknown_resource_is_a_jsonrpc_error(core):
 # --- malformed requests ---------------------------------------------------------------------------
 
 
+@pytest.mark.host_only
 @pytest.mark.parametrize(
     "arguments",
     [
@@ -211,6 +224,7 @@ def test_malformed_call_is_a_tool_error_the_model_sees(core, arguments):
     assert core.run("print('still fine')").text.strip() == "still fine"
 
 
+@pytest.mark.host_only
 def test_missing_code_names_the_argument(core):
     raw = core.call_raw({})
     assert _is_error(raw) and "'code'" in raw.content[0].text, raw
@@ -220,6 +234,7 @@ def _is_error(raw) -> bool:
     return bool(getattr(raw, "is_error", None) or getattr(raw, "isError", None))
 
 
+@pytest.mark.host_only
 def test_unknown_tool_is_a_jsonrpc_error(core):
     with pytest.raises(McpError):
         core.call_raw({"code": "print(1)"}, name="run_javascript")
@@ -228,6 +243,7 @@ def test_unknown_tool_is_a_jsonrpc_error(core):
 # --- output modes ---------------------------------------------------------------------------------
 
 
+@pytest.mark.host_only
 def test_toon_output_mode(bridge_factory):
     b = bridge_factory(env={"MCP_BRIDGE_OUTPUT_MODE": "toon"}, name="toon")
     try:
@@ -262,6 +278,7 @@ _CHANNEL_PROBE = (
 )
 
 
+@pytest.mark.engine  # the frame channel: socket mount or the engine's attach
 @pytest.mark.parametrize("mode", ["auto", "stdio"])
 def test_frames_use_the_socket_channel_unless_told_stdio(bridge_factory, mode):
     b = bridge_factory(env={"MCP_BRIDGE_CHANNEL": mode}, name="channel-" + mode)
@@ -294,12 +311,14 @@ def _exec(cli_env, bin_path, *args: str, stdin: str | None = None, cwd=None) -> 
     )
 
 
+@pytest.mark.engine  # exec's own sandbox on the engine
 def test_exec_prints_result(cli_env, helpers, cli_cwd):
     p = _exec(cli_env, helpers.BRIDGE_BIN, "print(1+1)", cwd=cli_cwd)
     assert p.returncode == 0, f"rc={p.returncode}\nstdout={p.stdout!r}\nstderr={p.stderr[-2000:]}"
     assert p.stdout.strip() == "2", p.stdout
 
 
+@pytest.mark.host_only
 def test_exec_error_exits_nonzero(cli_env, helpers, cli_cwd):
     p = _exec(cli_env, helpers.BRIDGE_BIN, "1/0", cwd=cli_cwd)
     assert p.returncode == 1, f"stdout={p.stdout!r}"
@@ -307,12 +326,14 @@ def test_exec_error_exits_nonzero(cli_env, helpers, cli_cwd):
     assert "ZeroDivisionError" not in p.stdout, p.stdout  # tracebacks go to stderr
 
 
+@pytest.mark.host_only
 def test_exec_reads_code_from_stdin(cli_env, helpers, cli_cwd):
     p = _exec(cli_env, helpers.BRIDGE_BIN, "-", stdin="print(3)\n", cwd=cli_cwd)
     assert p.returncode == 0, f"rc={p.returncode}\nstdout={p.stdout!r}\nstderr={p.stderr[-2000:]}"
     assert p.stdout.strip() == "3", p.stdout
 
 
+@pytest.mark.host_only
 def test_exec_logs_stay_off_stdout(cli_env, helpers, cli_cwd):
     p = _exec(cli_env, helpers.BRIDGE_BIN, "print('just-this')", cwd=cli_cwd)
     assert p.returncode == 0, p.stderr[-2000:]

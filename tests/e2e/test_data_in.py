@@ -54,6 +54,9 @@ def data_bridge(bridge_factory, shared):
     b.close()
 
 
+# Engine markers per test (engine_markers.py): `engine` where the outcome depends on the container
+# engine (why, beside it; the docker pass runs these too), `host_only` where the subject is on the host.
+@pytest.mark.engine  # the engine's read-only bind mount
 def test_a_mounted_csv_is_read_with_pandas(data_bridge):
     r = data_bridge.run("import pandas as pd\ndf = pd.read_csv('/data/sales.csv')\n"
                         "print(df['amount'].sum(), sorted(__import__('os').listdir('/data/sub')))")
@@ -61,6 +64,7 @@ def test_a_mounted_csv_is_read_with_pandas(data_bridge):
     assert r.structured["stdout"] == "42 ['more.csv']\n", str(r)
 
 
+@pytest.mark.engine  # the engine's read-only bind mount
 def test_the_mount_cannot_be_written_or_remounted(data_bridge):
     code = r"""
 import errno, os, subprocess
@@ -95,6 +99,7 @@ print(__import__('json').dumps(out))
     assert out["opts"] and all(o.split(",")[0] == "ro" for o in out["opts"]), out
 
 
+@pytest.mark.engine  # the engine's bind mount
 def test_nothing_outside_the_mount_is_visible(data_bridge, shared):
     code = f"""
 import os, json
@@ -121,6 +126,7 @@ print(json.dumps(out))
     assert SECRET not in r.text
 
 
+@pytest.mark.host_only  # checked on the host at startup
 @pytest.mark.parametrize("value, reason", [
     ("/no/such/folder:/data", "cannot be used"),
     ("{file}:/data", "not a directory"),
@@ -203,6 +209,7 @@ def remote_engine(helpers, tmp_path):
         service.wait(timeout=30)
 
 
+@pytest.mark.engine  # what the engine says about itself
 def test_a_remote_engine_is_named_plainly(bridge_factory, shared, remote_engine):
     b = bridge_factory(name="remote-mounts", env={"DOCKER_HOST": remote_engine,
                                                  "MCP_BRIDGE_MOUNTS": f"{shared['data']}:/data"})
@@ -224,6 +231,7 @@ def stub_config(tmp_path_factory, stub_ready):
     return d
 
 
+@pytest.mark.host_only  # the cap on a downstream server's message
 def test_the_server_message_cap_is_named_when_hit(bridge_factory, stub_config):
     b = bridge_factory(name="message-cap", env={"MCP_BRIDGE_CONFIG_DIR": str(stub_config),
                                                "MCP_BRIDGE_MAX_SERVER_MESSAGE": "1m"})
@@ -240,6 +248,7 @@ def test_the_server_message_cap_is_named_when_hit(bridge_factory, stub_config):
         b.close()
 
 
+@pytest.mark.engine  # a large result copied into the container
 def test_a_result_larger_than_the_old_cap_reaches_the_sandbox(bridge_factory, stub_config):
     """A 70 MB result (the issue's 34 MB file came back as about twice that) with the cap
     raised: it passes the server transport, the reply budget and the frame channel."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from helpers_cli import cli_env_for as _cli_env
 from helpers_cli import home_env as _home_env
 from helpers_cli import servers_cli
@@ -16,6 +17,8 @@ from helpers_discovery import json_of as _json
 from helpers_discovery import servers_cli_rows as _servers_cli_rows
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # config sources and provenance: host-side
 
 # --- config sources ------------------------------------------------------------------------------
 

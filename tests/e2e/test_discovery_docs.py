@@ -14,6 +14,8 @@ from helpers_discovery import start_pids as _start_pids
 
 import servers as S
 
+pytestmark = pytest.mark.host_only  # search and tool docs: host-side
+
 # --- search and docs ----------------------------------------------------------------------------------
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from helpers_discovery import STUB_ORDER
 from helpers_discovery import json_of as _json
 from helpers_discovery import start_pids as _start_pids
@@ -18,6 +19,8 @@ from helpers_discovery import stub_pids_with_start_file as _stub_pids_with_start
 from helpers_host import pid_alive as _pid_alive
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # lazy downstream servers and indexing: host-side
 
 # --- lazy start and background indexing -----------------------------------------------------------
 

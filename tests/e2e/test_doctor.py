@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
+pytestmark = pytest.mark.engine  # doctor's confinement checks read the engine's container
+
 
 def _doctor(env, bin_path, cwd):
     return subprocess.run([bin_path, "doctor"], capture_output=True, text=True, env=env, cwd=cwd,

@@ -33,6 +33,9 @@ def _json(p) -> dict:
     return obj
 
 
+# Engine markers per test (engine_markers.py): `engine` where the outcome depends on the container
+# engine (why, beside it; the docker pass runs these too), `host_only` where the subject is on the host.
+@pytest.mark.engine  # exec's sandbox on the engine
 def test_ok_prints_only_the_program_output(helpers, cli_env, cli_cwd):
     p = _exec(helpers, cli_env, cli_cwd, "import sys\nprint('out-line')\nprint('err-line', file=sys.stderr)\n"
               "sys.stdout.write('no newline');")
@@ -42,6 +45,7 @@ def test_ok_prints_only_the_program_output(helpers, cli_env, cli_cwd):
     assert "--- stderr ---" not in p.stdout + p.stderr, _show(p)
 
 
+@pytest.mark.host_only
 def test_a_raise_exits_1_with_the_traceback_on_stderr(helpers, cli_env, cli_cwd):
     p = _exec(helpers, cli_env, cli_cwd, "import sys\nprint('before')\nprint('warned', file=sys.stderr)\n"
               "raise ValueError('boom')")
@@ -51,6 +55,7 @@ def test_a_raise_exits_1_with_the_traceback_on_stderr(helpers, cli_env, cli_cwd)
     assert p.stderr.index("warned") < p.stderr.index("ValueError: boom"), _show(p)
 
 
+@pytest.mark.host_only
 @pytest.mark.parametrize("code, rc, shown", [
     ("raise SystemExit(7)", 7, None),
     ("import sys\nsys.exit(0)", OK, None),
@@ -67,6 +72,7 @@ def test_system_exit_gives_its_code(helpers, cli_env, cli_cwd, code, rc, shown):
         assert shown in p.stderr, _show(p)
 
 
+@pytest.mark.engine  # the engine stops the timed-out sandbox
 def test_timeout_exits_124_with_the_output_so_far(helpers, cli_env, cli_cwd):
     p = _exec(helpers, cli_env, cli_cwd, "--timeout", "1", "import time\nprint('started', flush=True)\ntime.sleep(60)")
     assert p.returncode == TIMEOUT, _show(p)
@@ -74,12 +80,14 @@ def test_timeout_exits_124_with_the_output_so_far(helpers, cli_env, cli_cwd):
     assert "timeout" in p.stderr.lower(), _show(p)
 
 
+@pytest.mark.host_only
 @pytest.mark.parametrize("args", [[], ["--timeout", "soon", "print(1)"], ["--no-such-flag", "print(1)"]])
 def test_a_usage_error_exits_2(helpers, cli_env, cli_cwd, args):
     p = _exec(helpers, cli_env, cli_cwd, *args)
     assert p.returncode == USAGE and p.stdout == "", _show(p)
 
 
+@pytest.mark.host_only
 def test_a_config_error_exits_2_and_runs_nothing(helpers, cli_env, cli_cwd):
     for extra in ([], ["--json"]):
         p = _exec(helpers, cli_env, cli_cwd, *extra, "print(1)", MCP_BRIDGE_TIMEOUT="soon")
@@ -87,6 +95,7 @@ def test_a_config_error_exits_2_and_runs_nothing(helpers, cli_env, cli_cwd):
         assert "MCP_BRIDGE_TIMEOUT" in p.stderr, _show(p)
 
 
+@pytest.mark.engine  # each engine's own errors mapped to 125
 @pytest.mark.parametrize("broken", [
     # A missing image is built unless builds are off (test_image_build.py covers the build).
     {"MCP_BRIDGE_IMAGE": "does-not-exist:latest", "MCP_BRIDGE_IMAGE_BUILD": "off"},
@@ -102,6 +111,7 @@ def test_a_sandbox_or_engine_failure_exits_125(helpers, cli_env, cli_cwd, broken
     assert obj["status"] == "sandbox_error" and obj["exit_code"] == SANDBOX and obj["error"], obj
 
 
+@pytest.mark.host_only
 def test_json_is_one_object_on_stdout(helpers, cli_env, cli_cwd):
     p = _exec(helpers, cli_env, cli_cwd, "--json", "import sys\nprint('hi')\nprint('e', file=sys.stderr)")
     assert p.returncode == OK, _show(p)
@@ -128,6 +138,7 @@ def test_json_is_one_object_on_stdout(helpers, cli_env, cli_cwd):
 BIG = "for i in range(200_000):\n    print('line %06d' % i)"  # 2.4 MB, far past a pipe's buffer
 
 
+@pytest.mark.host_only
 @pytest.mark.parametrize("mode, times", [("after-first-line", 20), ("at-once", 5), ("json-at-once", 5)])
 def test_a_stdout_closed_early_is_a_quiet_end(helpers, cli_env, cli_cwd, mode, times):
     env = {**cli_env, "MCP_BRIDGE_MAX_OUTPUT": "4000000"}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.engine  # files cross the engine's mounts (outbox, images)
+
 
 def png_size(data: bytes) -> tuple[int, int]:
     """Width and height from a PNG's header (signature, then IHDR)."""

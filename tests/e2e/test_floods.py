@@ -34,6 +34,8 @@ import time
 import pytest
 from helpers_host import poll, processes
 
+pytestmark = pytest.mark.engine  # floods through the container's stdout/stderr and the engine's streams
+
 MIB = 1 << 20
 GIB = 1 << 30
 PRINT_BYTES = GIB  # (a)

@@ -14,6 +14,8 @@ import random
 
 import pytest
 
+pytestmark = pytest.mark.host_only  # the bridge's frame decoder and its ceiling; the channel itself is test_core's and test_floods'
+
 MIB = 1 << 20
 KIB = 1 << 10
 

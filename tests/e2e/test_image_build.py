@@ -20,6 +20,8 @@ import uuid
 
 import pytest
 
+pytestmark = pytest.mark.engine  # the image is built on the engine the bridge uses
+
 BUILD_WAIT = 900.0  # seconds a run may wait for the build here (the setting is raised to match)
 STACK = "import pandas, sklearn, scipy, seaborn, openpyxl, cloudpickle, PIL; print('stack ok')"
 

@@ -11,9 +11,12 @@ import re
 import threading
 import time
 
+import pytest
 from helpers_lifecycle import STATE_RESET
 from helpers_lifecycle import own_running_container as _own_running_container
 from helpers_lifecycle import warm as _warm
+
+pytestmark = pytest.mark.engine  # sandbox containers killed and replaced on the engine
 
 # --- timeouts -------------------------------------------------------------------------------------
 

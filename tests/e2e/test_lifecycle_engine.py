@@ -20,6 +20,8 @@ from helpers_lifecycle import STATE_RESET
 from helpers_lifecycle import own_running_container as _own_running_container
 from helpers_lifecycle import proc_cmdlines_containing as _proc_cmdlines_containing
 
+pytestmark = pytest.mark.engine  # the engine lost and back
+
 # --- the engine goes away -------------------------------------------------------------------------
 #
 # The sandbox runs under the engine (podman's conmon, dockerd's shim) and, with the socket frame

@@ -11,8 +11,11 @@ import os
 import subprocess
 import time
 
+import pytest
 from helpers_host import processes
 from helpers_lifecycle import proc_cmdlines_containing as _proc_cmdlines_containing
+
+pytestmark = pytest.mark.engine  # containers left over, removed, labelled on the engine
 
 # --- the bridge exits -----------------------------------------------------------------------------
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import base64
 
+import pytest
+
+pytestmark = pytest.mark.engine  # the sandbox started ahead, cold and replaced on the engine
+
 # Stdlib modules the entrypoint itself does not import; `this` prints the Zen of Python as it is
 # imported.
 MODULES = ("colorsys", "fractions", "this")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.host_only  # the host folders the bridge keeps: host-side
+
 OTHER = 65534
 USAGE = 2
 

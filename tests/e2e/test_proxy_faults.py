@@ -14,6 +14,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from helpers_host import pid_alive as _pid_alive
 from helpers_proxy import assert_alive as _assert_alive
 from helpers_proxy import json_of as _json
@@ -23,6 +24,8 @@ from helpers_proxy import start_pids as _start_pids
 from helpers_proxy import stdout_of as _stdout
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # downstream servers misbehaving: host-side
 
 # --- servers that do not start ----------------------------------------------------------------
 

@@ -24,6 +24,8 @@ from helpers_proxy import stdout_of as _stdout
 
 import servers as S
 
+pytestmark = pytest.mark.host_only  # proxying to real servers: host-side
+
 # run_python timeout for runs that load real servers: loading counts against it, and a Python
 # server (mcp-server-time) can take ~10 s to start on a busy 2-CPU machine.
 REAL_TIMEOUT = 110

@@ -8,10 +8,13 @@ shared_bridges.py.
 
 from __future__ import annotations
 
+import pytest
 from helpers_proxy import assert_alive as _assert_alive
 from helpers_proxy import json_of as _json
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # proxying to the stub server: host-side
 
 STUB_TOOL_NAMES = sorted(S.STUB_TOOLS)
 

@@ -20,6 +20,8 @@ import pytest
 
 import servers as S
 
+pytestmark = pytest.mark.host_only  # the entrypoint's Python API, the same image on every engine
+
 REAL_TIMEOUT = 110  # loading counts against a run; a Python server can take ~10 s to start here
 
 # The Python bridge's README, "Inspect Available Servers", verbatim (2-space indents and all).

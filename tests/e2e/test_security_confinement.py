@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from helpers_sandbox import probe
 
+pytestmark = pytest.mark.engine  # confinement the engine applies to the container
+
 
 def test_runs_as_nobody(sec):
     seen = probe(sec, "import os, json\nprint(json.dumps({'uid': os.getuid(), 'euid': os.geteuid(), 'gid': os.getgid(), 'groups': os.getgroups()}))")

@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from helpers_sandbox import probe
 from helpers_sandbox import sandbox_of as _sandbox
+
+pytestmark = pytest.mark.engine  # escapes from the engine's container
 
 # --- escapes tried and refused --------------------------------------------------------------------
 

@@ -12,8 +12,11 @@ import os
 import re
 import subprocess
 
+import pytest
 from helpers_sandbox import probe
 from helpers_sandbox import sandbox_of as _sandbox
+
+pytestmark = pytest.mark.engine  # pids and memory limits and the log driver of the engine
 
 
 def test_fork_bomb_is_stopped_by_the_pids_limit(sec):

@@ -30,6 +30,9 @@ def bridge(e2e_tmp: Path):
     b.close()
 
 
+# Engine markers per test (engine_markers.py): `engine` where the outcome depends on the container
+# engine (why, beside it; the docker pass runs these too), `host_only` where the subject is on the host.
+@pytest.mark.engine  # one container per client on the engine
 @pytest.mark.parametrize("mode", MODES)
 def test_two_clients_keep_their_own_variables_files_and_processes(bridge: ServeBridge, mode: str) -> None:
     async def body() -> None:
@@ -61,6 +64,7 @@ def test_two_clients_keep_their_own_variables_files_and_processes(bridge: ServeB
     go(body())
 
 
+@pytest.mark.host_only
 def test_a_handle_works_only_for_the_token_that_minted_it(bridge: ServeBridge) -> None:
     async def body() -> None:
         async with connect(bridge.url, ALICE, STATELESS) as a, connect(bridge.url, BOB, STATELESS) as b:
@@ -81,6 +85,7 @@ def test_a_handle_works_only_for_the_token_that_minted_it(bridge: ServeBridge) -
     go(body())
 
 
+@pytest.mark.host_only
 def test_a_session_client_may_not_pass_a_handle(bridge: ServeBridge) -> None:
     async def body() -> None:
         async with connect(bridge.url, ALICE, STATELESS) as s:
@@ -98,6 +103,7 @@ def _post(url: str, headers: dict[str, str] | None = None, body: str = "{}") -> 
     return httpx2.post(url, headers=h, content=body, timeout=30)
 
 
+@pytest.mark.host_only
 def test_requests_without_a_good_token_are_refused_and_reloads_apply(e2e_tmp: Path) -> None:
     carol = new_token()
     b = ServeBridge(e2e_tmp, {"alice": ALICE, "carol": carol}, name="auth").start()
@@ -151,6 +157,7 @@ def _serve(args: list[str], workdir: Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.host_only
 def test_without_tokens_only_loopback_and_only_this_user(e2e_tmp: Path) -> None:
     work = e2e_tmp / "tokenless"
     work.mkdir()
@@ -204,6 +211,7 @@ def test_without_tokens_only_loopback_and_only_this_user(e2e_tmp: Path) -> None:
         proc.wait(60)
 
 
+@pytest.mark.host_only
 def test_a_session_is_bound_to_the_token_that_opened_it(bridge: ServeBridge) -> None:
     init = {
         "jsonrpc": "2.0",

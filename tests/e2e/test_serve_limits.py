@@ -20,6 +20,9 @@ ALICE, BOB, CAROL = new_token(), new_token(), new_token()
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
+# Engine markers per test (engine_markers.py): `engine` where the outcome depends on the container
+# engine (why, beside it; the docker pass runs these too), `host_only` where the subject is on the host.
+@pytest.mark.host_only
 def test_body_and_requests_in_flight_are_capped(e2e_tmp: Path) -> None:
     env = {"MCP_BRIDGE_HTTP_MAX_BODY": "65536", "MCP_BRIDGE_REQUESTS_PER_TOKEN": "1", "MCP_BRIDGE_WARM_POOL": "0"}
     b = ServeBridge(e2e_tmp, {"alice": ALICE, "bob": BOB}, env=env, name="caps").start()
@@ -53,6 +56,7 @@ def test_body_and_requests_in_flight_are_capped(e2e_tmp: Path) -> None:
         b.close()
 
 
+@pytest.mark.host_only
 def test_sandboxes_per_token_and_in_total(e2e_tmp: Path) -> None:
     """At a cap an idle sandbox is put to sleep (test_serve_hostile_state.py); a new one is refused,
     naming the setting, only while every one it counts runs code."""
@@ -97,6 +101,7 @@ def _hostname(container: str) -> str:
     return out.stdout.strip()
 
 
+@pytest.mark.engine  # pool containers started ahead on the engine
 def test_the_warm_pool_serves_a_new_clients_first_call(e2e_tmp: Path) -> None:
     pool_env = {"MCP_BRIDGE_WARM_POOL": "1", "MCP_BRIDGE_PRELOAD": "colorsys"}
     b = ServeBridge(e2e_tmp, {"alice": ALICE}, env=pool_env, name="pool").start()

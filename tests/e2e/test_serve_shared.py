@@ -8,10 +8,13 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from helpers_host import pid_alive, poll
 from helpers_http import MODES, Agent, ServeBridge, connect, go, last_line, new_token
 
 import servers as S
+
+pytestmark = pytest.mark.host_only  # downstream servers shared under serve: host-side
 
 ALICE, BOB = new_token(), new_token()
 CALLS = 200

@@ -27,7 +27,7 @@ from helpers_http import LEGACY, STATELESS, Agent, ServeBridge, connect, go, las
 
 import servers as S
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.timeout(300), pytest.mark.engine]  # sandboxes under serve left behind or not, on the engine
 
 DRAIN = 3  # MCP_BRIDGE_DRAIN_TIMEOUT for this bridge, seconds
 EXIT_SLACK = 30  # removing the containers and stopping the podman service after the drain

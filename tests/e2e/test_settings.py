@@ -6,6 +6,8 @@ import subprocess
 
 import pytest
 
+pytestmark = pytest.mark.host_only  # settings checked at start: host-side
+
 USAGE = 2
 
 # Each was raised or cut to fit before one range policy covered every setting.

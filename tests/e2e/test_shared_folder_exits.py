@@ -37,6 +37,9 @@ def _folder(tmp_path, name):
     return d
 
 
+# Engine markers per test (engine_markers.py): `engine` where the outcome depends on the container
+# engine (why, beside it; the docker pass runs these too), `host_only` where the subject is on the host.
+@pytest.mark.host_only  # checked on the host at startup
 @pytest.mark.parametrize("host, named", [
     ("/proc", "/proc"),
     ("/proc/1", "/proc"),
@@ -54,6 +57,7 @@ def test_a_host_system_folder_is_refused(helpers, tmp_path, host, named):
         assert "host system folder" in p.stderr, p.stderr
 
 
+@pytest.mark.host_only  # checked on the host at startup
 def test_a_socket_or_fifo_present_at_start_is_refused(helpers, tmp_path):
     data = _folder(tmp_path, "with-socket")
     (data / "deep").mkdir()
@@ -157,6 +161,7 @@ def later_bridge(bridge_factory, tmp_path):
     b.close()
 
 
+@pytest.mark.engine  # the container's seccomp, Landlock and device rules
 def test_a_socket_or_fifo_created_later_is_not_a_way_out(later_bridge):
     bridge, data = later_bridge
     first = bridge.run("print(sorted(__import__('os').listdir('/data')))")
@@ -201,6 +206,7 @@ def _nothing_waiting(fd) -> bool:
         return True
 
 
+@pytest.mark.engine  # read inside the container
 def test_the_posture_reports_both_rules(later_bridge):
     bridge, _ = later_bridge
     r = bridge.run("from _mcp_bridge import selfcheck; import json\n"

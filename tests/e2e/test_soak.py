@@ -16,6 +16,8 @@ from helpers_host import pid_alive, processes
 
 import servers as S
 
+pytestmark = pytest.mark.engine  # sandbox crashes, timeouts and leftovers on the engine
+
 RUNS = 2000
 SEED = 20261121
 RSS_BOUND_MB = 64  # steady-state RSS after the soak; the peak is reported, bounded below

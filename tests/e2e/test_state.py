@@ -10,6 +10,10 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.engine  # snapshots out of and back into the engine's container
+
 IDLE = {"MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT": "2"}
 
 DEFINE = """
