@@ -18,7 +18,9 @@ from mcp.shared.exceptions import MCPError
 
 import servers as S
 
-pytestmark = [pytest.mark.timeout(300)]
+# Sandboxes put to sleep and woken, released and revoked: their containers stop and start on the
+# engine.
+pytestmark = [pytest.mark.timeout(300), pytest.mark.engine]
 
 ALICE, BOB, CAROL = new_token(), new_token(), new_token()
 UNKNOWN = "unknown or expired sandbox handle"
