@@ -292,10 +292,16 @@ mod tests {
         async fn image_present(&self, _: &str) -> Result<bool, RuntimeError> {
             Ok(true)
         }
-        async fn create(&self, _: &crate::container::SandboxSpec) -> Result<String, RuntimeError> {
+        async fn create(
+            &self,
+            _: &crate::container::spec::SandboxSpec,
+        ) -> Result<String, RuntimeError> {
             unimplemented!("not used")
         }
-        async fn attach(&self, _: &str) -> Result<crate::container::Attached, RuntimeError> {
+        async fn attach(
+            &self,
+            _: &str,
+        ) -> Result<crate::container::runtime::Attached, RuntimeError> {
             unimplemented!("not used")
         }
         async fn start(&self, _: &str) -> Result<(), RuntimeError> {
@@ -311,11 +317,11 @@ mod tests {
         }
         async fn list_managed(
             &self,
-        ) -> Result<Vec<crate::container::ManagedContainer>, RuntimeError> {
+        ) -> Result<Vec<crate::container::runtime::ManagedContainer>, RuntimeError> {
             Ok(self
                 .listed
                 .iter()
-                .map(|id| crate::container::ManagedContainer {
+                .map(|id| crate::container::runtime::ManagedContainer {
                     id: id.clone(),
                     labels: HashMap::new(),
                 })

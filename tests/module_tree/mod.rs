@@ -1,6 +1,7 @@
 //! The crate's module tree has no import cycle between siblings: in every folder, the files and
-//! subfolders form a DAG, so the root reads as layers (cli → app → server / upstream / bridge →
-//! container → config) and each folder's parts as a chain.
+//! subfolders form a DAG, so the root reads as layers (cli / http → app → server → policy /
+//! upstream / sandbox → calls → config) and each folder's parts as a chain. And inside a
+//! top-level folder, siblings name each other directly, never through the folder's re-exports.
 //!
 //! The test reads `src/` as text: every `crate::…` and `super::…` path (use trees expanded,
 //! re-exports through `mod.rs` followed) outside comments, strings and `#[cfg(test)]` code is an
@@ -35,6 +36,57 @@ fn no_folder_has_an_import_cycle_between_its_parts() {
         }
     }
     assert!(report.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn inside_a_folder_siblings_are_named_directly_not_through_its_re_exports() {
+    // `crate::config::Settings` inside `src/config/` goes through config's facade; the file
+    // that defines it is named instead (`crate::config::settings::Settings`, or `super::…`).
+    let src = src_dir();
+    let mut found = Vec::new();
+    for top in std::fs::read_dir(&src).unwrap() {
+        let top = top.unwrap().path();
+        if !top.is_dir() {
+            continue;
+        }
+        let name = top.file_name().unwrap().to_string_lossy().to_string();
+        let children: Vec<String> = std::fs::read_dir(&top)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| p.file_stem().unwrap().to_string_lossy().to_string())
+            .collect();
+        let mut stack = vec![top.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let code = code_only(&std::fs::read_to_string(&path).unwrap());
+                let needle = format!("crate::{name}::");
+                for (line, text) in code.lines().enumerate() {
+                    for (at, _) in text.match_indices(&needle) {
+                        let rest = &text[at + needle.len()..];
+                        let first: String = rest
+                            .trim_start_matches('{')
+                            .chars()
+                            .take_while(|c| c.is_alphanumeric() || *c == '_')
+                            .collect();
+                        if !children.contains(&first) {
+                            let file = path.strip_prefix(&src).unwrap().display().to_string();
+                            found.push(format!("src/{file}:{}: crate::{name}::{first}", line + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "names through the folder's own re-exports:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]

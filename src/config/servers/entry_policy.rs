@@ -279,8 +279,10 @@ mod tests {
         entry: Value,
         user: Option<Value>,
         allowed: Option<&Value>,
-    ) -> crate::config::Servers {
-        use crate::config::{AllowList, Approval, Client, ClientFile, Scope, Sources};
+    ) -> crate::config::servers::Servers {
+        use crate::config::servers::allow_list::{AllowList, Approval};
+        use crate::config::servers::clients::{Client, ClientFile, Scope};
+        use crate::config::servers::spec::Sources;
         let project = d.join(".mcp.json");
         std::fs::write(&project, json!({"mcpServers": {"gh": entry}}).to_string()).expect("w");
         let home = d.join("claude.json");
@@ -293,7 +295,7 @@ mod tests {
             list.allow(Approval {
                 name: "gh".into(),
                 source: project.clone(),
-                sha256: crate::config::entry_hash(approved),
+                sha256: crate::config::servers::consent::entry_hash(approved),
             })
             .expect("allow");
         }
@@ -302,7 +304,7 @@ mod tests {
             scope,
             path: path.to_path_buf(),
         };
-        crate::config::discover_with_env(
+        crate::config::servers::discover_with_env(
             &Sources {
                 client_files: vec![file(Scope::Project, &project), file(Scope::User, &home)],
                 state_dir: Some(state),

@@ -92,7 +92,7 @@ mod tests {
     use std::time::Duration;
 
     use super::ImageBuildMode;
-    use crate::config::Settings;
+    use crate::config::settings::Settings;
 
     fn with(pairs: &[(&str, &str)]) -> Settings {
         let map: HashMap<String, String> = pairs

@@ -422,7 +422,7 @@ mod tests {
         let xdg_text = xdg.path().display().to_string();
         for shared in [podman.display().to_string(), xdg_text.clone()] {
             let mounts = format!("{shared}:/data");
-            let err = crate::config::Settings::from_pairs(&[
+            let err = crate::config::settings::Settings::from_pairs(&[
                 ("XDG_RUNTIME_DIR", &xdg_text),
                 ("MCP_BRIDGE_MOUNTS", &mounts),
             ])

@@ -32,7 +32,8 @@ pub(super) fn overrides(var: &Lookup) -> Vec<Override> {
 
 #[cfg(test)]
 mod tests {
-    use crate::config::{ConfigError, Settings};
+    use crate::config::error::ConfigError;
+    use crate::config::settings::Settings;
 
     fn with(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         Settings::from_pairs(pairs)

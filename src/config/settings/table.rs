@@ -355,7 +355,7 @@ pub fn human_size(n: u64) -> String {
 mod tests {
     use super::*;
     use crate::config::settings::rows::ROWS;
-    use crate::config::Settings;
+    use crate::config::settings::Settings;
 
     /// `n` as a user would write it for `row` (a bare number is seconds for a duration).
     fn written(row: &Number, n: u64) -> String {

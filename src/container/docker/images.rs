@@ -14,7 +14,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use super::DockerRuntime;
-use crate::container::{ArchiveStream, ImageInfo, LineSink, RuntimeError};
+use crate::container::error::RuntimeError;
+use crate::container::runtime::{ArchiveStream, ImageInfo, LineSink};
 
 /// The file name the build context carries the recipe under.
 pub const CONTAINERFILE: &str = "Containerfile";

@@ -86,7 +86,7 @@ impl Default for Rounds {
 }
 
 impl Rounds {
-    /// Starts a run for `caller` (the binding of who asked: [`crate::server::Who::binding`],
+    /// Starts a run for `caller` (the binding of who asked: [`crate::server::router::Who::binding`],
     /// empty under stdio): `run` gets the asker and the run's stop token and returns its
     /// result.
     pub async fn start<F, Fut>(

@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use super::{visible, UpstreamHostCalls};
 use crate::calls::{CallContext, Detail};
 use crate::upstream::docs;
+use crate::upstream::pool::UpstreamPool;
 use crate::upstream::search::{self, Entry};
-use crate::upstream::UpstreamPool;
 
 /// How long before a run's deadline a search stops waiting for indexing.
 const INDEX_WAIT_MARGIN: Duration = Duration::from_secs(1);

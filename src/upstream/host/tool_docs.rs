@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use super::{caller, visible, UpstreamHostCalls};
 use crate::calls::{CallContext, CallError, Detail};
 use crate::upstream::docs::{self, alias};
-use crate::upstream::UpstreamError;
+use crate::upstream::error::UpstreamError;
 
 impl UpstreamHostCalls {
     /// `list_tools`: name, alias and one line of each tool of `server`.
