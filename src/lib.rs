@@ -2,22 +2,25 @@
 //! locked-down container and lets it reach the user's other MCP servers.
 //!
 //! # Layout, top to bottom (a layer uses only those below it; `tests/module_tree/` fails on a cycle)
-//! - [`cli`]: the commands that speak to a person (`servers`, `servers --allow`, `doctor`,
-//!   `image`, `setup`, `exec`, `audit`, `kube`) and the last escape before a terminal
-//!   (`cli::safe_line`, also the log writer).
-//! - [`serve`]: `serve --http`, one bridge for many agents: the HTTP front (tokens, limits),
-//!   the hub of client sandboxes and the warm pool; drains on SIGTERM.
+//! - [`cli`]: the commands: `run` (one client over stdio) and those that speak to a person
+//!   (`servers`, `servers --allow`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`), and
+//!   the last escape before a terminal (`cli::safe_line`, also the log writer).
+//! - [`http`]: `serve --http`, one bridge for many agents: the HTTP front (tokens, origins,
+//!   limits), the hub of client sandboxes and the warm pool; drains on SIGTERM.
 //! - [`app`]: wiring and ordered shutdown, shared by `run`, `exec` and `serve`; [`shutdown`]:
 //!   signals.
 //! - [`server`]: the MCP face (rmcp); decides whose error an error is.
 //!   [`format`](mod@format): a [`report::RunReport`] rendered as compact text or TOON. Pure.
 //! - [`policy`]: the operator's policy on every proxied call (allow lists, the run's
 //!   `allowed_tools`, limits and budgets, approval of destructive calls), as the dispatcher's
-//!   `bridge::CallHook`; [`audit`]: the audit log it writes.
+//!   `calls::CallHook`; [`audit`]: the audit log it writes.
 //! - [`upstream`]: the user's MCP servers: one owner task per server, the tool cache and search,
-//!   argument checks, and the host methods sandbox code calls (implements `bridge::HostCalls`).
-//! - [`bridge`]: the sandbox actor, one container session, the frame protocol, and the
-//!   dispatcher every sandbox→host request passes (typed, with the policy seam).
+//!   argument checks, and the host methods sandbox code calls (implements `calls::HostCalls`).
+//! - [`sandbox`]: the sandbox actor, one container session, the frame protocol, the namespace
+//!   kept across an idle stop; each request of sandbox code goes to [`calls`].
+//! - [`calls`]: the host-call contract between `sandbox`, `policy` and `upstream`: the
+//!   dispatcher every sandbox→host request passes (typed, with the policy seam), the backend
+//!   trait, a run's scope and how to ask the user. Names none of the three.
 //! - [`outbox`]: files copied out of the sandbox into this session's folder on the host, and
 //!   the index `resources/read` serves (`outbox::Outbox`, `outbox::CellFiles`).
 //! - [`image`]: the sandbox image's recipes (compiled in), its build on the engine in use, and
@@ -25,11 +28,12 @@
 //! - [`container`]: the [`container::ContainerRuntime`] trait; bollard for podman and docker,
 //!   local or remote (TLS); the sandbox as a Kubernetes pod (`container::pod`).
 //! - [`config`]: environment and server config files (the user's and the MCP clients') →
-//!   validated, immutable settings (one table of rows) and server definitions with provenance
-//!   and consent.
+//!   validated, immutable settings (`config/settings/`: one table of rows) and server
+//!   definitions with provenance and consent (`config/servers/`).
 //! - Leaves: [`report`] (the outcome of one call as data), [`shown`] (untrusted text escaped for
-//!   terminals and logs), [`private_dir`] (folders no other local user can read or swap),
-//!   [`lines`] (newline reassembly of chunked streams, bounded tails).
+//!   terminals and logs), [`checked_dir`] (folders and files no other local user can read or
+//!   swap), [`lines`] (newline reassembly of chunked streams, bounded tails), [`log_limit`]
+//!   (rate-limited log lines), [`ids`] (random ids, SHA-256).
 //!
 //! See ARCHITECTURE.md for the module map and the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]

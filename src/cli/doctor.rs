@@ -1,5 +1,5 @@
 //! `mcp-code-bridge doctor`: the engine, its socket, the image, and a self-check run inside a
-//! real sandbox (the posture checks of `bridge/posture.rs` plus active probes: network, writes
+//! real sandbox (the posture checks of `sandbox/posture.rs` plus active probes: network, writes
 //! outside tmpfs, running binaries from /tmp), each printed as PASS or FAIL.
 
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! `kube verdict`: a self-check pod's output (`kubectl logs`, `podman logs`) judged as `doctor`
-//! judges a sandbox: the posture checks of `bridge/posture.rs` and doctor's probes, with three
+//! judges a sandbox: the posture checks of `sandbox/posture.rs` and doctor's probes, with three
 //! things a pod spec cannot say shown as WARN instead of FAIL when the pod lacks them (GUIDE.md,
 //! "Kubernetes"): `noexec` scratch folders, a pids limit the container can see, and no network
 //! interface when a NetworkPolicy refuses every connection instead.

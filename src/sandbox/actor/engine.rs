@@ -4,7 +4,7 @@
 //!
 //! The actor asks it for a new sandbox ([`Engine::start_sandbox`], in `start.rs`), tells it
 //! when a run found the engine lost ([`Engine::note_lost`]), and lets it go at exit
-//! ([`Engine::close`]). Losing the engine (see `bridge/session/engine_loss.rs` for how a session tells)
+//! ([`Engine::close`]). Losing the engine (see `sandbox/session/engine_loss.rs` for how a session tells)
 //! closes the connection; the next sandbox reconnects, and first removes the orphans: this
 //! bridge's containers the lost engine could not remove (`orphans.rs`).
 
