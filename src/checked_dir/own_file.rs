@@ -46,7 +46,7 @@ pub enum FileError {
         me: u32,
     },
     /// Others may write it ([`Keep::Own`]), or read it ([`Keep::Private`]).
-    #[error("others may {what} it (mode {mode:04o})")]
+    #[error("others can {what} it (mode {mode:04o})")]
     Exposed {
         /// Its permission bits.
         mode: u32,
