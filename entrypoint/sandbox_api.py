@@ -1,10 +1,10 @@
 """The `mcp` package that sandbox code imports (GUIDE.md, "Sandbox API"), published as modules that
 live only in sys.modules (no files): `mcp` and `mcp.runtime` (the helpers of runtime.py and the
-exceptions of errors.py), and `mcp.servers.<alias>`, one per server proxy (proxies.py), made when sandbox code first imports
-or reaches it. Before every exec it binds the exec's servers (`mcp_<alias>`, `mcp_servers`) and
-re-publishes the modules, so sandbox code that deletes or replaces them cannot break the next
-call; a server module is checked only while sandbox code uses it, so an exec naming 51 servers
-costs what one naming one does. Owns no I/O."""
+exceptions of errors.py), and `mcp.servers.<alias>`, one per server proxy (proxies.py), made when
+sandbox code first imports or reaches it. Before every exec it binds the exec's servers
+(`mcp_<alias>`, `mcp_servers`) and re-publishes the modules, so sandbox code that deletes or
+replaces them cannot break the next call; a server module is checked only while sandbox code uses
+it, so an exec naming 51 servers costs what one naming one does. Owns no I/O."""
 import builtins
 import importlib.abc
 import importlib.machinery
