@@ -29,7 +29,8 @@
 //!   and consent.
 //! - Leaves: [`report`] (the outcome of one call as data), [`shown`] (untrusted text escaped for
 //!   terminals and logs), [`private_dir`] (folders no other local user can read or swap),
-//!   [`lines`] (newline reassembly of chunked streams, bounded tails).
+//!   [`lines`] (newline reassembly of chunked streams, bounded tails), [`heap`] (the
+//!   allocator's arenas, and freed memory handed back after large messages).
 //!
 //! See ARCHITECTURE.md for the module map and the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]
@@ -41,6 +42,7 @@ pub mod cli;
 pub mod config;
 pub mod container;
 pub mod format;
+pub mod heap;
 pub mod image;
 pub mod lines;
 pub mod outbox;
