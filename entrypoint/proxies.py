@@ -179,7 +179,7 @@ class Registry:
 
     def __init__(self):
         self.proxies = {}
-        self._last = None  # (sorted server names, ServerDict) of the last exec
+        self._last = None  # (sorted server names, ServerDict, the frame's "servers") of the last exec
 
     def load(self, tools, servers=()):
         """The ServerDict for one exec frame: `servers` (the exec's server names) and `tools`
@@ -187,7 +187,11 @@ class Registry:
         or no entry means unchanged since it was last sent). A server loaded without a tool list
         ever announced gets a permissive proxy. Malformed entries are skipped. Only servers in
         `tools` are rebuilt: with none and the same servers as the last exec, this is a copy of
-        the last exec's ServerDict."""
+        the last exec's ServerDict; with none and the very same "servers" list, one list
+        comparison in C decides (no per-server work in Python)."""
+        last = self._last
+        if not tools and last is not None and type(servers) is list and servers == last[2]:
+            return ServerDict(last[1])
         changed, names = {}, set()
         if isinstance(tools, dict):
             for server, entries in tools.items():
@@ -203,8 +207,9 @@ class Registry:
                 names.add(server)
         names.update(changed)
         order = sorted(names)
-        last = self._last
+        given = list(servers) if type(servers) is list else []
         if not changed and last is not None and last[0] == order:
+            self._last = (order, last[1], given)
             return ServerDict(last[1])
         loaded = ServerDict()
         for server in order:
@@ -217,7 +222,7 @@ class Registry:
                 entries = changed[server]
                 proxy._mcp_update(list(entries), entries)
             loaded[server] = proxy
-        self._last = (order, loaded)
+        self._last = (order, loaded, given)
         return ServerDict(loaded)
 
 

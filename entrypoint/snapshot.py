@@ -138,8 +138,18 @@ def _mib(n):
 
 
 def _module_name(value):
+    """The import name of a module to save by name: one in sys.modules, or a server's module
+    (`mcp.servers.<alias>`), which leaves sys.modules between the execs that do not use it and
+    is imported again by that name (sandbox_api.py)."""
     name = getattr(value, "__name__", None)
-    return name if isinstance(name, str) and sys.modules.get(name) is value else None
+    if not isinstance(name, str):
+        return None
+    if sys.modules.get(name) is value:
+        return name
+    spec = getattr(value, "__spec__", None)
+    if name.startswith("mcp.servers.") and getattr(spec, "name", None) == name:
+        return name
+    return None
 
 
 def _pickle_each(items, budget, limit, pickler, plain):

@@ -33,7 +33,8 @@
 //! - Leaves: [`report`] (the outcome of one call as data), [`shown`] (untrusted text escaped for
 //!   terminals and logs), [`checked_dir`] (folders and files no other local user can read or
 //!   swap), [`lines`] (newline reassembly of chunked streams, bounded tails), [`log_limit`]
-//!   (rate-limited log lines), [`ids`] (random ids, SHA-256).
+//!   (rate-limited log lines), [`ids`] (random ids, SHA-256), [`heap`] (the allocator's
+//!   arenas, and freed memory handed back after large messages).
 //!
 //! See ARCHITECTURE.md for the module map and the data flow of one call.
 #![warn(missing_docs, clippy::unwrap_used)]
@@ -46,6 +47,7 @@ pub mod cli;
 pub mod config;
 pub mod container;
 pub mod format;
+pub mod heap;
 pub mod http;
 pub mod ids;
 pub mod image;

@@ -71,6 +71,8 @@ impl LineAssembler {
                         // long line.
                         std::mem::take(&mut self.buf).freeze()
                     };
+                    // Its buffers, freed, would stay with the allocator (`heap`).
+                    crate::heap::note_large(line.len());
                     out.push(FrameEvent::Line(line));
                     chunk = &chunk[i + 1..];
                     continue;
@@ -219,6 +221,23 @@ mod tests {
         let mut out = Vec::new();
         a.push(b"{\"t\":\"res", &mut out);
         assert_eq!(a.pending(), 9);
+    }
+
+    #[test]
+    fn a_large_line_is_noted_for_the_heap_trim_and_a_small_one_is_not() {
+        let mut a = LineAssembler::new(1 << 20);
+        let mut out = Vec::new();
+        let before = crate::heap::noted();
+        a.push(b"short\n", &mut out);
+        let big = vec![b'x'; crate::heap::LARGE];
+        a.push(&big, &mut out);
+        a.push(b"\n", &mut out);
+        let mut whole = big.clone();
+        whole.push(b'\n');
+        a.push(&whole, &mut out);
+        assert_eq!(out.len(), 3);
+        // Other tests may note lines of their own meanwhile: at least these two.
+        assert!(crate::heap::noted() >= before + 2);
     }
 
     #[test]

@@ -140,6 +140,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread: the allocator's arenas (`heap`).
+    mcp_code_bridge::heap::tune();
     let cli = Cli::parse();
     // exec's own failures must not look like the code's (1 = it raised).
     let failure = match cli.command {

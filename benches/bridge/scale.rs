@@ -1,6 +1,6 @@
 //! The scenarios with 50 stub servers of 20 tools each: the bridge's memory (idle, with their
-//! tools indexed, and with all of them loaded), and what naming 50 servers in a run costs next
-//! to naming one.
+//! tools indexed, after the users' sequence of payloads, and with all of them loaded), and what
+//! naming 51 servers in a run costs next to naming one.
 
 use std::time::{Duration, Instant};
 
@@ -34,12 +34,74 @@ fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
 
-/// The bridge's RSS in four states, each a fresh bridge per run (median of the runs): idle
-/// with one server; idle with 50 × 20 configured once their tools are indexed; with all of
-/// them loaded by a run; and after one call to a tool of each.
+/// Payload sizes of the memory sequence: through a proxied tool result and through stdout.
+const PAYLOADS: &[usize] = &[64 << 10, 1 << 20];
+
+/// Times each payload goes each way in the memory sequence.
+const PAYLOAD_REPS: usize = 5;
+
+/// The memory sequence a user's session goes through, as the black-box bench (the official
+/// Python client) drives it, on one bridge with 50 × 20 configured: warm runs, 200 proxied
+/// calls, 64 KiB and 1 MiB payloads through a proxied tool result and through stdout; then
+/// idle, then with all 51 servers loaded. Returns the RSS in KiB (idle before the sequence, idle
+/// after it, loaded, after one call to a tool of each).
+async fn memory_sequence(names: &[&str]) -> [u64; 4] {
+    let work = Workdir::new(SCALE_SERVERS);
+    let b = Bridge::start(&work, &[]).await;
+    indexed(&work, SCALE_SERVERS + 1).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = b.rss_kib().0;
+    for _ in 0..20 {
+        let (out, err) = b.run("print(1)", &[], 60).await;
+        assert!(!err && out.trim() == "1", "warm run: {out}");
+    }
+    let (out, err) = b
+        .run(
+            "for _ in range(200):\n    await mcp_stub.echo(text='x')\nprint(1)",
+            &["stub"],
+            120,
+        )
+        .await;
+    assert!(!err && out.trim() == "1", "200 proxied calls: {out}");
+    for size in PAYLOADS {
+        for _ in 0..PAYLOAD_REPS {
+            let code =
+                format!("r = await mcp_stub.big(bytes={size})\nassert len(r) == {size}\nprint(1)");
+            let (out, err) = b.run(&code, &["stub"], 60).await;
+            assert!(
+                !err && out.trim() == "1",
+                "proxied payload of {size}: {out}"
+            );
+            let (out, err) = b.run(&format!("print('x' * {size})"), &[], 60).await;
+            assert!(!err && out.len() >= 1000, "print of {size}: {out}");
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = b.rss_kib().0;
+    let (out, err) = b.run("print(1)", names, 120).await;
+    assert!(!err && out.trim() == "1", "loading: {out}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let loaded = b.rss_kib().0;
+    let code = format!(
+        "for i in range({SCALE_SERVERS}):\n    await globals()[f'mcp_s{{i:02}}'].tool_0(query='x')\n\
+         print(2)"
+    );
+    let (out, err) = b.run(&code, names, 120).await;
+    assert!(!err && out.trim() == "2", "calling: {out}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let called = b.rss_kib().0;
+    b.stop().await;
+    [before, idle, loaded, called]
+}
+
+/// The bridge's RSS as users measure it: idle with one server; then, on one bridge with
+/// 50 × 20 configured, idle before and after the sequence of [`memory_sequence`], with all of
+/// them loaded, and after one call to a tool of each (median over the runs, a fresh bridge
+/// each). benches/RESULTS.md ("Memory budget") keeps what each feature adds to these rows.
 pub async fn memory(t: &mut Table, quick: bool) {
     let runs = if quick { 1 } else { 3 };
-    let (mut one, mut configured, mut loaded, mut called) = (vec![], vec![], vec![], vec![]);
+    let (mut one, mut before, mut idle, mut loaded, mut called) =
+        (vec![], vec![], vec![], vec![], vec![]);
     let names = all_servers();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     for _ in 0..runs {
@@ -49,45 +111,41 @@ pub async fn memory(t: &mut Table, quick: bool) {
         one.push(mib(b.rss_kib().0));
         b.stop().await;
 
-        let work = Workdir::new(SCALE_SERVERS);
-        let b = Bridge::start(&work, &[]).await;
-        indexed(&work, SCALE_SERVERS + 1).await;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        configured.push(mib(b.rss_kib().0));
-        let (out, err) = b.run("print(1)", &names, 120).await;
-        assert!(!err && out.trim() == "1", "loading: {out}");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        loaded.push(mib(b.rss_kib().0));
-        let code = format!(
-            "for i in range({SCALE_SERVERS}):\n    await globals()[f'mcp_s{{i:02}}'].tool_0(query='x')\n\
-             print(2)"
-        );
-        let (out, err) = b.run(&code, &names, 120).await;
-        assert!(!err && out.trim() == "2", "calling: {out}");
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        called.push(mib(b.rss_kib().0));
-        b.stop().await;
+        let got = memory_sequence(&names).await;
+        for (into, kib) in [&mut before, &mut idle, &mut loaded, &mut called]
+            .into_iter()
+            .zip(got)
+        {
+            into.push(mib(kib));
+        }
     }
+    let sizes = "20 warm runs, 200 proxied calls, 5 x 64 KiB and 5 x 1 MiB each through a \
+                 proxied result and through print";
     let rows = [
         (
             "memory: bridge RSS idle, 1 server (2 s after initialize)",
             one,
-            "goal <= 15 MiB",
+            "goal <= 15 MiB".to_string(),
         ),
         (
             "memory: bridge RSS idle, 50 servers x 20 tools configured and indexed",
-            configured,
-            "goal <= 15 MiB; none loaded",
+            before,
+            "none loaded; before any run".to_string(),
         ),
         (
-            "memory: bridge RSS, 50 servers x 20 tools loaded",
+            "memory: bridge RSS idle after the payloads, 50 x 20 configured",
+            idle,
+            format!("goal <= 15 MiB; {sizes}; 2 s later"),
+        ),
+        (
+            "memory: bridge RSS after the payloads, 50 servers x 20 tools loaded",
             loaded,
-            "goal <= 25 MiB; after run_python naming all",
+            "goal <= 25 MiB; then run_python naming all 51".to_string(),
         ),
         (
             "memory: bridge RSS, 50 x 20 loaded, one call to a tool of each",
             called,
-            "argument checks compiled for 50 tools",
+            "argument checks compiled for 50 tools".to_string(),
         ),
     ];
     for (name, values, note) in rows {

@@ -98,27 +98,51 @@ class ProxyTest(McpCase):
     def test_an_exec_rebuilds_only_the_servers_whose_tools_changed(self):
         # The host sends a server's tool entries once per sandbox (and again when they change):
         # later exec frames name the server in "servers" only. With 50 servers an exec must
-        # then cost what one with a single server does: nothing is rebuilt.
+        # then cost what one with a single server does: nothing is rebuilt, and no server
+        # module is made or checked until sandbox code reaches it.
         names = ["s%02d" % i for i in range(50)]
         self.run_ok("import sys\napi = sys.modules['_mcp_bridge.sandbox_api']\nbuilt = []\n"
                     "real = api.server_module\n"
                     "def counting(alias, proxy):\n    built.append(alias)\n"
                     "    return real(alias, proxy)\n"
-                    "api.server_module = counting", {n: ["t1", "t2"] for n in names})
+                    "api.server_module = counting\n"
+                    "def published():\n"
+                    "    return sorted(n for n in sys.modules if n.startswith('mcp.servers.'))",
+                    {n: ["t1", "t2"] for n in names})
         out = self.run_servers("print(len(built), dir(mcp_s07), sorted(mcp_servers) == %r)\n"
-                               "print(await mcp_s07.t2(x=1))" % names, names, {})
-        self.assertEqual(out.splitlines(), [
-            "0 ['t1', 't2'] True", "{'server': 's07', 'tool': 't2', 'arguments': {'x': 1}}"])
-        out = self.run_servers("print(built, dir(mcp_s03), dir(mcp_s04))", names, {"s03": ["t9"]})
-        self.assertEqual(out.splitlines(), ["['s03'] ['t9'] ['t1', 't2']"])
-        # What sandbox code changes is put back by the next exec, as before.
-        self.run_servers("import mcp.servers.s05 as m, sys\ndel m.t1\nmcp_s06 = None\n"
-                         "del sys.modules['mcp.servers.s08']", names, {})
-        out = self.run_servers("import mcp.servers.s05 as m, mcp.servers.s08 as n\n"
-                               "print(m.__all__, hasattr(m, 't1'), mcp_s06, n.__all__)",
+                               "print(await mcp_s07.t2(x=1))\nprint(published())" % names,
                                names, {})
         self.assertEqual(out.splitlines(), [
-            "['t1', 't2'] True <MCP server 's06' (mcp_s06): 2 tools: t1, t2> ['t1', 't2']"])
+            "0 ['t1', 't2'] True", "{'server': 's07', 'tool': 't2', 'arguments': {'x': 1}}",
+            "[]"])
+        out = self.run_servers("import mcp.servers.s03 as m3\nfrom mcp.servers import s04 as m4\n"
+                               "print(built, published(), m3.__all__)", names, {})
+        self.assertEqual(out.splitlines(), [
+            "['s03', 's04'] ['mcp.servers.s03', 'mcp.servers.s04'] ['t1', 't2']"])
+        # A changed tool list rebuilds that server's module (the one sandbox code holds too),
+        # and only that one.
+        out = self.run_servers("print(built, dir(mcp_s03), dir(mcp_s04), m3.__all__, m4.__all__)"
+                               "\nimport mcp.servers.s03 as again\nprint(again is m3)",
+                               names, {"s03": ["t9"]})
+        self.assertEqual(out.splitlines(), [
+            "['s03', 's04', 's03'] ['t9'] ['t1', 't2'] ['t9'] ['t1', 't2']", "True"])
+        # What sandbox code changes is put back by the next exec, as before.
+        self.run_servers("import mcp.servers.s05 as m, mcp.servers.s08, mcp.servers, sys\n"
+                         "del m.t1\n"
+                         "mcp_s06 = None\nmcp.servers.s07 = 'mine'\ndel mcp.servers.s03\n"
+                         "del sys.modules['mcp.servers.s08']", names, {})
+        out = self.run_servers("import mcp.servers.s05 as m, mcp.servers.s08 as n, mcp.servers\n"
+                               "print(m.__all__, hasattr(m, 't1'), mcp_s06, n.__all__)\n"
+                               "print(mcp.servers.s07.__all__, mcp.servers.s03 is m3)",
+                               names, {})
+        self.assertEqual(out.splitlines(), [
+            "['t1', 't2'] True <MCP server 's06' (mcp_s06): 2 tools: t1, t2> ['t1', 't2']",
+            "['t1', 't2'] True"])
+        # A server the exec does not name: its module leaves sys.modules (nothing to check)
+        # and comes back when imported.
+        out = self.run_servers("print(published())\nimport mcp.servers.s05 as m\n"
+                               "print(m.__all__, published())", names[:1], {})
+        self.assertEqual(out.splitlines(), ["[]", "['t1', 't2'] ['mcp.servers.s05']"])
 
     def test_keyword_and_dict_arguments(self):
         out, host = self.run_ok(

@@ -121,6 +121,28 @@ class RegistryTest(unittest.TestCase):
         # A new sandbox (a new registry) that is not sent a server's tools stays permissive.
         self.assertIn("not announced", repr(proxies.Registry().load({}, ["a"])["a"]))
 
+    def test_the_same_servers_again_skip_the_per_server_work_until_something_changes(self):
+        reg = proxies.Registry()
+        names = ["s%02d" % i for i in range(50)]
+        first = reg.load({n: ["t"] for n in names}, list(names))
+        # The same "servers" and no tools: not one name is looked at in Python.
+        with mock.patch.object(proxies, "sorted", create=True,
+                               side_effect=AssertionError("per-server work")):
+            same = reg.load({}, list(names))
+        self.assertEqual(same, first)
+        self.assertIsNot(same, first)
+        # A changed tool list, another order, or a server more or less is seen.
+        self.assertEqual(dir(reg.load({"s03": ["u"]}, list(names))["s03"]), ["u"])
+        self.assertEqual(dir(reg.load({}, list(names))["s03"]), ["u"])
+        self.assertEqual(list(reg.load({}, names[::-1])), names)
+        self.assertEqual(list(reg.load({}, names[:2])), names[:2])
+        self.assertEqual(list(reg.load({}, names[:2] + ["new"])), ["new"] + names[:2])
+        self.assertIn("not announced", repr(reg.load({}, names[:2] + ["new"])["new"]))
+        given = list(names[:1])
+        reg.load({}, given)
+        given.append("s01")  # the caller's list changing later does not fool the next exec
+        self.assertEqual(list(reg.load({}, list(names[:2]))), names[:2])
+
     def test_by_alias_first_sorted_name_wins(self):
         loaded = proxies.Registry().load({"my.server": [], "my-server": [], "z": []})
         aliased = proxies.by_alias(loaded)

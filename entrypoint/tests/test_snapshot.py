@@ -1,6 +1,7 @@
 """The namespace snapshot (snapshot.py): what is saved and how it comes back, with cloudpickle and
 with the standard pickle only, the size limit, and what cannot come back and why."""
 import builtins
+import importlib.machinery
 import importlib.util
 import sys
 import threading
@@ -116,6 +117,18 @@ class WithTheStandardPickleTest(unittest.TestCase):
         self.assertIn("needs cloudpickle", failed["Point"])
         self.assertIn("p", failed)  # its class cannot be found without cloudpickle
         self.assertIn("the same object as p", failed["also_p"])
+
+    def test_a_server_module_out_of_sys_modules_is_saved_by_its_name(self):
+        # sandbox_api withdraws `mcp.servers.<alias>` from sys.modules between the execs that
+        # do not use it; a name bound to it is still saved as the module, not pickled.
+        mod = types.ModuleType("mcp.servers.gh")
+        mod.__spec__ = importlib.machinery.ModuleSpec("mcp.servers.gh", None)
+        mod.lock = threading.Lock()  # pickled by value it would fail
+        ns, names, failed, _ = save_and_restore(
+            "x = 1", before=lambda ns: ns.update(gh=mod))
+        self.assertIn("gh", failed)  # no such module to import in this test process
+        self.assertIn("ModuleNotFoundError", failed["gh"])
+        self.assertNotIn("pickle", failed["gh"])
 
     def test_the_fallback_is_used_when_cloudpickle_cannot_be_imported(self):
         saved = sys.modules.get("cloudpickle")
