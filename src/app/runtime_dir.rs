@@ -70,7 +70,7 @@ pub fn choose(named: &Path, state: &CheckedDir) -> Result<PathBuf, DirError> {
         .rand_bytes(RANDOM_CHARS)
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir_in(base)
-        .map_err(|err| io_error("making a private folder in", base, err))?
+        .map_err(|err| DirError::io("making a private folder in", base, err))?
         .keep();
     CheckedDir::open(&fresh, Access::Private, FIX_RUNTIME)?;
     write_record(state, &fresh)?;
@@ -122,7 +122,7 @@ fn read_record(state: &CheckedDir, base: &Path, prefix: &OsStr) -> Option<PathBu
 /// Records `folder` in the state folder (written whole, then renamed over the record).
 fn write_record(state: &CheckedDir, folder: &Path) -> Result<(), DirError> {
     let record = state.join(RECORD);
-    let failed = |err| io_error("recording the runtime folder in", &record, err);
+    let failed = |err| DirError::io("recording the runtime folder in", &record, err);
     match state.remove_file(RECORD_NEW) {
         Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(failed(err)),
         _ => {}
@@ -147,7 +147,7 @@ impl Lock {
         let path = state.join(LOCK);
         let file = state
             .open_file(LOCK, libc::O_RDWR | libc::O_CREAT, 0o600)
-            .map_err(|err| io_error("opening", &path, err))?;
+            .map_err(|err| DirError::io("opening", &path, err))?;
         let began = std::time::Instant::now();
         loop {
             // SAFETY: flock(2) on a descriptor this function owns; no memory is passed.
@@ -158,18 +158,10 @@ impl Lock {
             let busy =
                 err.kind() == io::ErrorKind::WouldBlock || err.kind() == io::ErrorKind::Interrupted;
             if !busy || began.elapsed() > LOCK_WAIT {
-                return Err(io_error("locking", &path, err));
+                return Err(DirError::io("locking", &path, err));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-    }
-}
-
-fn io_error(about: &'static str, path: &Path, err: io::Error) -> DirError {
-    DirError::Io {
-        about,
-        path: path.to_path_buf(),
-        err,
     }
 }
 

@@ -94,6 +94,15 @@ pub enum DirError {
 }
 
 impl DirError {
+    /// An I/O failure `about` (a verb: "opening") `path`.
+    pub fn io(about: &'static str, path: &std::path::Path, err: std::io::Error) -> Self {
+        DirError::Io {
+            about,
+            path: path.to_path_buf(),
+            err,
+        }
+    }
+
     /// As an `io::Error` (kind `PermissionDenied` for a refused folder), for callers whose
     /// errors are I/O errors; the `DirError` stays reachable through `get_ref`.
     pub fn into_io(self) -> std::io::Error {

@@ -87,7 +87,7 @@ impl CheckedDir {
         match sys::mkdir_at(self.dir.as_fd(), OsStr::new(name), 0o700) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(err) => return Err(io_error("creating", &path, err)),
+            Err(err) => return Err(DirError::io("creating", &path, err)),
         }
         let dir = self.open_sub(name, &path, fix)?;
         check(&dir, &path, access, sys::euid(), fix)?;
@@ -112,11 +112,11 @@ impl CheckedDir {
         );
         let path = self.join_checked(name)?;
         sys::mkdir_at(self.dir.as_fd(), OsStr::new(name), 0o700)
-            .map_err(|err| io_error("creating", &path, err))?;
+            .map_err(|err| DirError::io("creating", &path, err))?;
         let dir = self.open_sub(name, &path, fix)?;
         check(&dir, &path, Access::Shared, sys::euid(), fix)?;
         dir.set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(|err| io_error("setting the mode of", &path, err))?;
+            .map_err(|err| DirError::io("setting the mode of", &path, err))?;
         Ok(CheckedDir { dir, path })
     }
 
@@ -184,7 +184,11 @@ impl CheckedDir {
         let path = self.path.join(name);
         if name.is_empty() || name == "." || name == ".." || name.contains('/') {
             let err = io::Error::from(io::ErrorKind::InvalidInput);
-            return Err(io_error("a single folder name is needed for", &path, err));
+            return Err(DirError::io(
+                "a single folder name is needed for",
+                &path,
+                err,
+            ));
         }
         Ok(path)
     }
@@ -199,7 +203,7 @@ impl CheckedDir {
                     kind: sys::kind(st.st_mode),
                     fix,
                 }),
-                _ => Err(io_error("opening", path, err)),
+                _ => Err(DirError::io("opening", path, err)),
             },
         }
     }
@@ -213,7 +217,7 @@ fn check(
     me: u32,
     fix: &'static str,
 ) -> Result<(), DirError> {
-    let st = sys::fstat(dir.as_fd()).map_err(|err| io_error("checking", path, err))?;
+    let st = sys::fstat(dir.as_fd()).map_err(|err| DirError::io("checking", path, err))?;
     let (owner, mode) = (st.st_uid, st.st_mode & 0o7777);
     if owner != me {
         return Err(DirError::NotOwned {
@@ -237,18 +241,10 @@ fn check(
     if access == Access::Private && mode & 0o077 != 0 {
         // Nobody else could write in it, so nothing in it is theirs: close it to them.
         dir.set_permissions(std::fs::Permissions::from_mode(mode & !0o077))
-            .map_err(|err| io_error("removing others' access to", path, err))?;
+            .map_err(|err| DirError::io("removing others' access to", path, err))?;
         tracing::info!(folder = %crate::shown::ShownPath(path), "made a private folder 0700");
     }
     Ok(())
-}
-
-fn io_error(about: &'static str, path: &Path, err: io::Error) -> DirError {
-    DirError::Io {
-        about,
-        path: path.to_path_buf(),
-        err,
-    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ use tokio::time::Instant;
 
 use super::handle;
 use super::pool::{Pooled, WarmPool};
+use super::room::{lru_idle, sleepers_past, Standing};
 use crate::app::{MadeSandbox, SandboxMaker};
 use crate::calls::Caller;
 use crate::config::ServeSettings;
@@ -283,14 +284,6 @@ struct Room {
     forgotten: Vec<Slot>,
 }
 
-/// What the limits read of a slot (a trait, so that the choices are tested without sandboxes).
-trait Standing {
-    fn token(&self) -> &Arc<str>;
-    fn last_used(&self) -> Instant;
-    fn busy(&self) -> usize;
-    fn awake(&self) -> bool;
-}
-
 impl Standing for Slot {
     fn token(&self) -> &Arc<str> {
         &self.token
@@ -304,49 +297,6 @@ impl Standing for Slot {
     fn awake(&self) -> bool {
         self.awake
     }
-}
-
-/// The least recently used awake slot with no run in flight (of `token`, or of anyone).
-fn lru_idle<S: Standing>(slots: &HashMap<Key, S>, token: Option<&Arc<str>>) -> Option<Key> {
-    slots
-        .iter()
-        .filter(|(_, s)| s.awake() && s.busy() == 0 && token.is_none_or(|t| s.token() == t))
-        .min_by_key(|(_, s)| s.last_used())
-        .map(|(k, _)| k.clone())
-}
-
-/// The sleeping slots to forget, least recently used first: those of `token` past
-/// `per_token`, then those of anyone past `total`; `keep` (the one waking) aside.
-fn sleepers_past<S: Standing>(
-    slots: &HashMap<Key, S>,
-    token: &Arc<str>,
-    keep: &Key,
-    per_token: usize,
-    total: usize,
-) -> Vec<Key> {
-    let mut gone: Vec<Key> = Vec::new();
-    for mine_only in [true, false] {
-        let cap = if mine_only { per_token } else { total };
-        let mut sleeping: Vec<(Instant, &Key)> = slots
-            .iter()
-            .filter(|(k, s)| {
-                *k != keep && !s.awake() && (!mine_only || s.token() == token) && !gone.contains(k)
-            })
-            .map(|(k, s)| (s.last_used(), k))
-            .collect();
-        if sleeping.len() <= cap {
-            continue;
-        }
-        sleeping.sort_by_key(|(t, _)| *t);
-        let excess = sleeping.len() - cap;
-        let oldest: Vec<Key> = sleeping
-            .into_iter()
-            .take(excess)
-            .map(|(_, k)| k.clone())
-            .collect();
-        gone.extend(oldest);
-    }
-    gone
 }
 
 /// Puts the least recently used idle awake sandbox (of `token`, or of anyone) to sleep; false
@@ -527,87 +477,5 @@ impl SandboxRouter for Arc<Hub> {
         if let Some(slot) = gone {
             self.end(vec![slot]);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    struct Fake {
-        token: Arc<str>,
-        last_used: Instant,
-        busy: usize,
-        awake: bool,
-    }
-
-    impl Standing for Fake {
-        fn token(&self) -> &Arc<str> {
-            &self.token
-        }
-        fn last_used(&self) -> Instant {
-            self.last_used
-        }
-        fn busy(&self) -> usize {
-            self.busy
-        }
-        fn awake(&self) -> bool {
-            self.awake
-        }
-    }
-
-    fn slots(spec: &[(&str, &str, u64, usize, bool)]) -> HashMap<Key, Fake> {
-        let t0 = Instant::now();
-        spec.iter()
-            .map(|&(key, token, age, busy, awake)| {
-                let fake = Fake {
-                    token: Arc::from(token),
-                    last_used: t0 + Duration::from_secs(100 - age),
-                    busy,
-                    awake,
-                };
-                (Key::Handle(key.into()), fake)
-            })
-            .collect()
-    }
-
-    fn key(k: &str) -> Key {
-        Key::Handle(k.into())
-    }
-
-    #[test]
-    fn the_least_recently_used_idle_awake_slot_is_chosen() {
-        let a: Arc<str> = Arc::from("a");
-        let s = slots(&[
-            ("old-busy", "a", 50, 1, true),
-            ("old-asleep", "a", 40, 0, false),
-            ("mid", "a", 30, 0, true),
-            ("new", "a", 10, 0, true),
-            ("b-oldest", "b", 60, 0, true),
-        ]);
-        assert_eq!(lru_idle(&s, Some(&a)), Some(key("mid")));
-        assert_eq!(lru_idle(&s, None), Some(key("b-oldest")));
-        let busy = slots(&[("x", "a", 5, 1, true), ("y", "a", 5, 2, true)]);
-        assert_eq!(lru_idle(&busy, None), None, "every one runs code");
-    }
-
-    #[test]
-    fn sleepers_are_bounded_per_token_then_in_total() {
-        let a: Arc<str> = Arc::from("a");
-        let s = slots(&[
-            ("a1", "a", 50, 0, false),
-            ("a2", "a", 40, 0, false),
-            ("a3", "a", 30, 0, false),
-            ("b1", "b", 60, 0, false),
-            ("b2", "b", 20, 0, false),
-            ("awake", "a", 90, 0, true),
-        ]);
-        // a keeps 2 sleeping: its oldest goes; then 3 in all: b's oldest goes.
-        let mut gone = sleepers_past(&s, &a, &key("none"), 2, 3);
-        gone.sort_by_key(|k| format!("{k:?}"));
-        assert_eq!(gone, vec![key("a1"), key("b1")]);
-        // The one waking is never chosen.
-        assert_eq!(sleepers_past(&s, &a, &key("a1"), 1, 10), vec![key("a2")]);
-        assert!(sleepers_past(&s, &a, &key("none"), 8, 8).is_empty());
     }
 }

@@ -16,6 +16,7 @@ mod listen;
 mod origin;
 mod peer;
 mod pool;
+mod room;
 mod sessions;
 mod sock_diag;
 mod tokens;
