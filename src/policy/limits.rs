@@ -18,6 +18,7 @@ use tokio::time::Instant;
 use crate::calls::{CallContext, ErrorKind, Tally};
 use crate::config::{LimitOverrides, Limits as LimitSettings};
 
+use super::bucket::Bucket;
 use super::decision::{Decision, Verdict};
 use super::reserve::{room, Reservation, Room};
 
@@ -50,46 +51,6 @@ pub struct Limits {
 struct BucketKey {
     token: Option<String>,
     server: String,
-}
-
-/// A token bucket: `per_minute` tokens at most, refilled at `per_minute` a minute.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    per_minute: u64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl Bucket {
-    fn full(per_minute: u64, now: Instant) -> Self {
-        Bucket {
-            per_minute,
-            tokens: per_minute as f64,
-            at: now,
-        }
-    }
-
-    /// Whether the bucket has refilled to the brim by `now` (then it is the same as a new one).
-    fn is_full(&self, now: Instant) -> bool {
-        let cap = self.per_minute as f64;
-        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.tokens + elapsed * cap / 60.0 >= cap
-    }
-
-    /// Takes one token; when there is none, the wait until there is one.
-    fn take(&mut self, now: Instant) -> Result<(), std::time::Duration> {
-        let cap = self.per_minute as f64;
-        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * cap / 60.0).min(cap);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Ok(())
-        } else {
-            let secs = (1.0 - self.tokens) * 60.0 / cap;
-            Err(std::time::Duration::from_secs_f64(secs))
-        }
-    }
 }
 
 /// One limit in force: its value and where it was set.

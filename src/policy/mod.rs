@@ -29,6 +29,7 @@ use crate::ids::sha256_hex;
 use crate::report::RunReport;
 
 mod approval;
+mod bucket;
 mod decision;
 mod fold;
 mod limits;
