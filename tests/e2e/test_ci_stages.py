@@ -18,6 +18,11 @@ pytestmark = pytest.mark.host_only  # shell scripts on the host: no engine invol
 STAGES = Path(__file__).resolve().parents[2] / ".ci" / "stages.sh"
 
 
+# The scripts here own their tables: run under .ci/run, the caller's table file (MCB_STAGE_TIMES)
+# must not reach them, or their rows would land in CI's own table.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "MCB_STAGE_TIMES"}
+
+
 def _script(tmp_path: Path, name: str, prefix: str, body: str) -> Path:
     p = tmp_path / name
     p.write_text(f"set -euo pipefail\n. '{STAGES}'\nstages_init '{prefix}'\n{body}\n")
@@ -37,7 +42,7 @@ def _rows(stdout: str) -> list[tuple[int, str, str]]:
 
 def test_every_stage_has_its_time_and_a_failed_stage_its_exit_code(tmp_path):
     s = _script(tmp_path, "ci.sh", "", 'stage "first"\nsleep 1\nstage "second"\nfalse\nstage "never"\n')
-    out = subprocess.run(["bash", str(s)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["bash", str(s)], capture_output=True, text=True, timeout=60, env=CLEAN_ENV)
     assert out.returncode == 1, out
     assert "== first\n== second\n" in out.stdout, out.stdout
     rows = _rows(out.stdout)
@@ -55,7 +60,7 @@ def test_a_nested_script_adds_its_rows_to_the_callers_table(tmp_path):
         tmp_path, "outer.sh", "",
         f'stage "setup"\ntrue\nstage_end\nbash {inner} || echo "inner exited $?"\nstage "packaging"\ntrue\nstage_end\n',
     )
-    out = subprocess.run(["bash", str(outer)], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(["bash", str(outer)], capture_output=True, text=True, timeout=60, env=CLEAN_ENV)
     assert out.returncode == 0, out
     assert out.stdout.count("== stage times") == 1, out.stdout  # the caller's table only
     assert "inner exited 3" in out.stdout, out.stdout
@@ -70,7 +75,9 @@ def test_a_nested_script_adds_its_rows_to_the_callers_table(tmp_path):
 
 def test_a_signal_still_prints_the_table(tmp_path):
     s = _script(tmp_path, "ci.sh", "", 'stage "long"\necho started\nsleep 30 >/dev/null & wait\n')
-    p = subprocess.Popen(["bash", str(s)], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        ["bash", str(s)], stdout=subprocess.PIPE, text=True, start_new_session=True, env=CLEAN_ENV
+    )
     try:
         assert p.stdout is not None
         assert p.stdout.readline() == "== long\n"
