@@ -113,22 +113,40 @@ pub enum ExecTools<'a> {
     Listed(&'a RawValue),
 }
 
+/// What a sandbox was sent of the loaded servers' tools so far (one per session; a new sandbox
+/// starts with none).
+#[derive(Debug, Default)]
+pub struct SentTools {
+    /// Per server, the entries last sent.
+    by_server: HashMap<String, Arc<RawValue>>,
+    /// The whole `LoadedTools` of the last exec: the same one again has nothing new.
+    last: Option<LoadedTools>,
+}
+
 impl<'a> ExecTools<'a> {
     /// The exec frame's `tools` for `loaded`: the entries of each server whose tool list `sent`
     /// (what this sandbox was sent so far, updated here) does not hold yet. A server it holds
     /// is left out, so an exec naming many servers costs what one naming few does; the
-    /// sandbox keeps what it was sent. A new sandbox starts with an empty `sent`, so it gets
-    /// every entry.
+    /// sandbox keeps what it was sent. The very `LoadedTools` of the last exec (the backend
+    /// hands it again while nothing changed) is not looked through at all. A new sandbox
+    /// starts with an empty `sent`, so it gets every entry.
     pub fn for_exec(
-        sent: &mut HashMap<String, Arc<RawValue>>,
+        sent: &mut SentTools,
         loaded: &'a LoadedTools,
     ) -> BTreeMap<&'a str, ExecTools<'a>> {
+        if sent.last.as_ref().is_some_and(|l| Arc::ptr_eq(l, loaded)) {
+            return BTreeMap::new();
+        }
+        sent.last = Some(loaded.clone());
         loaded
             .iter()
             .filter(|(server, entries)| {
-                let same = sent.get(*server).is_some_and(|s| Arc::ptr_eq(s, entries));
+                let same = sent
+                    .by_server
+                    .get(*server)
+                    .is_some_and(|s| Arc::ptr_eq(s, entries));
                 if !same {
-                    sent.insert((*server).clone(), (*entries).clone());
+                    sent.by_server.insert((*server).clone(), (*entries).clone());
                 }
                 !same
             })
@@ -155,8 +173,8 @@ mod tests {
     fn a_servers_tools_are_sent_once_then_left_out_while_unchanged() {
         let entries: Arc<RawValue> =
             Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json"));
-        let loaded: LoadedTools = [("gh".to_string(), entries.clone())].into();
-        let mut sent = HashMap::new();
+        let loaded: LoadedTools = Arc::new([("gh".to_string(), entries.clone())].into());
+        let mut sent = SentTools::default();
         fn line(tools: &BTreeMap<&str, ExecTools<'_>>) -> Value {
             let frame = Outbound::Exec {
                 id: 1,
@@ -175,15 +193,17 @@ mod tests {
         assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), Value::Null);
         // A sandbox after a restart (an empty `sent`) gets the entries again.
         assert_eq!(
-            line(&ExecTools::for_exec(&mut HashMap::new(), &loaded)),
+            line(&ExecTools::for_exec(&mut SentTools::default(), &loaded)),
             json!([{"name": "echo"}])
         );
         // A new tool list (another Arc) is sent again.
-        let changed: LoadedTools = [(
-            "gh".to_string(),
-            Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json")),
-        )]
-        .into();
+        let changed: LoadedTools = Arc::new(
+            [(
+                "gh".to_string(),
+                Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json")),
+            )]
+            .into(),
+        );
         assert_eq!(
             line(&ExecTools::for_exec(&mut sent, &changed)),
             json!([{"name": "echo"}])
