@@ -39,7 +39,7 @@ use super::channel::ChannelListener;
 use super::error::{explain_exit, BridgeError};
 use super::posture::Expected;
 use super::progress::Progress;
-use super::protocol::{ExecTools, Outbound, RestoredFrame, ResultFrame, SentTools};
+use super::protocol::{ExecServers, ExecTools, Outbound, RestoredFrame, ResultFrame, SentTools};
 use crate::calls::LoadedTools;
 use crate::container::{ContainerRuntime, SandboxSpec};
 use crate::outbox::{CellFiles, Outbox};
@@ -206,7 +206,7 @@ impl Session {
             Outbound::Exec {
                 id,
                 code,
-                servers: &servers,
+                servers: ExecServers::for_exec(&mut sent, &servers),
                 tools: &frame_tools,
                 output_limit,
             }
