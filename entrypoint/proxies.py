@@ -180,6 +180,7 @@ class Registry:
     def __init__(self):
         self.proxies = {}
         self._last = None  # (sorted server names, ServerDict, the frame's "servers") of the last exec
+        self._given = []  # the last exec frame's "servers" list (what `true` stands for)
 
     def load(self, tools, servers=()):
         """The ServerDict for one exec frame: `servers` (the exec's server names) and `tools`
@@ -188,7 +189,12 @@ class Registry:
         ever announced gets a permissive proxy. Malformed entries are skipped. Only servers in
         `tools` are rebuilt: with none and the same servers as the last exec, this is a copy of
         the last exec's ServerDict; with none and the very same "servers" list, one list
-        comparison in C decides (no per-server work in Python)."""
+        comparison in C decides (no per-server work in Python). `servers` is `true` when the
+        host sends the same list as in the last exec frame (not sent again)."""
+        if servers is True:
+            servers = self._given
+        else:
+            self._given = servers
         last = self._last
         if not tools and last is not None and type(servers) is list and servers == last[2]:
             return ServerDict(last[1])

@@ -41,7 +41,7 @@ impl HostCalls for Hanging {
         _scope: &mcp_code_bridge::calls::RunScope,
         _deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
-        Ok(LoadedTools::new())
+        Ok(LoadedTools::default())
     }
 
     async fn call(&self, _ctx: &CallContext, _call: BackendCall) -> Result<Value, CallError> {

@@ -402,3 +402,67 @@ async fn failures_read_the_same_on_the_lane_and_on_rmcps_path() {
     let (lane, rmcp) = (failures_on(true).await, failures_on(false).await);
     assert_eq!(lane, rmcp);
 }
+
+/// A run naming the same servers as the last one, for the same client, with no tool list
+/// changed, gets the very same loaded tools (nothing is built per server); a changed tool list,
+/// other servers or another client get a fresh answer that shows the change.
+#[tokio::test]
+async fn a_load_is_handed_back_while_nothing_changed() {
+    use mcp_code_bridge::calls::{Caller, HostCalls, RunScope};
+    use mcp_code_bridge::upstream::UpstreamHostCalls;
+
+    let d = tempfile::tempdir().expect("tempdir");
+    let count = d.path().join("extra-tools");
+    std::fs::write(&count, "0").expect("write");
+    let env = [("STUB_EXTRA_TOOLS_FILE", count.display().to_string())];
+    let p = Arc::new(pool(
+        vec![stub("a", &[], &env), stub("b", &[], &[])],
+        d.path(),
+    ));
+    let host = UpstreamHostCalls::new(p.clone());
+    let both = vec!["a".to_string(), "b".to_string()];
+    let scope = RunScope::plain("test");
+    let first = host.load(&both, &scope, soon(20)).await.expect("load");
+    let again = host.load(&both, &scope, soon(20)).await.expect("load");
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "the same servers, nothing changed"
+    );
+    assert!(!first["a"].get().contains("tool_0"));
+
+    // Other servers, then the first ones again: each a fresh answer.
+    let one = host.load(&both[..1], &scope, soon(20)).await.expect("load");
+    assert_eq!(one.keys().collect::<Vec<_>>(), ["a"]);
+    let back = host.load(&both, &scope, soon(20)).await.expect("load");
+    assert!(!Arc::ptr_eq(&first, &back));
+    let text = |l: &mcp_code_bridge::calls::LoadedTools| {
+        l.iter()
+            .map(|(k, v)| format!("{k}={}", v.get()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(text(&first), text(&back));
+
+    // Another client.
+    let other = RunScope::new("x", None, None).with_caller(Some(Arc::new(Caller {
+        token: "t".into(),
+        sandbox: "s2".into(),
+    })));
+    let theirs = host.load(&both, &other, soon(20)).await.expect("load");
+    assert!(!Arc::ptr_eq(&back, &theirs));
+
+    // Server a comes back with another tool list: the next load shows it.
+    let mine = host.load(&both, &scope, soon(20)).await.expect("load");
+    std::fs::write(&count, "1").expect("write");
+    let up = p.get("a").expect("configured").clone();
+    up.call("crash", obj(json!({})), soon(10))
+        .await
+        .expect_err("crash");
+    let changed = host.load(&both, &scope, soon(20)).await.expect("load");
+    assert!(!Arc::ptr_eq(&mine, &changed));
+    assert!(changed["a"].get().contains("tool_0"), "{}", changed["a"]);
+    assert!(
+        Arc::ptr_eq(&mine["b"], &changed["b"]),
+        "b's entries are kept"
+    );
+    p.shutdown().await;
+}

@@ -47,7 +47,7 @@ impl HostCalls for Instant0 {
         _: &RunScope,
         _: TokioInstant,
     ) -> Result<LoadedTools, LoadError> {
-        Ok(LoadedTools::new())
+        Ok(LoadedTools::default())
     }
 
     async fn call(&self, _: &CallContext, _: BackendCall) -> Result<Value, CallError> {

@@ -223,6 +223,35 @@ pub async fn scale(t: &mut Table, quick: bool) {
             "first run after the server list changed",
         );
     }
+    // The share of the request itself: the same call refused at the argument check (timeout 0,
+    // after `servers` was read), so the 51 names cross the client, rmcp and `parse_args` only.
+    let (mut many, mut few) = (Vec::new(), Vec::new());
+    for _ in 0..blocks {
+        for (servers, into) in [(&all[..], &mut many), (one, &mut few)] {
+            for _ in 0..runs / blocks {
+                let s = Instant::now();
+                let (out, err) = b.run("print(1)", servers, 0).await;
+                into.push(s.elapsed());
+                assert!(err && out.contains("'timeout'"), "{out}");
+            }
+        }
+    }
+    let (m, f) = (summarize(&ms(&many)), summarize(&ms(&few)));
+    t.add(
+        "run_python refused at the argument check, naming 51 servers",
+        "ms",
+        m,
+        format!(
+            "{:.1} µs more than naming 1: the request's share",
+            (m.median - f.median) * 1e3
+        ),
+    );
+    t.add(
+        "run_python refused at the argument check, naming 1 server",
+        "ms",
+        f,
+        "",
+    );
     let pid = b.pid;
     let s = Instant::now();
     b.stop().await;

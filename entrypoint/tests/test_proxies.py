@@ -121,6 +121,16 @@ class RegistryTest(unittest.TestCase):
         # A new sandbox (a new registry) that is not sent a server's tools stays permissive.
         self.assertIn("not announced", repr(proxies.Registry().load({}, ["a"])["a"]))
 
+    def test_true_for_servers_means_the_last_frames_list(self):
+        reg = proxies.Registry()
+        self.assertEqual(list(reg.load({"b": ["u"], "a": ["t"]}, ["b", "a"])), ["a", "b"])
+        self.assertEqual(list(reg.load({}, True)), ["a", "b"])
+        self.assertEqual(list(reg.load({"c": ["v"]}, True)), ["a", "b", "c"])
+        self.assertEqual(list(reg.load({}, ["a"])), ["a"])
+        self.assertEqual(list(reg.load({}, True)), ["a"])
+        # A new sandbox was never sent a list: `true` names none.
+        self.assertEqual(list(proxies.Registry().load({}, True)), [])
+
     def test_the_same_servers_again_skip_the_per_server_work_until_something_changes(self):
         reg = proxies.Registry()
         names = ["s%02d" % i for i in range(50)]

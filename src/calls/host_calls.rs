@@ -82,7 +82,7 @@ impl HostCalls for NoHostCalls {
         _deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
         match servers.first() {
-            None => Ok(LoadedTools::new()),
+            None => Ok(LoadedTools::default()),
             Some(s) => Err(LoadError::NoServers { server: s.clone() }),
         }
     }

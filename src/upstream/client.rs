@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, Tool};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -143,6 +143,15 @@ impl Upstream {
     /// The connection if it is up, without starting anything or waiting for a start.
     pub fn live_now(&self) -> Option<Live> {
         self.live_arc().map(|l| (*l).clone())
+    }
+
+    /// The tool list of the connection if it is up: [`Upstream::live_now`] without copying the
+    /// connection's handles (the warm path of every run's load, once per named server).
+    pub fn live_tools(&self) -> Option<Arc<Vec<Tool>>> {
+        match &*self.status.lock().expect("status lock") {
+            Status::Live(l) if !l.is_closed() => Some(l.tools.clone()),
+            _ => None,
+        }
     }
 
     /// `idle`, `running`, `failed`, `closed` or `not approved`: for listings. A server being

@@ -220,6 +220,21 @@ impl UpstreamPool {
         caller: Option<&Caller>,
         deadline: Instant,
     ) -> Result<BTreeMap<String, Arc<Vec<Tool>>>, UpstreamError> {
+        let lists = self.load_lists(names, caller, deadline).await?;
+        Ok(names.iter().cloned().zip(lists).collect())
+    }
+
+    /// [`UpstreamPool::load_for`] as a list: the tool list of each of `names`, in their order
+    /// (a name given twice has its list twice). Makes no map and copies no name.
+    ///
+    /// # Errors
+    /// The first server that is unknown, fails to start, or cannot have a process for `caller`.
+    pub async fn load_lists(
+        &self,
+        names: &[String],
+        caller: Option<&Caller>,
+        deadline: Instant,
+    ) -> Result<Vec<Arc<Vec<Tool>>>, UpstreamError> {
         let ups: Vec<Result<Arc<Upstream>, UpstreamError>> =
             names.iter().map(|n| self.upstream(n, caller)).collect();
         let mut found: Vec<Option<Result<Arc<Vec<Tool>>, UpstreamError>>> = ups
@@ -240,12 +255,10 @@ impl UpstreamPool {
                 found[i] = Some(r.map(|live| live.tools));
             }
         }
-        let mut out = BTreeMap::new();
-        for (name, r) in names.iter().zip(found) {
-            let tools = r.expect("every name was looked up or connected")?;
-            out.insert(name.clone(), tools);
-        }
-        Ok(out)
+        found
+            .into_iter()
+            .map(|r| r.expect("every name was looked up or connected"))
+            .collect()
     }
 
     /// The tools of `up` when it is connected and its cache entry is that list; `None` when
@@ -256,9 +269,9 @@ impl UpstreamPool {
         if !up.spec.consent.permits() {
             return None;
         }
-        let live = up.live_now()?;
+        let live = up.live_tools()?;
         let cached = self.cache.get(&up.spec)?;
-        Arc::ptr_eq(&cached, &live.tools).then_some(live.tools)
+        Arc::ptr_eq(&cached, &live).then_some(live)
     }
 
     /// The tools of `name`: live if connected, else cached, else by starting it.

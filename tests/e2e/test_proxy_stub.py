@@ -172,6 +172,19 @@ print(json.dumps(out))
     _assert_alive(sb)
 
 
+def test_runs_naming_the_servers_of_the_run_before_see_exactly_those(sb):
+    # The exec frame sends `true` for the list of the last exec frame; a new sandbox gets the
+    # list again. Each run sees the servers it named, and can call them.
+    code = "import json\nprint(json.dumps([sorted(mcp_servers), (await mcp_stub.echo(text='x'))['text']]))"
+    for servers in (["stub", "other"], ["stub", "other"], ["stub"], ["stub"], ["other", "stub"]):
+        assert _json(sb, code, servers=servers) == [sorted(servers), "x"], servers
+    r = sb.run("import os\nos._exit(3)", servers=["other", "stub"])
+    assert r.is_error, str(r)
+    for servers in (["other", "stub"], ["other", "stub"], ["stub"]):
+        assert _json(sb, code, servers=servers) == [sorted(servers), "x"], servers
+    _assert_alive(sb)
+
+
 def test_unknown_server_fails_the_run_and_lists_the_configured_ones(sb):
     r = sb.run("print('must not run')", servers=["stub", "nosuch"])
     assert r.is_error and r.status == "error", str(r)

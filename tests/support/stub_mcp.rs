@@ -24,7 +24,9 @@
 //! `--hang-initialize` (never read stdin: a server that hangs in its start),
 //! `--linger` (stay alive after the client closes stdin, until killed), `--policy-tools`.
 //! Environment: `STUB_START_FILE` — `started <pid>` is appended to it at startup;
-//! `STUB_LOG_CALLS` — log every tool call to stderr.
+//! `STUB_LOG_CALLS` — log every tool call to stderr; `STUB_EXTRA_TOOLS_FILE` — a file holding
+//! the number of `tool_i` to list, read at startup (instead of `--extra-tools`): a server whose
+//! tool list changes when it restarts.
 //! Logs go to stderr only; stdout carries nothing but the protocol (unless `--garbage-stdout`).
 // Tool argument helpers return a ready CallToolResult as their error on purpose.
 #![allow(clippy::result_large_err)]
@@ -499,7 +501,13 @@ impl ServerHandler for Stub {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let opts = match parse_args() {
-        Ok(o) => o,
+        Ok(mut o) => {
+            if let Ok(path) = std::env::var("STUB_EXTRA_TOOLS_FILE") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                o.extra_tools = text.trim().parse().unwrap_or(0).min(1000);
+            }
+            o
+        }
         Err(e) => {
             eprintln!("stub-mcp: {e}");
             eprintln!(

@@ -32,8 +32,8 @@ pub enum Outbound<'a> {
         id: u64,
         /// Python source.
         code: &'a str,
-        /// Servers loaded for this exec.
-        servers: &'a [String],
+        /// Servers loaded for this exec, or `true`: the same list as the last exec frame.
+        servers: ExecServers<'a>,
         /// The tool entries of the loaded servers whose tool list this sandbox has not been
         /// sent yet (new, or changed since); the others keep what they were last sent.
         tools: &'a BTreeMap<&'a str, ExecTools<'a>>,
@@ -113,22 +113,73 @@ pub enum ExecTools<'a> {
     Listed(&'a RawValue),
 }
 
+/// An exec frame's `servers`: the list, or `true` for the same list as the last exec frame
+/// (the entrypoint keeps it), so a run naming the servers of the run before sends no name.
+#[derive(Debug)]
+pub enum ExecServers<'a> {
+    /// The servers, as the run named them.
+    Listed(&'a [String]),
+    /// The same list as the last exec frame's.
+    Same,
+}
+
+impl Serialize for ExecServers<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ExecServers::Listed(list) => list.serialize(s),
+            ExecServers::Same => s.serialize_bool(true),
+        }
+    }
+}
+
+impl<'a> ExecServers<'a> {
+    /// The exec frame's `servers` for `servers`: [`ExecServers::Same`] when `sent` (this
+    /// sandbox's, updated here) holds the very list of its last exec frame.
+    pub fn for_exec(sent: &mut SentTools, servers: &'a Arc<[String]>) -> Self {
+        if sent.servers.as_deref() == Some(&**servers) {
+            return ExecServers::Same;
+        }
+        sent.servers = Some(servers.clone());
+        ExecServers::Listed(servers)
+    }
+}
+
+/// What a sandbox was sent of the loaded servers' tools so far, and its last exec frame's
+/// servers (one per session; a new sandbox starts with none).
+#[derive(Debug, Default)]
+pub struct SentTools {
+    /// Per server, the entries last sent.
+    by_server: HashMap<String, Arc<RawValue>>,
+    /// The whole `LoadedTools` of the last exec: the same one again has nothing new.
+    last: Option<LoadedTools>,
+    /// The `servers` of the last exec frame.
+    servers: Option<Arc<[String]>>,
+}
+
 impl<'a> ExecTools<'a> {
     /// The exec frame's `tools` for `loaded`: the entries of each server whose tool list `sent`
     /// (what this sandbox was sent so far, updated here) does not hold yet. A server it holds
     /// is left out, so an exec naming many servers costs what one naming few does; the
-    /// sandbox keeps what it was sent. A new sandbox starts with an empty `sent`, so it gets
-    /// every entry.
+    /// sandbox keeps what it was sent. The very `LoadedTools` of the last exec (the backend
+    /// hands it again while nothing changed) is not looked through at all. A new sandbox
+    /// starts with an empty `sent`, so it gets every entry.
     pub fn for_exec(
-        sent: &mut HashMap<String, Arc<RawValue>>,
+        sent: &mut SentTools,
         loaded: &'a LoadedTools,
     ) -> BTreeMap<&'a str, ExecTools<'a>> {
+        if sent.last.as_ref().is_some_and(|l| Arc::ptr_eq(l, loaded)) {
+            return BTreeMap::new();
+        }
+        sent.last = Some(loaded.clone());
         loaded
             .iter()
             .filter(|(server, entries)| {
-                let same = sent.get(*server).is_some_and(|s| Arc::ptr_eq(s, entries));
+                let same = sent
+                    .by_server
+                    .get(*server)
+                    .is_some_and(|s| Arc::ptr_eq(s, entries));
                 if !same {
-                    sent.insert((*server).clone(), (*entries).clone());
+                    sent.by_server.insert((*server).clone(), (*entries).clone());
                 }
                 !same
             })
@@ -155,13 +206,13 @@ mod tests {
     fn a_servers_tools_are_sent_once_then_left_out_while_unchanged() {
         let entries: Arc<RawValue> =
             Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json"));
-        let loaded: LoadedTools = [("gh".to_string(), entries.clone())].into();
-        let mut sent = HashMap::new();
+        let loaded: LoadedTools = Arc::new([("gh".to_string(), entries.clone())].into());
+        let mut sent = SentTools::default();
         fn line(tools: &BTreeMap<&str, ExecTools<'_>>) -> Value {
             let frame = Outbound::Exec {
                 id: 1,
                 code: "",
-                servers: &[],
+                servers: ExecServers::Listed(&[]),
                 tools,
                 output_limit: 1,
             };
@@ -175,19 +226,51 @@ mod tests {
         assert_eq!(line(&ExecTools::for_exec(&mut sent, &loaded)), Value::Null);
         // A sandbox after a restart (an empty `sent`) gets the entries again.
         assert_eq!(
-            line(&ExecTools::for_exec(&mut HashMap::new(), &loaded)),
+            line(&ExecTools::for_exec(&mut SentTools::default(), &loaded)),
             json!([{"name": "echo"}])
         );
         // A new tool list (another Arc) is sent again.
-        let changed: LoadedTools = [(
-            "gh".to_string(),
-            Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json")),
-        )]
-        .into();
+        let changed: LoadedTools = Arc::new(
+            [(
+                "gh".to_string(),
+                Arc::from(RawValue::from_string(r#"[{"name":"echo"}]"#.to_string()).expect("json")),
+            )]
+            .into(),
+        );
         assert_eq!(
             line(&ExecTools::for_exec(&mut sent, &changed)),
             json!([{"name": "echo"}])
         );
+    }
+
+    #[test]
+    fn the_servers_of_the_last_exec_frame_are_sent_as_true() {
+        let mut sent = SentTools::default();
+        let tools = BTreeMap::new();
+        let mut line = |servers: &[&str]| {
+            let servers: Arc<[String]> = servers.iter().map(|s| s.to_string()).collect();
+            let frame = Outbound::Exec {
+                id: 1,
+                code: "",
+                servers: ExecServers::for_exec(&mut sent, &servers),
+                tools: &tools,
+                output_limit: 1,
+            };
+            let v: Value = serde_json::from_slice(&frame.to_line()).expect("json");
+            v["servers"].clone()
+        };
+        assert_eq!(line(&["a", "b"]), json!(["a", "b"]));
+        assert_eq!(line(&["a", "b"]), json!(true));
+        assert_eq!(line(&["b", "a"]), json!(["b", "a"]));
+        assert_eq!(line(&[]), json!([]));
+        assert_eq!(line(&[]), json!(true));
+        assert_eq!(line(&["a", "b"]), json!(["a", "b"]));
+        // A new sandbox gets the list.
+        let servers: Arc<[String]> = Arc::from(vec!["a".to_string(), "b".to_string()]);
+        assert!(matches!(
+            ExecServers::for_exec(&mut SentTools::default(), &servers),
+            ExecServers::Listed(_)
+        ));
     }
 
     #[test]
@@ -196,7 +279,7 @@ mod tests {
         let line = Outbound::Exec {
             id: 1,
             code: "print('a\\nb')\nx=1",
-            servers: &[],
+            servers: ExecServers::Listed(&[]),
             tools: &tools,
             output_limit: 10,
         }

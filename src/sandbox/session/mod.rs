@@ -24,12 +24,10 @@ mod state;
 mod waiter;
 mod writer;
 
-use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use tokio::io::AsyncWrite;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 use tokio_util::task::AbortOnDropHandle;
@@ -41,7 +39,7 @@ use super::channel::ChannelListener;
 use super::error::{explain_exit, BridgeError};
 use super::posture::Expected;
 use super::progress::Progress;
-use super::protocol::{ExecTools, Outbound, RestoredFrame, ResultFrame};
+use super::protocol::{ExecServers, ExecTools, Outbound, RestoredFrame, ResultFrame, SentTools};
 use crate::calls::LoadedTools;
 use crate::container::{ContainerRuntime, SandboxSpec};
 use crate::outbox::{CellFiles, Outbox};
@@ -94,7 +92,7 @@ pub struct Session {
     _calls_end: tokio_util::sync::DropGuard,
     /// Per server: the tool entries this sandbox was last sent (later execs leave the server out
     /// of `tools` while they are unchanged).
-    sent_tools: Mutex<HashMap<String, Arc<RawValue>>>,
+    sent_tools: Mutex<SentTools>,
     /// Bytes of restore chunks queued but not yet written (see [`Session::restore_chunk`]).
     restore_budget: Arc<Semaphore>,
 }
@@ -154,7 +152,7 @@ impl Session {
                 _stdin: Mutex::new(b.stdin),
                 _tasks: b.tasks,
                 _calls_end: b.calls_end,
-                sent_tools: Mutex::new(HashMap::new()),
+                sent_tools: Mutex::new(SentTools::default()),
                 restore_budget: Arc::new(Semaphore::new(RESTORE_IN_FLIGHT)),
             }),
             Err(e) => {
@@ -208,7 +206,7 @@ impl Session {
             Outbound::Exec {
                 id,
                 code,
-                servers: &servers,
+                servers: ExecServers::for_exec(&mut sent, &servers),
                 tools: &frame_tools,
                 output_limit,
             }

@@ -19,7 +19,8 @@ impl UpstreamHostCalls {
     /// Starts (if needed) the servers a run names (`caller`'s own processes of `"perClient"`
     /// ones); their entries are rebuilt only when a server's tool list changed (the processes
     /// of one server share their list). A run with a `narrowing` gets only the tools inside it
-    /// (built for that run, not kept).
+    /// (built for that run, not kept). A run naming the same servers as the last one, for the
+    /// same client, with no tool list changed, gets the last answer back (`last_load.rs`).
     pub(super) async fn load_servers(
         &self,
         servers: &[String],
@@ -29,37 +30,48 @@ impl UpstreamHostCalls {
     ) -> Result<LoadedTools, LoadError> {
         let lists = self
             .pool
-            .load_for(servers, caller, deadline)
+            .load_lists(servers, caller, deadline)
             .await
             .map_err(|e| LoadError::Backend(Box::new(e)))?;
         if let Some(n) = narrowing {
-            return Ok(lists
-                .into_iter()
-                .map(|(server, tools)| {
-                    let inside: Vec<&Tool> = tools
-                        .iter()
-                        .filter(|t| n.allows(&server, &t.name))
-                        .collect();
-                    let json = proxy_entries(inside);
-                    (server, json)
-                })
-                .collect());
+            return Ok(Arc::new(
+                servers
+                    .iter()
+                    .zip(lists)
+                    .map(|(server, tools)| {
+                        let inside: Vec<&Tool> =
+                            tools.iter().filter(|t| n.allows(server, &t.name)).collect();
+                        (server.clone(), proxy_entries(inside))
+                    })
+                    .collect(),
+            ));
         }
-        let mut entries = self.proxy_entries.lock().expect("proxy entries lock");
-        Ok(lists
-            .into_iter()
-            .map(|(server, tools)| {
-                let json = match entries.get(&server) {
-                    Some((list, json)) if Arc::ptr_eq(list, &tools) => json.clone(),
-                    _ => {
-                        let json = proxy_entries(tools.iter());
-                        entries.insert(server.clone(), (tools, json.clone()));
-                        json
-                    }
-                };
-                (server, json)
-            })
-            .collect())
+        let key = caller.map(|c| c.sandbox.as_str());
+        if let Some(same) = self.last_load.get(servers, key, &lists) {
+            return Ok(same);
+        }
+        let loaded: LoadedTools = {
+            let mut entries = self.proxy_entries.lock().expect("proxy entries lock");
+            Arc::new(
+                servers
+                    .iter()
+                    .zip(&lists)
+                    .map(|(server, tools)| {
+                        let json = match entries.get(server) {
+                            Some((list, json)) if Arc::ptr_eq(list, tools) => json.clone(),
+                            _ => {
+                                let json = proxy_entries(tools.iter());
+                                entries.insert(server.clone(), (tools.clone(), json.clone()));
+                                json
+                            }
+                        };
+                        (server.clone(), json)
+                    })
+                    .collect(),
+            )
+        };
+        self.last_load.keep(servers, key, lists, loaded.clone());
+        Ok(loaded)
     }
 }
 

@@ -19,6 +19,7 @@ use crate::calls::{
 };
 
 mod call_tool;
+mod last_load;
 mod load;
 mod search_docs;
 mod servers;
@@ -31,6 +32,8 @@ pub struct UpstreamHostCalls {
     validators: Validators,
     /// Per server: the tool list last loaded and its exec-frame entries (rebuilt on change).
     proxy_entries: std::sync::Mutex<HashMap<String, load::ProxyEntries>>,
+    /// The last load without a narrowing, handed back while nothing it depends on changed.
+    last_load: last_load::LastLoad,
 }
 
 impl UpstreamHostCalls {
@@ -41,6 +44,7 @@ impl UpstreamHostCalls {
             search: tokio::sync::Mutex::new(None),
             validators: Validators::new(),
             proxy_entries: std::sync::Mutex::new(HashMap::new()),
+            last_load: last_load::LastLoad::default(),
         }
     }
 }
