@@ -22,6 +22,16 @@ from mcp.client.client import Client
 
 import servers as S
 
+# A destructive call that says whether it ran or was refused (the db stub's drop_table).
+DROP = """
+try:
+    r = await mcp_db.drop_table(name="users")
+    print("RAN", r)
+except Exception as e:
+    print("REFUSED", type(e).__name__, e)
+"""
+
+
 CALL_WAIT = 120.0
 
 

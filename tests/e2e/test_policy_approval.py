@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from bridge_driver import BRIDGE_BIN, base_env
-from helpers_policy import Approver, approval_session, drive_once, ran, run, workdir
+from helpers_policy import DROP, Approver, approval_session, drive_once, ran, run, workdir
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
@@ -22,14 +22,6 @@ import servers as S
 pytestmark = [pytest.mark.timeout(300), pytest.mark.host_only]
 
 MODES = ["legacy", "2026-07-28"]
-
-DROP = """
-try:
-    r = await mcp_db.drop_table(name="users")
-    print("RAN", r)
-except Exception as e:
-    print("REFUSED", type(e).__name__, e)
-"""
 
 HOW_TO = ('"autoApprove": ["drop_table"]', "MCP_BRIDGE_APPROVAL=allow")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from helpers_host import poll
 from helpers_http import LEGACY, STATELESS, ServeBridge, connect, go, last_line, new_token, run
-from helpers_policy import Approver, drive_once, ran
+from helpers_policy import DROP, Approver, drive_once, ran
 from mcp import types
 from mcp.shared.exceptions import MCPError
 
@@ -25,13 +25,6 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.engine]
 ALICE, BOB, CAROL = new_token(), new_token(), new_token()
 UNKNOWN = "unknown or expired sandbox handle"
 
-DROP = """
-try:
-    r = await mcp_db.drop_table(name="users")
-    print("RAN", r)
-except Exception as e:
-    print("REFUSED", type(e).__name__, e)
-"""
 ARGS = {"code": DROP, "servers": ["db"]}
 YES = {"approval": {"action": "accept", "content": {"approve": True, "for_run": False}}}
 
