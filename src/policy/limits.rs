@@ -527,25 +527,36 @@ mod tests {
         }
     }
 
+    /// 60 calls of `bytes` each made together; how many were admitted.
+    async fn gathered(
+        limits: &Arc<Limits>,
+        run: &CallContext,
+        call: (&'static str, &'static str),
+        overrides: LimitOverrides,
+        bytes: u64,
+    ) -> usize {
+        let calls = (0..60).map(|_| {
+            tokio::spawn(one_call(
+                limits.clone(),
+                run.clone(),
+                call,
+                overrides,
+                bytes,
+            ))
+        });
+        let admitted = futures::future::join_all(calls).await;
+        admitted
+            .into_iter()
+            .filter(|r| *r.as_ref().expect("joined"))
+            .count()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn gathered_calls_pass_a_result_byte_budget_by_one_call_at_most() {
         // 60 calls made together, 10,000 bytes each, under 1,000: one goes through.
         let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
         let run = ctx();
-        let calls = (0..60).map(|_| {
-            tokio::spawn(one_call(
-                limits.clone(),
-                run.clone(),
-                ("a", "t"),
-                NONE,
-                10_000,
-            ))
-        });
-        let admitted = futures::future::join_all(calls).await;
-        let ok = admitted
-            .into_iter()
-            .filter(|r| *r.as_ref().expect("joined"))
-            .count();
+        let ok = gathered(&limits, &run, ("a", "t"), NONE, 10_000).await;
         assert_eq!(ok, 1);
         assert_eq!(Tally::get(&run.run.tally.result_bytes), 10_000);
         // The same under an entry's maxResultBytesPerRun.
@@ -555,32 +566,13 @@ mod tests {
         };
         let limits = Arc::new(Limits::new(LimitSettings::default()));
         let run = ctx();
-        let calls = (0..60).map(|_| {
-            tokio::spawn(one_call(
-                limits.clone(),
-                run.clone(),
-                ("a", "t"),
-                entry,
-                10_000,
-            ))
-        });
-        let admitted = futures::future::join_all(calls).await;
-        let ok = admitted
-            .into_iter()
-            .filter(|r| *r.as_ref().expect("joined"))
-            .count();
+        let ok = gathered(&limits, &run, ("a", "t"), entry, 10_000).await;
         assert_eq!(ok, 1);
         // Small results: after the first, they go together, and no more than fit.
         let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
         let run = ctx();
         let started = Instant::now();
-        let calls = (0..60)
-            .map(|_| tokio::spawn(one_call(limits.clone(), run.clone(), ("a", "t"), NONE, 50)));
-        let admitted = futures::future::join_all(calls).await;
-        let ok = admitted
-            .into_iter()
-            .filter(|r| *r.as_ref().expect("joined"))
-            .count();
+        let ok = gathered(&limits, &run, ("a", "t"), NONE, 50).await;
         assert_eq!(ok, 20);
         assert_eq!(Tally::get(&run.run.tally.result_bytes), 1000);
         // Two rounds of 10 ms: the first call alone, then the other 19 together.
@@ -598,20 +590,7 @@ mod tests {
         let limits = Arc::new(Limits::new(settings(0, 0, 1000)));
         let run = ctx();
         assert!(one_call(limits.clone(), run.clone(), ("a", "small"), NONE, 6).await);
-        let calls = (0..60).map(|_| {
-            tokio::spawn(one_call(
-                limits.clone(),
-                run.clone(),
-                ("a", "big"),
-                NONE,
-                10_000,
-            ))
-        });
-        let admitted = futures::future::join_all(calls).await;
-        let ok = admitted
-            .into_iter()
-            .filter(|r| *r.as_ref().expect("joined"))
-            .count();
+        let ok = gathered(&limits, &run, ("a", "big"), NONE, 10_000).await;
         assert_eq!(ok, 1);
     }
 
