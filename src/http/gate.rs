@@ -16,6 +16,9 @@ pub enum PeerKey {
     /// A local user on loopback (any `127.x.y.z` source address is theirs to pick, their uid
     /// is not).
     User(u32),
+    /// A loopback connection whose owner the kernel did not name: all of them one peer, never
+    /// one per `127.x.y.z` source address (a local user may pick any of those).
+    Loopback,
     /// A remote address: IPv4 as it is, IPv6 by its /64 (one site's prefix).
     Addr(IpAddr),
 }
@@ -26,6 +29,7 @@ impl PeerKey {
         let ip = peer.to_canonical();
         match (ip, uid) {
             (ip, Some(uid)) if ip.is_loopback() => PeerKey::User(uid),
+            (ip, None) if ip.is_loopback() => PeerKey::Loopback,
             (IpAddr::V6(v6), _) if !v6.is_loopback() => {
                 let mut octets = v6.octets();
                 octets[8..].fill(0);
@@ -155,10 +159,10 @@ mod tests {
             PeerKey::of(ip("::ffff:127.0.0.1"), Some(7)),
             PeerKey::User(7)
         );
-        assert_eq!(
-            PeerKey::of(ip("127.0.0.2"), None),
-            PeerKey::Addr(ip("127.0.0.2"))
-        );
+        // An owner not told: every loopback source address is the one peer.
+        assert_eq!(PeerKey::of(ip("127.0.0.2"), None), PeerKey::Loopback);
+        assert_eq!(PeerKey::of(ip("127.9.8.7"), None), PeerKey::Loopback);
+        assert_eq!(PeerKey::of(ip("::1"), None), PeerKey::Loopback);
         assert_eq!(
             PeerKey::of(ip("10.1.2.3"), Some(7)),
             PeerKey::Addr(ip("10.1.2.3"))
