@@ -144,6 +144,12 @@ pub async fn remove_each(runtime: &dyn ContainerRuntime, ids: &[String], whose: 
                 tracing::info!(container = %id, "removed a sandbox left by {whose}");
                 return None;
             }
+            // Another bridge's removal of the same container is under way (docker: "removal
+            // ... is already in progress"): it is being removed, nothing to warn of.
+            Ok(Err(RuntimeError::Engine { status: 409, .. })) => {
+                tracing::debug!(container = %id, "a sandbox left by {whose} is being removed by another bridge");
+                return None;
+            }
             Ok(Err(err)) => err.to_string(),
             Err(_) => format!("no answer within {REMOVE_TIMEOUT_SECS} s"),
         };
@@ -311,6 +317,15 @@ mod tests {
             unimplemented!("not used")
         }
         async fn remove(&self, id: &str) -> Result<(), RuntimeError> {
+            if id == "busy" {
+                // docker, while another bridge removes the same container.
+                return Err(RuntimeError::Engine {
+                    engine: "docker".into(),
+                    action: "remove the sandbox",
+                    status: 409,
+                    message: format!("removal of container {id} is already in progress"),
+                });
+            }
             Err(RuntimeError::NotFound(format!(
                 "{id}: client error (Connect)"
             )))
@@ -354,10 +369,10 @@ mod tests {
             .finish();
         let _guard = tracing::subscriber::set_default(subscriber);
         let engine = Racing {
-            listed: vec!["left".into()],
+            listed: vec!["left".into(), "busy".into()],
         };
-        let ids = ["gone".to_string(), "left".to_string()];
-        assert_eq!(remove_each(&engine, &ids, "a bridge that is gone").await, 0);
+        let ids = ["gone".to_string(), "left".to_string(), "busy".to_string()];
+        assert_eq!(remove_each(&engine, &ids, "a bridge that is gone").await, 1);
         let text = String::from_utf8(log.0.lock().expect("log lock").clone()).expect("utf-8");
         let lines = |level: &str, id: &str| {
             text.lines()
@@ -367,6 +382,12 @@ mod tests {
         assert_eq!(lines("WARN", "left"), 1, "{text}");
         assert_eq!(lines("WARN", "gone"), 0, "removed meanwhile: {text}");
         assert_eq!(lines("DEBUG", "gone"), 1, "{text}");
+        assert_eq!(
+            lines("WARN", "busy"),
+            0,
+            "another bridge removes it: {text}"
+        );
+        assert_eq!(lines("DEBUG", "busy"), 1, "{text}");
     }
 
     #[test]
