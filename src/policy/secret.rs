@@ -1,7 +1,10 @@
 //! Which argument keys name a secret, for the audit log's redaction: a key is split into words
 //! (on `_`, `-`, `.`, spaces and camelCase boundaries: `sessionId` → `session`, `id`;
 //! `HTTPCookie` → `http`, `cookie`) and matched by word, so `auth_token`, `X-Auth` and
-//! `sessionId` are secret while `author` is not. Pure.
+//! `sessionId` are secret while `author` is not; [`redacted`] replaces their values at any depth.
+//! Pure.
+
+use serde_json::{Map, Value};
 
 /// Words that make a key secret wherever they stand in it, also inside a longer word
 /// (`githubtoken`): long enough not to hide in ordinary words.
@@ -74,6 +77,27 @@ fn words(key: &str) -> Vec<String> {
     words
 }
 
+/// `arguments` with the values of secret-looking keys (at any depth) replaced.
+pub fn redacted(arguments: &Map<String, Value>) -> Map<String, Value> {
+    fn walk(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => Value::Object(redacted(m)),
+            Value::Array(items) => Value::Array(items.iter().map(walk).collect()),
+            other => other.clone(),
+        }
+    }
+    arguments
+        .iter()
+        .map(|(k, v)| {
+            if is_secret_key(k) {
+                (k.clone(), Value::String("[redacted]".into()))
+            } else {
+                (k.clone(), walk(v))
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +144,33 @@ mod tests {
         ] {
             assert!(!is_secret_key(key), "{key} should be kept");
         }
+    }
+
+    #[test]
+    fn secret_looking_keys_are_redacted_at_any_depth() {
+        let args = serde_json::json!({
+            "query": "x",
+            "GitHub_Token": "ghp_1",
+            "author": "me",
+            "nested": {"password": "p", "list": [{"apiKey": "k", "ok": 1}]},
+            "headers": {"Cookie": "c", "X-Auth": "a", "sessionId": "s", "private_key": "pk"}
+        });
+        let Value::Object(args) = args else { panic!() };
+        let out = Value::Object(redacted(&args));
+        assert_eq!(
+            out,
+            serde_json::json!({
+                "query": "x",
+                "GitHub_Token": "[redacted]",
+                "author": "me",
+                "nested": {"password": "[redacted]", "list": [{"apiKey": "[redacted]", "ok": 1}]},
+                "headers": {
+                    "Cookie": "[redacted]",
+                    "X-Auth": "[redacted]",
+                    "sessionId": "[redacted]",
+                    "private_key": "[redacted]"
+                }
+            })
+        );
     }
 }
