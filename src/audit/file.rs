@@ -181,12 +181,6 @@ fn open_in(dir: &CheckedDir, name: &str) -> Result<File, AuditError> {
         .metadata()
         .map_err(|e| file_error(&path, e.to_string()))?;
     let mode = meta.mode() & 0o7777;
-    if mode & 0o022 != 0 {
-        return Err(file_error(
-            &path,
-            format!("group or others may write to it (mode {mode:04o}); make it 0600"),
-        ));
-    }
     if mode & 0o077 != 0 {
         // Ours and writable by nobody else: close it to others as well.
         file.set_permissions(std::fs::Permissions::from_mode(0o600))

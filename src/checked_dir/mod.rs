@@ -15,6 +15,7 @@
 //! following links. Leaf: depends only on `shown`.
 
 mod error;
+pub mod new_file;
 pub mod own_file;
 mod sys;
 mod walk;
@@ -131,25 +132,23 @@ impl CheckedDir {
     }
 
     /// Opens the file `name` in this folder with `flags` (`O_RDONLY`, `O_RDWR | O_CREAT`, ...),
-    /// never through a link, and only when it is a regular file owned by this user.
+    /// never through a link, and only when it is a regular file of this user that nobody else
+    /// may write (judged on the descriptor by [`own_file::check`], [`own_file::Keep::Own`]).
     ///
     /// # Errors
-    /// The file cannot be opened, or it is not a regular file of this user (`PermissionDenied`).
+    /// The file cannot be opened (`ELOOP` for a link), or it is refused (`PermissionDenied`,
+    /// naming the file and why).
     pub fn open_file(&self, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
         let fd = sys::open_at(self.dir.as_fd(), OsStr::new(name), flags, mode)?;
-        let st = sys::fstat(fd.as_fd())?;
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != sys::euid() {
-            return Err(io::Error::new(
+        own_file::check(fd.as_fd(), own_file::Keep::Own).map_err(|refused| {
+            io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!(
-                    "{} is a {} of uid {} (mode {:04o}), not a file of this user",
-                    crate::shown::ShownPath(&self.path.join(name)),
-                    sys::kind(st.st_mode),
-                    st.st_uid,
-                    st.st_mode & 0o7777
+                    "{}: {refused}",
+                    crate::shown::ShownPath(&self.path.join(name))
                 ),
-            ));
-        }
+            )
+        })?;
         Ok(File::from(fd))
     }
 

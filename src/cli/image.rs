@@ -10,13 +10,13 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::checked_dir::new_file::{Folder, NewFile};
 use crate::config::Settings;
 use crate::container::{connect, Connection};
 use crate::image::build::{build_on, BuildSpec, Report, Route};
 use crate::image::cached;
 use crate::image::debian::{self, DebianSpec};
 use crate::image::lock::{self, Attempt, BuildLock};
-use crate::image::newfile::NewFile;
 use crate::image::status::{self, Recipe};
 use crate::shown::ShownPath;
 use crate::shutdown;
@@ -146,7 +146,7 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
         return fail(&format!("the Debian recipe cannot run here: {why}"));
     }
     // The target's folder is checked (and the file begun) before minutes of building.
-    let to = match NewFile::create(out) {
+    let to = match NewFile::create(out, Folder::Safe) {
         Ok(to) => to,
         Err(e) => return fail(&e.to_string()),
     };
@@ -171,7 +171,7 @@ async fn save_rootfs(spec: &DebianSpec, out: &std::path::Path, ct: &Cancellation
 }
 
 /// Copies the cached tarball to `out` if it is as recorded (`image::cached`), through `to`, a
-/// fresh file renamed over `out` (`image::newfile`): a link planted at `out` is replaced, not
+/// fresh file renamed over `out` (`checked_dir::new_file`): a link planted at `out` is replaced, not
 /// followed.
 fn copy_verified(tarball: &Path, mut to: NewFile, out: &Path) -> Result<u64, String> {
     let cannot_read = |e: std::io::Error| format!("cannot use {}: {e}", ShownPath(tarball));
@@ -299,8 +299,12 @@ mod tests {
         let out = d.path().join("mcb-rootfs.tar");
         std::os::unix::fs::symlink(&victim, &out).expect("symlink");
         assert_eq!(
-            copy_verified(&tarball, NewFile::create(&out).expect("new file"), &out)
-                .expect("copied"),
+            copy_verified(
+                &tarball,
+                NewFile::create(&out, Folder::Safe).expect("new file"),
+                &out
+            )
+            .expect("copied"),
             4096
         );
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
@@ -315,8 +319,12 @@ mod tests {
         let tarball = cached_tarball(d.path());
         std::fs::write(&tarball, vec![8u8; 4096]).expect("tamper");
         let out = d.path().join("out.tar");
-        let err = copy_verified(&tarball, NewFile::create(&out).expect("new file"), &out)
-            .expect_err("refused");
+        let err = copy_verified(
+            &tarball,
+            NewFile::create(&out, Folder::Safe).expect("new file"),
+            &out,
+        )
+        .expect_err("refused");
         assert!(err.contains("does not match its record"), "{err}");
         assert!(!out.exists());
         let names: Vec<_> = std::fs::read_dir(d.path())

@@ -5,7 +5,7 @@
 //! time per user through `lock.rs`). `status.rs` describes an image for `image status` and
 //! `doctor`. The Debian recipe runs on the host only on `image build` or with
 //! `MCP_BRIDGE_IMAGE_HOST_BUILD=1`; its cached tarball is loaded only as recorded (`cached.rs`),
-//! and files the build writes are made without following links (`newfile.rs`).
+//! and files the build writes are made without following links (`checked_dir::new_file`).
 
 mod archive;
 pub mod build;
@@ -13,7 +13,6 @@ pub mod cached;
 pub mod debian;
 mod engine;
 pub mod lock;
-pub mod newfile;
 pub mod provision;
 pub mod recipe;
 pub mod status;

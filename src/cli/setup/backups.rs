@@ -5,14 +5,14 @@
 //! for exactly that file, oldest first.
 
 use std::ffi::OsStr;
-use std::fs::OpenOptions;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::error::SetupError;
 use super::files::keep_owner_and_mode;
+use crate::checked_dir::new_file::{Folder, NewFile, WriteError};
 
 /// How many names with one time stamp are tried before giving up.
 const MAX_SAME_STAMP: u32 = 1000;
@@ -55,21 +55,14 @@ pub fn backup(path: &Path, bytes: &[u8], stamp: &str) -> Result<PathBuf, SetupEr
     })
 }
 
+/// Writes `bytes` to the new file `path` (never over a name that exists, never through a
+/// link) with `like`'s owner, group and permissions; a copy that is not faithful is not left.
 fn write_new(path: &Path, bytes: &[u8], like: &std::fs::Metadata) -> std::io::Result<()> {
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o600)
-        .open(path)?;
-    let kept = keep_owner_and_mode(&f, Some((like.uid(), like.gid())), like.mode())
-        .and_then(|()| f.write_all(bytes))
-        .and_then(|()| f.sync_all());
-    if kept.is_err() {
-        // A backup that is not a faithful copy is not left behind.
-        let _ = std::fs::remove_file(path);
-    }
-    kept
+    let mut new = NewFile::create(path, Folder::AsNamed).map_err(WriteError::into_io)?;
+    keep_owner_and_mode(new.file(), Some((like.uid(), like.gid())), like.mode())?;
+    new.file().write_all(bytes)?;
+    new.commit_new(like.mode() & 0o7777)
+        .map_err(WriteError::into_io)
 }
 
 /// Removes the oldest backups of `path` until `keep` remain; returns the ones removed.

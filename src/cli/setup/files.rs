@@ -8,6 +8,7 @@ use std::os::unix::fs::{fchown, DirBuilderExt, MetadataExt, OpenOptionsExt, Perm
 use std::path::Path;
 
 use super::error::SetupError;
+use crate::checked_dir::new_file::{Folder, NewFile};
 
 /// Permissions of files `setup` creates: they may hold secrets.
 const NEW_FILE_MODE: u32 = 0o600;
@@ -57,17 +58,11 @@ pub fn replace(path: &Path, expected: Option<&str>, text: &str) -> Result<(), Se
         source,
     };
     let meta = std::fs::metadata(&target).map_err(failed)?;
-    let dir = target.parent().unwrap_or(Path::new("/"));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".mcp-code-bridge-setup-")
-        .tempfile_in(dir)
-        .map_err(failed)?;
-    keep_owner_and_mode(tmp.as_file(), Some((meta.uid(), meta.gid())), meta.mode())
-        .map_err(failed)?;
-    tmp.write_all(text.as_bytes()).map_err(failed)?;
-    tmp.as_file().sync_all().map_err(failed)?;
-    tmp.persist(&target).map_err(|e| failed(e.error))?;
-    Ok(())
+    let mut new = NewFile::create(&target, Folder::AsNamed).map_err(|e| failed(e.into_io()))?;
+    keep_owner_and_mode(new.file(), Some((meta.uid(), meta.gid())), meta.mode()).map_err(failed)?;
+    new.file().write_all(text.as_bytes()).map_err(failed)?;
+    new.commit(meta.mode() & 0o7777)
+        .map_err(|e| failed(e.into_io()))
 }
 
 /// Creates `path` with `text` (mode 0600), atomically, never over an existing file; creates its
@@ -82,15 +77,11 @@ pub fn create(path: &Path, text: &str) -> Result<(), SetupError> {
     };
     let dir = path.parent().unwrap_or(Path::new("/"));
     let owner = make_dirs(dir).map_err(failed)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".mcp-code-bridge-setup-")
-        .tempfile_in(dir)
-        .map_err(failed)?;
-    keep_owner_and_mode(tmp.as_file(), owner, NEW_FILE_MODE).map_err(failed)?;
-    tmp.write_all(text.as_bytes()).map_err(failed)?;
-    tmp.as_file().sync_all().map_err(failed)?;
-    tmp.persist_noclobber(path).map_err(|e| failed(e.error))?;
-    Ok(())
+    let mut new = NewFile::create(path, Folder::AsNamed).map_err(|e| failed(e.into_io()))?;
+    keep_owner_and_mode(new.file(), owner, NEW_FILE_MODE).map_err(failed)?;
+    new.file().write_all(text.as_bytes()).map_err(failed)?;
+    new.commit_new(NEW_FILE_MODE)
+        .map_err(|e| failed(e.into_io()))
 }
 
 /// Gives the open file `f` the owner and group `owner` (when given and not already its own),

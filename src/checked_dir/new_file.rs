@@ -1,10 +1,12 @@
-//! [`NewFile`]: a file the image build writes on the host (a saved root filesystem), made
-//! without ever following a symbolic link or replacing a file in place: the folder is opened
-//! once and checked on that descriptor (ours or root's, and writable by no one else unless
-//! sticky), the data goes to a fresh random name created with `O_CREAT|O_EXCL|O_NOFOLLOW`
-//! under that descriptor, and [`NewFile::commit`] renames it over the final name (`renameat`: a
-//! link planted there is replaced, never followed). Dropped before the commit, it removes its
-//! temporary file.
+//! [`NewFile`]: the one routine for a file the bridge creates by path (an image it saves, a
+//! client config `setup` writes, a backup of one), made without ever following a symbolic link
+//! or writing in place: the folder is opened once (`O_DIRECTORY`) and, for [`Folder::Safe`],
+//! checked on that descriptor (ours or root's, and writable by no one else unless sticky); the
+//! data goes to a fresh random name created with `O_CREAT|O_EXCL|O_NOFOLLOW` under that
+//! descriptor; [`NewFile::commit`] renames it over the final name (`renameat`: a link planted
+//! there is replaced, never followed) and [`NewFile::commit_new`] only where the name is free
+//! (`renameat2(RENAME_NOREPLACE)`). Dropped before the commit, it removes its temporary file.
+//! (Files inside a [`super::CheckedDir`] are made with its own `create_file`.)
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -48,6 +50,17 @@ pub enum WriteError {
     },
 }
 
+/// Which folders a new file may be written into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Folder {
+    /// Ours or root's, and writable by no one else unless sticky (a saved image: another user
+    /// must not be able to swap it after it is written).
+    Safe,
+    /// The folder the user named, as it is (a client's config folder, whose owner may edit the
+    /// file anyway): only its descriptor is used, so no link is followed.
+    AsNamed,
+}
+
 /// A file being written under a temporary name; see the module docs.
 pub struct NewFile {
     dir: File,
@@ -67,12 +80,12 @@ pub fn folder_is_safe(owner: u32, mode: u32, euid: u32) -> bool {
 }
 
 impl NewFile {
-    /// Starts writing `path` (its folder is checked first).
+    /// Starts writing `path` (its folder is checked first when `folder` is [`Folder::Safe`]).
     ///
     /// # Errors
     /// [`WriteError::UnsafeFolder`] for a folder another user could swap files in;
     /// [`WriteError::Io`] when the folder cannot be opened or the file made.
-    pub fn create(path: &Path) -> Result<NewFile, WriteError> {
+    pub fn create(path: &Path, folder: Folder) -> Result<NewFile, WriteError> {
         let io = |p: &Path, err| WriteError::Io {
             path: p.to_path_buf(),
             err,
@@ -89,9 +102,7 @@ impl NewFile {
         };
         let dir = open_dir(&dir_path).map_err(|e| io(&dir_path, e))?;
         let meta = dir.metadata().map_err(|e| io(&dir_path, e))?;
-        // SAFETY: geteuid has no preconditions.
-        let euid = unsafe { libc::geteuid() };
-        if !folder_is_safe(meta.uid(), meta.mode(), euid) {
+        if folder == Folder::Safe && !folder_is_safe(meta.uid(), meta.mode(), super::euid()) {
             return Err(WriteError::UnsafeFolder {
                 dir: dir_path,
                 owner: meta.uid(),
@@ -118,7 +129,20 @@ impl NewFile {
     ///
     /// # Errors
     /// [`WriteError::Io`]; the temporary file is then removed.
-    pub fn commit(mut self, mode: u32) -> Result<(), WriteError> {
+    pub fn commit(self, mode: u32) -> Result<(), WriteError> {
+        self.finish(mode, false)
+    }
+
+    /// Sets `mode`, syncs, and gives the file its final name only if that name is free.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`], of kind `AlreadyExists` when the name is taken ([`WriteError::is_taken`]);
+    /// the temporary file is then removed.
+    pub fn commit_new(self, mode: u32) -> Result<(), WriteError> {
+        self.finish(mode, true)
+    }
+
+    fn finish(mut self, mode: u32, no_replace: bool) -> Result<(), WriteError> {
         let path = self.dir_path.join(OsStr::from_bytes(self.name.as_bytes()));
         let io = |err| WriteError::Io {
             path: path.clone(),
@@ -131,15 +155,65 @@ impl NewFile {
         }
         self.file.sync_all().map_err(io)?;
         let dirfd = self.dir.as_raw_fd();
-        // SAFETY: both names are NUL-terminated and relative to the folder this value holds.
-        let rc = unsafe { libc::renameat(dirfd, self.tmp.as_ptr(), dirfd, self.name.as_ptr()) };
-        if rc != 0 {
-            return Err(io(std::io::Error::last_os_error()));
-        }
+        let done = if no_replace {
+            rename_no_replace(dirfd, &self.tmp, &self.name)
+        } else {
+            // SAFETY: both names are NUL-terminated and relative to the folder this value holds.
+            match unsafe { libc::renameat(dirfd, self.tmp.as_ptr(), dirfd, self.name.as_ptr()) } {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        };
+        done.map_err(io)?;
         self.committed = true;
         let _ = self.dir.sync_all();
         Ok(())
     }
+}
+
+impl WriteError {
+    /// As an I/O error of the same kind, its text naming the file.
+    pub fn into_io(self) -> std::io::Error {
+        let kind = match &self {
+            WriteError::Io { err, .. } => err.kind(),
+            WriteError::UnsafeFolder { .. } => std::io::ErrorKind::PermissionDenied,
+        };
+        std::io::Error::new(kind, self.to_string())
+    }
+
+    /// The final name was taken ([`NewFile::commit_new`]).
+    pub fn is_taken(&self) -> bool {
+        matches!(self, WriteError::Io { err, .. } if err.kind() == std::io::ErrorKind::AlreadyExists)
+    }
+}
+
+/// Renames `from` to `to` under `dirfd` unless `to` exists: `renameat2(RENAME_NOREPLACE)`, or
+/// where the file system lacks it, a hard link (which fails on an existing name) and an unlink.
+fn rename_no_replace(dirfd: libc::c_int, from: &CString, to: &CString) -> std::io::Result<()> {
+    // SAFETY: both names are NUL-terminated and relative to the folder descriptor given.
+    let rc = unsafe {
+        libc::renameat2(
+            dirfd,
+            from.as_ptr(),
+            dirfd,
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if !matches!(err.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+        return Err(err);
+    }
+    // SAFETY: as above; linkat does not follow `from` (no AT_SYMLINK_FOLLOW).
+    if unsafe { libc::linkat(dirfd, from.as_ptr(), dirfd, to.as_ptr(), 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    unsafe { libc::unlinkat(dirfd, from.as_ptr(), 0) };
+    Ok(())
 }
 
 impl Drop for NewFile {
@@ -226,7 +300,7 @@ mod tests {
         std::fs::write(&victim, "precious").expect("write");
         let out = d.path().join("out.tar");
         std::os::unix::fs::symlink(&victim, &out).expect("symlink");
-        let mut f = NewFile::create(&out).expect("create");
+        let mut f = NewFile::create(&out, Folder::Safe).expect("create");
         f.file().write_all(b"new").expect("write");
         f.commit(0o644).expect("commit");
         assert_eq!(std::fs::read_to_string(&victim).expect("read"), "precious");
@@ -241,19 +315,21 @@ mod tests {
     #[test]
     fn an_uncommitted_file_leaves_nothing_and_shared_folders_are_refused() {
         let d = tempfile::tempdir().expect("tempdir");
-        drop(NewFile::create(&d.path().join("x")).expect("create"));
+        drop(NewFile::create(&d.path().join("x"), Folder::Safe).expect("create"));
         assert_eq!(std::fs::read_dir(d.path()).expect("ls").count(), 0);
         let shared = d.path().join("shared");
         std::fs::create_dir(&shared).expect("mkdir");
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-        let err = NewFile::create(&shared.join("x")).err().expect("refused");
+        let err = NewFile::create(&shared.join("x"), Folder::Safe)
+            .err()
+            .expect("refused");
         assert!(
             matches!(err, WriteError::UnsafeFolder { mode: 0o777, .. }),
             "{err}"
         );
         assert!(err.to_string().contains("shared"), "{err}");
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
-        NewFile::create(&shared.join("x")).expect("a sticky folder of ours is fine");
+        NewFile::create(&shared.join("x"), Folder::Safe).expect("a sticky folder of ours is fine");
         assert!(folder_is_safe(0, 0o1777, 1000), "/var/tmp");
         assert!(
             !folder_is_safe(1000, 0o1777, 0),
@@ -261,5 +337,45 @@ mod tests {
         );
         assert!(!folder_is_safe(1000, 0o755, 0), "another user's folder");
         assert!(folder_is_safe(1000, 0o755, 1000));
+    }
+
+    #[test]
+    fn commit_new_never_takes_a_name_not_even_a_dangling_link() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let out = d.path().join("cfg.json");
+        let mut f = NewFile::create(&out, Folder::AsNamed).expect("create");
+        f.file().write_all(b"one").expect("write");
+        f.commit_new(0o600).expect("a free name");
+        assert_eq!(std::fs::read_to_string(&out).expect("read"), "one");
+        let mut again = NewFile::create(&out, Folder::AsNamed).expect("create");
+        again.file().write_all(b"two").expect("write");
+        let err = again.commit_new(0o600).expect_err("taken");
+        assert!(err.is_taken(), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).expect("read"), "one");
+        let dangling = d.path().join("dangling");
+        std::os::unix::fs::symlink(d.path().join("nowhere"), &dangling).expect("symlink");
+        let err = NewFile::create(&dangling, Folder::AsNamed)
+            .expect("create")
+            .commit_new(0o600)
+            .expect_err("a link holds the name");
+        assert!(err.is_taken(), "{err}");
+        assert!(
+            !d.path().join("nowhere").exists(),
+            "the link was not followed"
+        );
+        assert_eq!(
+            std::fs::read_dir(d.path()).expect("ls").count(),
+            2,
+            "no temporary file left"
+        );
+    }
+
+    #[test]
+    fn a_named_folder_is_used_as_it_is() {
+        let d = tempfile::tempdir().expect("tempdir");
+        std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        let mut f = NewFile::create(&d.path().join("x"), Folder::AsNamed).expect("as named");
+        f.file().write_all(b"x").expect("write");
+        f.commit(0o600).expect("commit");
     }
 }
