@@ -24,8 +24,6 @@ use crate::shown::ShownPath;
 
 /// The record of the folder in use, in the state folder.
 pub const RECORD: &str = "runtime-folder";
-/// The record being written (renamed over [`RECORD`] when complete).
-const RECORD_NEW: &str = "runtime-folder.new";
 /// The lock held while a folder is chosen, made and recorded.
 const LOCK: &str = "runtime-folder.lock";
 /// Random characters in a fallback folder's name.
@@ -123,17 +121,11 @@ fn read_record(state: &CheckedDir, base: &Path, prefix: &OsStr) -> Option<PathBu
 fn write_record(state: &CheckedDir, folder: &Path) -> Result<(), DirError> {
     let record = state.join(RECORD);
     let failed = |err| DirError::io("recording the runtime folder in", &record, err);
-    match state.remove_file(RECORD_NEW) {
-        Err(err) if err.kind() != io::ErrorKind::NotFound => return Err(failed(err)),
-        _ => {}
-    }
-    let mut file = state.create_file(RECORD_NEW, 0o600).map_err(failed)?;
+    let mut new = state.new_file(RECORD).map_err(failed)?;
     let mut text = folder.as_os_str().as_bytes().to_vec();
     text.push(b'\n');
-    file.write_all(&text)
-        .and_then(|()| file.sync_all())
-        .map_err(failed)?;
-    state.rename_file(RECORD_NEW, RECORD).map_err(failed)
+    new.file().write_all(&text).map_err(failed)?;
+    new.commit(0o600).map_err(|e| failed(e.into_io()))
 }
 
 /// The lock in the state folder (`flock`), released when dropped.

@@ -131,6 +131,20 @@ impl CheckedDir {
         sys::open_at(self.dir.as_fd(), OsStr::new(name), flags, mode).map(File::from)
     }
 
+    /// A file written under a fresh name in this folder, then given `name` by
+    /// [`new_file::NewFile::commit`] (replacing) or `commit_new` (only onto a free name).
+    ///
+    /// # Errors
+    /// The name is not a single file name, or the file cannot be made.
+    pub fn new_file(&self, name: &str) -> io::Result<new_file::NewFile> {
+        if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        }
+        let dir = self.dir.try_clone()?;
+        new_file::NewFile::in_folder(dir, self.path.clone(), OsStr::new(name))
+            .map_err(new_file::WriteError::into_io)
+    }
+
     /// Opens the file `name` in this folder with `flags` (`O_RDONLY`, `O_RDWR | O_CREAT`, ...),
     /// never through a link, and only when it is a regular file of this user that nobody else
     /// may write (judged on the descriptor by [`own_file::check`], [`own_file::Keep::Own`]).

@@ -109,12 +109,29 @@ impl NewFile {
                 mode: meta.mode() & 0o7777,
             });
         }
-        let (tmp, file) = fresh(&dir, name).map_err(|e| io(path, e))?;
+        NewFile::in_folder(dir, dir_path, name)
+    }
+
+    /// Starts writing `name` under the open (already checked) folder `dir` at `dir_path`.
+    ///
+    /// # Errors
+    /// [`WriteError::Io`] when the file cannot be made.
+    pub(super) fn in_folder(
+        dir: File,
+        dir_path: PathBuf,
+        name: &OsStr,
+    ) -> Result<NewFile, WriteError> {
+        let io = |err| WriteError::Io {
+            path: dir_path.join(name),
+            err,
+        };
+        let (tmp, file) = fresh(&dir, name).map_err(io)?;
+        let name = c_name(name).map_err(io)?;
         Ok(NewFile {
             dir,
             dir_path,
             tmp,
-            name: c_name(name).map_err(|e| io(path, e))?,
+            name,
             file,
             committed: false,
         })

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::Tool;
 use serde::{Deserialize, Serialize};
 
+use crate::checked_dir::new_file::WriteError;
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::config::ServerSpec;
 
@@ -144,11 +145,12 @@ impl ToolCache {
         let write = || -> std::io::Result<()> {
             let dir = self.checked_dir().map_err(DirError::into_io)?;
             // A random name, created exclusively, in a folder only this user can write to.
-            let tmp = tempfile::NamedTempFile::new_in(dir.path())?;
-            serde_json::to_writer(std::io::BufWriter::new(tmp.as_file()), &entry)?;
-            tmp.persist(dir.join(&Self::file_name(spec)))
-                .map_err(|e| e.error)?;
-            Ok(())
+            let mut new = dir.new_file(&Self::file_name(spec))?;
+            let mut out = std::io::BufWriter::new(new.file());
+            serde_json::to_writer(&mut out, &entry)?;
+            std::io::Write::flush(&mut out)?;
+            drop(out);
+            new.commit(0o600).map_err(WriteError::into_io)
         };
         match write() {
             Ok(()) => true,

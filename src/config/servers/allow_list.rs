@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::consent::Consent;
+use crate::checked_dir::new_file::WriteError;
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// One approval given with `mcp-code-bridge servers --allow`.
@@ -85,15 +86,14 @@ impl AllowList {
         let dir = self.path.parent().unwrap_or(Path::new("."));
         // A folder only this user can write to; the file gets a random name, then its own.
         let dir = CheckedDir::open(dir, Access::Shared, FIX_STATE).map_err(DirError::into_io)?;
-        let dir = dir.path();
         let text = serde_json::to_vec_pretty(&AllowFile {
             allowed: self.approvals.clone(),
         })
         .map_err(std::io::Error::other)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-        std::io::Write::write_all(&mut tmp, &text)?;
-        tmp.persist(&self.path).map_err(|e| e.error)?;
-        Ok(())
+        let name = self.path.file_name().and_then(|n| n.to_str());
+        let mut new = dir.new_file(name.unwrap_or("consent.json"))?;
+        std::io::Write::write_all(new.file(), &text)?;
+        new.commit(0o600).map_err(WriteError::into_io)
     }
 }
 
