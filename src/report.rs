@@ -6,6 +6,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+/// No server was loaded (the report then leaves `servers` out).
+fn no_servers(servers: &Arc<[String]>) -> bool {
+    servers.is_empty()
+}
+
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
 #[serde(rename_all = "snake_case")]
@@ -40,9 +45,9 @@ pub struct RunReport {
     /// Something the caller must know, e.g. that the sandbox was restarted and state lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notice: Option<String>,
-    /// MCP servers loaded for this run.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub servers: Vec<String>,
+    /// MCP servers loaded for this run (the request's own list, shared, not copied).
+    #[serde(skip_serializing_if = "no_servers")]
+    pub servers: Arc<[String]>,
     /// Files the run delivered to the host (the outbox, `runtime.save`, pictures).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<SavedFile>,

@@ -172,7 +172,7 @@ pub async fn doctor(settings: Arc<Settings>) -> (String, bool) {
         .sandbox
         .run(RunRequest {
             code: PROBE.into(),
-            servers: Vec::new(),
+            servers: Vec::new().into(),
             timeout: Duration::from_secs(60),
             arrived: tokio::time::Instant::now(),
             cancel: Default::default(),

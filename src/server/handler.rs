@@ -156,7 +156,7 @@ impl BridgeServer {
     /// None today; the `Result` keeps the handler's shape.
     pub async fn run_python(
         &self,
-        args: Option<&rmcp::model::JsonObject>,
+        args: Option<rmcp::model::JsonObject>,
         who: Option<&Who>,
         cancel: tokio_util::sync::CancellationToken,
         progress: Progress,
@@ -368,14 +368,8 @@ impl ServerHandler for BridgeServer {
                 let me = self.clone();
                 let arguments = request.arguments.clone();
                 let run = move |asker, stop| async move {
-                    me.run_python(
-                        arguments.as_ref(),
-                        who.as_ref(),
-                        stop,
-                        progress,
-                        Some(asker),
-                    )
-                    .await
+                    me.run_python(arguments, who.as_ref(), stop, progress, Some(asker))
+                        .await
                 };
                 let response = self
                     .rounds
@@ -386,13 +380,7 @@ impl ServerHandler for BridgeServer {
             }
         };
         let result = self
-            .run_python(
-                request.arguments.as_ref(),
-                who.as_ref(),
-                context.ct,
-                progress,
-                asker,
-            )
+            .run_python(request.arguments, who.as_ref(), context.ct, progress, asker)
             .await;
         forwarder.finish().await;
         result.map(Into::into)

@@ -77,7 +77,7 @@ pub struct RunArgs {
     /// Python source.
     pub code: String,
     /// Servers to load.
-    pub servers: Vec<String>,
+    pub servers: Arc<[String]>,
     /// Requested timeout in seconds.
     pub timeout: Option<u64>,
     /// `allowed_tools`: narrows what the run may call (never widens the config).
@@ -95,9 +95,8 @@ pub const MAX_HANDLE_CHARS: usize = 128;
 ///
 /// # Errors
 /// A message for a JSON-RPC invalid-params error.
-pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
-    let empty = JsonObject::new();
-    let args = args.unwrap_or(&empty);
+pub fn parse_args(args: Option<JsonObject>) -> Result<RunArgs, String> {
+    let mut args = args.unwrap_or_default();
     if let Some(unknown) = args.keys().find(|k| {
         !matches!(
             k.as_str(),
@@ -113,22 +112,22 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err("'release' must be true or false".into()),
     };
-    let sandbox = match args.get("sandbox") {
+    let sandbox = match args.remove("sandbox") {
         None | Some(Value::Null) => None,
-        Some(Value::String(h)) if h.chars().count() <= MAX_HANDLE_CHARS => Some(h.clone()),
+        Some(Value::String(h)) if h.chars().count() <= MAX_HANDLE_CHARS => Some(h),
         Some(_) => {
             return Err(format!(
                 "'sandbox' must be a handle string (at most {MAX_HANDLE_CHARS} characters)"
             ))
         }
     };
-    let code = match args.get("code") {
-        Some(Value::String(s)) => s.clone(),
+    let code = match args.remove("code") {
+        Some(Value::String(s)) => s,
         Some(_) => return Err("'code' must be a string".into()),
         None => return Err("missing required argument 'code'".into()),
     };
-    let servers = strings(args, "servers")?.unwrap_or_default();
-    let narrowing = match strings(args, "allowed_tools")? {
+    let servers = strings(&mut args, "servers")?.unwrap_or_default().into();
+    let narrowing = match strings(&mut args, "allowed_tools")? {
         None => None,
         Some(entries) => Some(Narrowing::parse(&entries)?),
     };
@@ -149,14 +148,17 @@ pub fn parse_args(args: Option<&JsonObject>) -> Result<RunArgs, String> {
     })
 }
 
-/// The array of strings `key`, `None` when absent or null.
-fn strings(args: &JsonObject, key: &str) -> Result<Option<Vec<String>>, String> {
+/// The array of strings `key`, taken out of `args` (not copied); `None` when absent or null.
+fn strings(args: &mut JsonObject, key: &str) -> Result<Option<Vec<String>>, String> {
     let bad = || format!("'{key}' must be an array of strings");
-    match args.get(key) {
+    match args.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+            .into_iter()
+            .map(|v| match v {
+                Value::String(s) => Ok(s),
+                _ => Err(bad()),
+            })
             .collect::<Result<_, _>>()
             .map(Some),
         Some(_) => Err(bad()),
@@ -176,7 +178,7 @@ mod tests {
 
     #[test]
     fn valid_arguments() {
-        let a = parse_args(Some(&obj(
+        let a = parse_args(Some(obj(
             json!({"code": "print(1)", "servers": ["a"], "timeout": 5}),
         )))
         .expect("valid");
@@ -184,14 +186,14 @@ mod tests {
             a,
             RunArgs {
                 code: "print(1)".into(),
-                servers: vec!["a".into()],
+                servers: vec!["a".to_string()].into(),
                 timeout: Some(5),
                 narrowing: None,
                 sandbox: None,
                 release: false,
             }
         );
-        let r = parse_args(Some(&obj(
+        let r = parse_args(Some(obj(
             json!({"code": "", "sandbox": "sbx_1", "release": true}),
         )))
         .expect("valid");
@@ -225,7 +227,7 @@ mod tests {
                 "unknown argument 'approved'",
             ),
         ] {
-            let err = parse_args(Some(&obj(args))).expect_err("invalid");
+            let err = parse_args(Some(obj(args))).expect_err("invalid");
             assert!(err.contains(needle), "{err}");
         }
         assert!(parse_args(None).is_err());

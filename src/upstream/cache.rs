@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::Tool;
@@ -39,6 +40,8 @@ pub struct ToolCache {
     state_dir: PathBuf,
     dir: PathBuf,
     memory: Mutex<HashMap<String, Option<Arc<Vec<Tool>>>>>,
+    /// Bumped by every change of a list kept in memory ([`ToolCache::changes`]).
+    changes: AtomicU64,
 }
 
 impl ToolCache {
@@ -48,6 +51,7 @@ impl ToolCache {
             dir: state_dir.join(DIR),
             state_dir: state_dir.to_path_buf(),
             memory: Mutex::new(HashMap::new()),
+            changes: AtomicU64::new(0),
         }
     }
 
@@ -115,8 +119,15 @@ impl ToolCache {
         self.read(spec).is_some_and(|e| e.server == spec.name)
     }
 
+    /// How many times a kept list was replaced or dropped: equal readings mean that what
+    /// [`ToolCache::get`] answers for a name it answered before is still that answer.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
+    }
+
     /// Records the tools of `spec` (memory and disk; disk failures are only logged).
     pub fn put(&self, spec: &ServerSpec, tools: Arc<Vec<Tool>>) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
         self.memory
             .lock()
             .expect("cache lock")
@@ -127,6 +138,7 @@ impl ToolCache {
     /// Records the tools of `spec` on disk only: [`ToolCache::get`] reads them back when asked.
     /// When they cannot be written they are kept in memory, as [`ToolCache::put`] does.
     pub fn put_on_disk(&self, spec: &ServerSpec, tools: Arc<Vec<Tool>>) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
         let written = self.write(spec, &tools);
         let mut memory = self.memory.lock().expect("cache lock");
         if written {
@@ -188,7 +200,19 @@ mod tests {
     fn round_trips_and_is_keyed_by_config() {
         let d = tempfile::tempdir().expect("tempdir");
         let tool = Tool::new("echo", "Echo text", Arc::new(serde_json::Map::new()));
-        ToolCache::new(d.path()).put(&spec("a", "one"), Arc::new(vec![tool]));
+        let cache = ToolCache::new(d.path());
+        let before = cache.changes();
+        cache.put(&spec("a", "one"), Arc::new(vec![tool.clone()]));
+        assert_ne!(cache.changes(), before, "a put is a change");
+        let before = cache.changes();
+        cache.get(&spec("a", "one"));
+        assert_eq!(cache.changes(), before, "a read is none");
+        cache.put_on_disk(&spec("a", "one"), Arc::new(vec![tool]));
+        assert_ne!(
+            cache.changes(),
+            before,
+            "a list dropped from memory is a change"
+        );
         let fresh = ToolCache::new(d.path());
         assert_eq!(
             fresh.get(&spec("a", "one")).expect("cached")[0].name,

@@ -125,6 +125,12 @@ impl Upstream {
     }
 
     /// The connection if it is up, at once: the warm path of every call.
+    /// The open connection itself, when there is one (the fast path of a repeated load keeps
+    /// it to tell, by [`Live::is_closed`], that nothing about it changed).
+    pub(super) fn live_handle(&self) -> Option<Arc<Live>> {
+        self.live_arc()
+    }
+
     fn live_arc(&self) -> Option<Arc<Live>> {
         match &*self.status.lock().expect("status lock") {
             Status::Live(l) if !l.is_closed() => Some(l.clone()),

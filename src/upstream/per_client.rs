@@ -6,6 +6,7 @@
 //! pool's work.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::client::Upstream;
@@ -15,6 +16,8 @@ pub(super) struct PerClient {
     held: Mutex<Held>,
     /// Handles held at most, over all clients.
     cap: usize,
+    /// Bumped whenever a handle is made or taken out ([`PerClient::changes`]).
+    changes: AtomicU64,
 }
 
 #[derive(Default)]
@@ -29,6 +32,7 @@ impl PerClient {
         PerClient {
             held: Mutex::new(Held::default()),
             cap,
+            changes: AtomicU64::new(0),
         }
     }
 
@@ -40,6 +44,12 @@ impl PerClient {
     /// How many handles are held, over all clients.
     pub(super) fn count(&self) -> usize {
         self.held.lock().expect("per-client lock").count
+    }
+
+    /// How many times a handle was made or taken out: equal readings mean every client has
+    /// the handles it had.
+    pub(super) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Acquire)
     }
 
     /// `client`'s handle of `server`, if it has one.
@@ -66,6 +76,7 @@ impl PerClient {
             return Err(());
         }
         let up = Arc::new(make());
+        self.changes.fetch_add(1, Ordering::AcqRel);
         held.count += 1;
         held.by_client
             .entry(client.to_string())
@@ -80,6 +91,7 @@ impl PerClient {
         let Some(servers) = held.by_client.remove(client) else {
             return Vec::new();
         };
+        self.changes.fetch_add(1, Ordering::AcqRel);
         held.count -= servers.len();
         servers.into_values().collect()
     }
@@ -87,6 +99,7 @@ impl PerClient {
     /// Takes out every handle of every client.
     pub(super) fn take_all(&self) -> Vec<Arc<Upstream>> {
         let mut held = self.held.lock().expect("per-client lock");
+        self.changes.fetch_add(1, Ordering::AcqRel);
         held.count = 0;
         std::mem::take(&mut held.by_client)
             .into_values()
@@ -114,10 +127,13 @@ mod tests {
     fn one_handle_per_client_and_server_at_most_the_cap_and_released_by_client() {
         let held = PerClient::new(3);
         let a1 = held.get_or_make("a", "s", || upstream("s")).expect("made");
+        let made = held.changes();
+        assert_ne!(made, 0, "a handle made is a change");
         let again = held
             .get_or_make("a", "s", || panic!("made twice"))
             .expect("the same");
         assert!(Arc::ptr_eq(&a1, &again));
+        assert_eq!(held.changes(), made, "a handle found is none");
         held.get_or_make("a", "t", || upstream("t")).expect("made");
         let b1 = held.get_or_make("b", "s", || upstream("s")).expect("made");
         assert!(!Arc::ptr_eq(&a1, &b1));
@@ -125,9 +141,13 @@ mod tests {
         // Full: a new one is refused, an existing one still found.
         assert!(held.get_or_make("c", "s", || upstream("s")).is_err());
         assert!(held.get_or_make("b", "s", || upstream("s")).is_ok());
+        let before = held.changes();
         assert_eq!(held.take("a").len(), 2);
+        assert_ne!(held.changes(), before, "handles taken out are a change");
         assert!(held.get("a", "s").is_none() && held.get("b", "s").is_some());
+        let before = held.changes();
         assert!(held.take("a").is_empty());
+        assert_eq!(held.changes(), before);
         held.get_or_make("c", "s", || upstream("s"))
             .expect("room again");
         assert_eq!(held.take_all().len(), 2);

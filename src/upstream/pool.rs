@@ -261,6 +261,34 @@ impl UpstreamPool {
             .collect()
     }
 
+    /// A reading that changes whenever what [`UpstreamPool::load_lists`] answers for the same
+    /// names and caller may change other than by a connection closing: a tool list cached
+    /// or dropped, a client's own handle made or taken out.
+    pub fn changes(&self) -> u64 {
+        self.cache.changes().wrapping_add(self.per_client.changes())
+    }
+
+    /// The open connections of `names` for `caller`, in order, when each is up and lists
+    /// exactly `lists` (`None` otherwise): while none of them closes and
+    /// [`UpstreamPool::changes`] reads the same, a load of the same names answers `lists`.
+    pub fn lives_listing(
+        &self,
+        names: &[String],
+        caller: Option<&Caller>,
+        lists: &[Arc<Vec<Tool>>],
+    ) -> Option<Vec<Arc<Live>>> {
+        names
+            .iter()
+            .zip(lists)
+            .map(|(n, list)| {
+                let up = self.peek(n, caller).ok()?;
+                up.spec.consent.permits().then_some(())?;
+                let live = up.live_handle()?;
+                Arc::ptr_eq(&live.tools, list).then_some(live)
+            })
+            .collect()
+    }
+
     /// The tools of `up` when it is connected and its cache entry is that list; `None` when
     /// it must go through [`UpstreamPool::connect_up`] (not started, closed, refused, or its
     /// cache entry to refresh).

@@ -40,7 +40,7 @@ pub fn process_app(pairs: &[(&str, &str)]) -> (App, Arc<ProcessRuntime>) {
 pub fn req(code: &str, timeout_secs: u64) -> RunRequest {
     RunRequest {
         code: code.to_string(),
-        servers: Vec::new(),
+        servers: Vec::new().into(),
         timeout: Duration::from_secs(timeout_secs),
         arrived: tokio::time::Instant::now(),
         cancel: CancellationToken::new(),

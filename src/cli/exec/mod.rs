@@ -48,7 +48,7 @@ pub async fn exec(
     let scope = std::sync::Arc::new(crate::calls::RunScope::new(&code, None, None));
     let req = RunRequest {
         code,
-        servers,
+        servers: servers.into(),
         timeout: settings.call_timeout(timeout),
         arrived: tokio::time::Instant::now(),
         cancel: app.ct.child_token(),

@@ -1,7 +1,6 @@
 //! The actor running one exec on the live session: the exec frame, its deadline, interrupt then
 //! kill, progress polls, and what a sandbox death means for the call (retry or report).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -17,7 +16,7 @@ impl Actor {
         let secs = req.timeout.as_secs();
         let id = self.ids.next();
         let limit = self.settings.max_output;
-        let servers: Arc<[String]> = req.servers.clone().into();
+        let servers = req.servers.clone();
         let tools = match self
             .dispatcher
             .load(&req.servers, &req.scope, deadline)

@@ -50,8 +50,8 @@ pub use crate::container::Connector;
 pub struct RunRequest {
     /// Python source.
     pub code: String,
-    /// Servers to load.
-    pub servers: Vec<String>,
+    /// Servers to load (shared with the report and the exec frame, never copied).
+    pub servers: Arc<[String]>,
     /// Time allowed, counted from `arrived` (sandbox startup excluded).
     pub timeout: Duration,
     /// When the request arrived.

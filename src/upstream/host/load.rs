@@ -20,7 +20,9 @@ impl UpstreamHostCalls {
     /// ones); their entries are rebuilt only when a server's tool list changed (the processes
     /// of one server share their list). A run with a `narrowing` gets only the tools inside it
     /// (built for that run, not kept). A run naming the same servers as the last one, for the
-    /// same client, with no tool list changed, gets the last answer back (`last_load.rs`).
+    /// same client, with no tool list changed, gets the last answer back (`last_load.rs`):
+    /// before any server is looked up while none of their connections ended and the pool's
+    /// change count reads the same, else after the lookups.
     pub(super) async fn load_servers(
         &self,
         servers: &[String],
@@ -28,6 +30,13 @@ impl UpstreamHostCalls {
         caller: Option<&Caller>,
         deadline: Instant,
     ) -> Result<LoadedTools, LoadError> {
+        let key = caller.map(|c| c.sandbox.as_str());
+        let changes = self.pool.changes();
+        if narrowing.is_none() {
+            if let Some(same) = self.last_load.fresh(servers, key, changes) {
+                return Ok(same);
+            }
+        }
         let lists = self
             .pool
             .load_lists(servers, caller, deadline)
@@ -46,8 +55,17 @@ impl UpstreamHostCalls {
                     .collect(),
             ));
         }
-        let key = caller.map(|c| c.sandbox.as_str());
+        let watch = |lists: &[Arc<Vec<Tool>>]| {
+            let lives = self.pool.lives_listing(servers, caller, lists)?;
+            let ends = lives
+                .iter()
+                .map(|l| (l.closed.clone(), l.stop.clone()))
+                .collect();
+            Some(super::last_load::Watch { changes, ends })
+        };
         if let Some(same) = self.last_load.get(servers, key, &lists) {
+            self.last_load
+                .keep(servers, key, lists.clone(), same.clone(), watch(&lists));
             return Ok(same);
         }
         let loaded: LoadedTools = {
@@ -70,7 +88,8 @@ impl UpstreamHostCalls {
                     .collect(),
             )
         };
-        self.last_load.keep(servers, key, lists, loaded.clone());
+        let w = watch(&lists);
+        self.last_load.keep(servers, key, lists, loaded.clone(), w);
         Ok(loaded)
     }
 }
