@@ -43,6 +43,8 @@ pub struct UpstreamTasks {
     pub call_lane: bool,
     /// The largest message accepted from a stdio server (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
     pub max_message: usize,
+    /// The OAuth token store remote servers' sign-ins are read from (set by the pool).
+    pub tokens: Option<super::oauth::store::TokenFile>,
 }
 
 impl Default for UpstreamTasks {
@@ -53,6 +55,7 @@ impl Default for UpstreamTasks {
             ct: CancellationToken::default(),
             call_lane: false,
             max_message: crate::config::DEFAULT_MAX_SERVER_MESSAGE,
+            tokens: None,
         }
     }
 }
@@ -201,6 +204,13 @@ impl Upstream {
                     format!("{reason} (retrying in {:.1} s)", left.as_secs_f64())
                 }
                 Refusal::Stopped => "the bridge is shutting down".into(),
+                // The seam for signing in inside a run: a caller that can ask the person
+                // (URL elicitation) would start the sign-in here and call again.
+                Refusal::AuthRequired => {
+                    return UpstreamError::AuthRequired {
+                        server: self.spec.name.clone(),
+                    }
+                }
             };
             UpstreamError::Start {
                 server: self.spec.name.clone(),
@@ -225,6 +235,7 @@ impl Upstream {
                     call_lane: self.tasks.call_lane,
                     max_message: self.tasks.max_message,
                     list: self.list.clone(),
+                    tokens: self.tasks.tokens.clone(),
                 },
                 status: self.status.clone(),
                 failures: (0, None),
