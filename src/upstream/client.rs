@@ -157,7 +157,7 @@ impl Upstream {
         }
     }
 
-    /// `idle`, `running`, `failed`, `closed` or `not approved`: for listings. A server being
+    /// `idle`, `running`, `failed`, `needs sign-in`, `closed` or `not approved`: for listings. A server being
     /// started shows its state from before the start.
     pub fn state_name(&self) -> &'static str {
         if !self.spec.consent.permits() {
@@ -168,7 +168,13 @@ impl Upstream {
             Status::Live(l) if l.is_closed() => "closed",
             Status::Live(_) => "running",
             Status::Failed => "failed",
+            Status::SignIn => "needs sign-in",
         }
+    }
+
+    /// Whether the last start met the server asking for sign-in (until a start succeeds).
+    pub fn needs_sign_in(&self) -> bool {
+        matches!(&*self.status.lock().expect("status lock"), Status::SignIn)
     }
 
     /// The connection, starting or restarting the server if needed.

@@ -38,6 +38,8 @@ pub(super) enum Status {
     Live(Arc<Live>),
     /// The last start failed.
     Failed,
+    /// The last start met the server asking for sign-in.
+    SignIn,
 }
 
 /// A request to the owner: the connection, started if needed by `deadline`.
@@ -168,7 +170,7 @@ impl Owner {
             }
             // Not a failure: no backoff, so a call right after `login` connects.
             Ok(Err(StartError::AuthRequired)) => {
-                *self.status.lock().expect("status lock") = Status::Failed;
+                *self.status.lock().expect("status lock") = Status::SignIn;
                 let _ = req.reply.send(Err(Refusal::AuthRequired));
             }
             result => {

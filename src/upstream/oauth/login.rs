@@ -293,12 +293,30 @@ async fn revoke(spec: &ServerSpec, record: &Record, creds: &StoredCredentials) -
         tokens.push((r.secret().to_string(), "refresh_token"));
     }
     tokens.push((response.access_token().secret().to_string(), "access_token"));
+    // The client authenticates as at the token endpoint: basic unless only post is offered.
+    let methods = meta
+        .additional_fields
+        .get("revocation_endpoint_auth_methods_supported")
+        .or(meta
+            .additional_fields
+            .get("token_endpoint_auth_methods_supported"))
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().filter_map(|m| m.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let post = methods.contains(&"client_secret_post") && !methods.contains(&"client_secret_basic");
     for (token, hint) in tokens {
-        let mut form = vec![("token", token.as_str()), ("token_type_hint", hint)];
+        // `client_id` always (RFC 7009 2.1 for a public client); an empty `client_secret` is the
+        // same as none (RFC 6749 3.1) and is what some servers' form parsers require.
+        let mut form = vec![
+            ("token", token.as_str()),
+            ("token_type_hint", hint),
+            ("client_id", creds.client_id.as_str()),
+        ];
         let mut req = client.post(&endpoint);
         match &secret {
+            Some(s) if post => form.push(("client_secret", s.as_str())),
             Some(s) => req = req.basic_auth(&creds.client_id, Some(s)),
-            None => form.push(("client_id", creds.client_id.as_str())),
+            None => form.push(("client_secret", "")),
         }
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(&form)
