@@ -295,7 +295,8 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "40 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', 'MCPError', "
+            "40 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
+            "'MCPError', "
             "'NotApprovedError', 'PolicyDeniedError', 'ServerError', "
             "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "
             "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])

@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
-import servers as S
 from bridge_driver import BRIDGE_BIN
 from helpers_cli import cli_env_for
+
+import servers as S
 
 pytestmark = pytest.mark.host_only
 
