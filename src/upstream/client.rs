@@ -318,6 +318,21 @@ impl Upstream {
                 tool: tool.into(),
                 message: e.message.to_string(),
             }),
+            // The server refused the token (revoked, or a refresh was refused) or wants more
+            // scopes (403 `insufficient_scope`): noted for `servers` and the next `login`, and
+            // the connection is closed so the next call starts with what is stored then.
+            Ok(Err(e)) if super::oauth::needs_sign_in(&e) => {
+                if let (Some(tokens), Ok(url)) =
+                    (&self.tasks.tokens, super::oauth::remote_url(&self.spec))
+                {
+                    let step_up = super::oauth::sign_in_challenge(&e).flatten();
+                    super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up).await;
+                }
+                live.stop.cancel();
+                Err(UpstreamError::AuthRequired {
+                    server: self.spec.name.clone(),
+                })
+            }
             Ok(Err(e)) => {
                 // Transport-level failure: the server is gone or broken. Let the stderr reader
                 // and the owner task catch up, then restart on next use.

@@ -110,6 +110,13 @@ pub(super) struct Starter {
 }
 
 impl Starter {
+    /// Notes in the token store that this remote server asked for sign-in.
+    async fn mark_sign_in(&self, step_up: Option<String>) {
+        if let (Some(tokens), Ok(url)) = (&self.tokens, super::oauth::remote_url(&self.spec)) {
+            super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up).await;
+        }
+    }
+
     /// Starts the server. The process group of a stdio server is put in `group` as soon as it
     /// exists, so an abandoned start can be killed.
     pub(super) async fn start(
@@ -209,13 +216,16 @@ impl Starter {
                 };
                 match served {
                     Ok(service) => service,
-                    Err(e) if super::oauth::needs_sign_in(&e) => {
-                        if let Some(tokens) = &self.tokens {
-                            super::oauth::mark_needs_sign_in(&self.spec, url, tokens).await;
+                    Err(e) => match super::oauth::sign_in_challenge(&e) {
+                        Some(step_up) => {
+                            if let Some(tokens) = &self.tokens {
+                                super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up)
+                                    .await;
+                            }
+                            return Err(StartError::AuthRequired);
                         }
-                        return Err(StartError::AuthRequired);
-                    }
-                    Err(e) => return Err(StartError::Initialize(Box::new(e))),
+                        None => return Err(StartError::Initialize(Box::new(e))),
+                    },
                 }
             }
             Transport::Sse { .. } => return Err(StartError::Sse),
@@ -228,13 +238,16 @@ impl Starter {
             info.as_ref()
                 .is_some_and(|i| i.protocol_version.has_initialize())
         });
-        let mut tools = peer.list_all_tools().await.map_err(|e| {
-            if super::oauth::needs_sign_in(&e) {
-                StartError::AuthRequired
-            } else {
-                StartError::ListTools(e)
-            }
-        })?;
+        let mut tools = match peer.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => match super::oauth::sign_in_challenge(&e) {
+                Some(step_up) => {
+                    self.mark_sign_in(step_up).await;
+                    return Err(StartError::AuthRequired);
+                }
+                None => return Err(StartError::ListTools(e)),
+            },
+        };
         // `allowedTools` / `disabledTools`: refused tools are hidden from the sandbox, its
         // listings, its search and the tool cache.
         tools.retain(|t| self.spec.tool_refusal(&t.name).is_none());

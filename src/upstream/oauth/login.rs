@@ -71,13 +71,28 @@ pub async fn login(
         None,
     ));
     let oauth = spec.oauth.clone().unwrap_or_default();
+    // A step-up a call met (403 `insufficient_scope`) asks for its scopes, with those the
+    // entry names.
+    let step_up = {
+        let (file, name, res) = (tokens.clone(), spec.name.clone(), resource.clone());
+        tokio::task::spawn_blocking(move || file.get(&name, &res))
+            .await
+            .map_err(|e| OAuthError::Auth(e.to_string()))??
+            .and_then(|r| r.step_up)
+    };
+    let mut wanted: Vec<String> = oauth.scopes.clone();
+    for s in step_up.iter().flat_map(|s| s.split_whitespace()) {
+        if !wanted.iter().any(|w| w == s) {
+            wanted.push(s.to_string());
+        }
+    }
     let listener = Listener::bind(oauth.callback_port).await?;
     let redirect = listener.redirect_uri();
     let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name(CLIENT_NAME);
-    request = if oauth.scopes.is_empty() {
+    request = if wanted.is_empty() {
         request.with_initial_scope_selection()
     } else {
-        request.with_scopes(oauth.scopes.iter().cloned())
+        request.with_scopes(wanted.iter().cloned())
     };
     let cimd_supported = meta
         .additional_fields
@@ -95,10 +110,10 @@ pub async fn login(
     } else if meta.registration_endpoint.is_some() {
         // Dynamic registration through rmcp, here rather than inside the session, so a
         // confidential client's secret is kept for refreshes.
-        let scopes = if oauth.scopes.is_empty() {
+        let scopes = if wanted.is_empty() {
             m.select_initial_scopes(&[]).await
         } else {
-            oauth.scopes.clone()
+            wanted.clone()
         };
         let refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let config = m.register_client(CLIENT_NAME, &redirect, &refs).await?;
@@ -161,6 +176,7 @@ pub async fn login(
             old.map(|mut r| {
                 r.client_secret = registered_secret;
                 r.redirect_uri = Some(redirect);
+                r.step_up = None;
                 r
             })
         })

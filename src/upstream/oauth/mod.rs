@@ -281,7 +281,12 @@ pub(crate) async fn authorized(
 /// Notes in the store that `spec`'s server asked for sign-in: tokens it refused are dropped,
 /// and `servers` says which command signs in. Best effort (a store that cannot be written only
 /// loses the note).
-pub(crate) async fn mark_needs_sign_in(spec: &ServerSpec, url: &str, tokens: &TokenFile) {
+pub(crate) async fn mark_needs_sign_in(
+    spec: &ServerSpec,
+    url: &str,
+    tokens: &TokenFile,
+    step_up: Option<String>,
+) {
     let Ok(resource) = canonical_resource(url) else {
         return;
     };
@@ -293,7 +298,17 @@ pub(crate) async fn mark_needs_sign_in(spec: &ServerSpec, url: &str, tokens: &To
                 credentials: None,
                 client_secret: None,
                 redirect_uri: None,
+                step_up: None,
             });
+            // The scopes granted so far stay wanted: a step-up asks for them and the new ones.
+            if let Some(scope) = step_up {
+                let granted = r
+                    .credentials
+                    .as_ref()
+                    .map(|c| c.granted_scopes.join(" "))
+                    .unwrap_or_default();
+                r.step_up = Some(format!("{granted} {scope}").trim().to_string());
+            }
             r.credentials = None;
             Some(r)
         })
@@ -304,31 +319,42 @@ pub(crate) async fn mark_needs_sign_in(spec: &ServerSpec, url: &str, tokens: &To
     }
 }
 
-/// Whether a connection's error is the server asking for sign-in (401, 403
-/// `insufficient_scope`, or credentials that can no longer be refreshed).
-pub fn needs_sign_in(err: &(dyn std::error::Error + 'static)) -> bool {
+/// Longest step-up scope text kept from a 403 challenge.
+const MAX_STEP_UP: usize = 1024;
+
+/// What a connection's error says of sign-in: `None` when it is not about sign-in; else
+/// `Some(scope)`, with the scope a 403 `insufficient_scope` challenge asked for (a step-up).
+pub fn sign_in_challenge(err: &(dyn std::error::Error + 'static)) -> Option<Option<String>> {
     type Http = StreamableHttpError<reqwest::Error>;
     type Quit = rmcp::transport::worker::WorkerQuitReason<Http>;
-    let asks = |h: &Http| {
-        matches!(
-            h,
-            StreamableHttpError::AuthRequired(_)
-                | StreamableHttpError::InsufficientScope(_)
-                | StreamableHttpError::Auth(AuthError::AuthorizationRequired)
-        )
+    let asks = |h: &Http| match h {
+        StreamableHttpError::AuthRequired(_)
+        | StreamableHttpError::Auth(AuthError::AuthorizationRequired) => Some(None),
+        StreamableHttpError::InsufficientScope(e) => {
+            let base = url::Url::parse("http://localhost/").expect("a URL");
+            let params = rmcp::transport::auth::WWWAuthenticateParams::parse(
+                &e.www_authenticate_header,
+                &base,
+            );
+            Some(
+                params
+                    .scope
+                    .filter(|s| s.len() <= MAX_STEP_UP && !s.chars().any(char::is_control)),
+            )
+        }
+        _ => None,
     };
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    let mut depth = 0;
-    while let Some(e) = cur {
-        depth += 1;
-        if depth > 16 {
-            return false;
-        }
+    for _ in 0..16 {
+        let e = cur?;
         if let Some(h) = e.downcast_ref::<Http>() {
             return asks(h);
         }
         if let Some(q) = e.downcast_ref::<Quit>() {
-            return matches!(q, rmcp::transport::worker::WorkerQuitReason::Fatal { error, .. } if asks(error));
+            return match q {
+                rmcp::transport::worker::WorkerQuitReason::Fatal { error, .. } => asks(error),
+                _ => None,
+            };
         }
         // Fields rmcp does not mark as sources.
         if let Some(rmcp::service::ClientInitializeError::TransportError { error, .. }) =
@@ -337,11 +363,21 @@ pub fn needs_sign_in(err: &(dyn std::error::Error + 'static)) -> bool {
             cur = Some(error.error.as_ref());
             continue;
         }
+        if let Some(rmcp::ServiceError::TransportSend(t)) = e.downcast_ref::<rmcp::ServiceError>() {
+            cur = Some(t.error.as_ref());
+            continue;
+        }
         if let Some(t) = e.downcast_ref::<rmcp::transport::DynamicTransportError>() {
             cur = Some(t.error.as_ref());
             continue;
         }
         cur = e.source();
     }
-    false
+    None
+}
+
+/// Whether a connection's error is the server asking for sign-in (401, 403
+/// `insufficient_scope`, or credentials that can no longer be refreshed).
+pub fn needs_sign_in(err: &(dyn std::error::Error + 'static)) -> bool {
+    sign_in_challenge(err).is_some()
 }

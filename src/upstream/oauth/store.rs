@@ -73,6 +73,10 @@ pub struct Record {
     /// The redirect URI the client was registered with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirect_uri: Option<String>,
+    /// The scopes a 403 `insufficient_scope` asked for (with those granted before): the next
+    /// sign-in asks for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_up: Option<String>,
 }
 
 impl std::fmt::Debug for Record {
@@ -85,6 +89,7 @@ impl std::fmt::Debug for Record {
                 &self.client_secret.as_ref().map(|_| "[redacted]"),
             )
             .field("redirect_uri", &self.redirect_uri)
+            .field("step_up", &self.step_up)
             .finish()
     }
 }
@@ -292,6 +297,7 @@ impl ServerTokens {
                     credentials: None,
                     client_secret: None,
                     redirect_uri: None,
+                    step_up: None,
                 });
                 r.credentials = credentials;
                 Some(r)
@@ -339,6 +345,7 @@ mod tests {
             credentials: Some(creds(token)),
             client_secret: Some("dcr-secret".into()),
             redirect_uri: None,
+            step_up: None,
         }
     }
 
