@@ -13,6 +13,7 @@ Modes (hostile authorization servers):
   missing-fields the token endpoint's answer has no access_token
   huge-token     the token endpoint answers 8 MiB
   far-callback   authorize redirects to a non-loopback callback, never to the bridge's
+  open           no authorization at all (the same tools, for measuring what sign-in costs)
 """
 
 from __future__ import annotations
@@ -127,7 +128,10 @@ def main() -> None:
         issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
         client_registration_options=ClientRegistrationOptions(enabled=True),
         revocation_options=RevocationOptions(enabled=True))
-    server = MCPServer("oauth-test", auth_server_provider=provider, auth=auth)
+    if args.mode == "open":
+        server = MCPServer("oauth-test")
+    else:
+        server = MCPServer("oauth-test", auth_server_provider=provider, auth=auth)
 
     @server.tool()
     def echo(text: str) -> str:
@@ -140,7 +144,7 @@ def main() -> None:
         return "signed-in"
 
     app = server.streamable_http_app()
-    if args.mode != "normal":
+    if args.mode not in ("normal", "open"):
         app = hostile(app, args.mode, base)
     Path(args.port_file).write_text(str(port))
     sys.stdout.flush()
