@@ -400,3 +400,64 @@ pub fn sign_in_challenge(err: &(dyn std::error::Error + 'static)) -> Option<Opti
 pub fn needs_sign_in(err: &(dyn std::error::Error + 'static)) -> bool {
     sign_in_challenge(err).is_some()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
+
+    type Http = StreamableHttpError<reqwest::Error>;
+
+    /// As a call's error arrives: rmcp's service error around the transport's.
+    fn as_call_error(h: Http) -> rmcp::ServiceError {
+        rmcp::ServiceError::TransportSend(rmcp::transport::DynamicTransportError::from_parts(
+            "test",
+            std::any::TypeId::of::<()>(),
+            Box::new(h),
+        ))
+    }
+
+    #[test]
+    fn a_401_or_a_403_insufficient_scope_asks_for_sign_in_and_nothing_else_does() {
+        let unauthorized = as_call_error(Http::AuthRequired(AuthRequiredError::new(
+            "Bearer resource_metadata=\"https://a/.well-known/oauth-protected-resource\"".into(),
+        )));
+        assert_eq!(sign_in_challenge(&unauthorized), Some(None));
+        let step_up = as_call_error(Http::InsufficientScope(InsufficientScopeError::new(
+            "Bearer error=\"insufficient_scope\", scope=\"mcp:basic mcp:write\"".into(),
+            None,
+        )));
+        assert_eq!(
+            sign_in_challenge(&step_up),
+            Some(Some("mcp:basic mcp:write".into()))
+        );
+        let huge = format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", "s ".repeat(2000));
+        let huge = as_call_error(Http::InsufficientScope(InsufficientScopeError::new(huge, None)));
+        assert_eq!(sign_in_challenge(&huge), Some(None), "an endless scope is not kept");
+        assert_eq!(sign_in_challenge(&as_call_error(Http::SessionExpired)), None);
+        assert!(!needs_sign_in(&rmcp::ServiceError::TransportClosed));
+    }
+
+    #[test]
+    fn secrets_go_only_to_https_or_loopback_endpoints() {
+        for good in [
+            "https://as.example/token",
+            "http://127.0.0.1:8080/token",
+            "http://localhost/t",
+            "http://[::1]/t",
+        ] {
+            assert!(vouched(good), "{good}");
+        }
+        for bad in ["http://as.example/token", "ftp://x/t", "javascript:alert(1)", "nonsense"] {
+            assert!(!vouched(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_auth_error_is_shown_on_one_line_and_cut() {
+        let long = AuthError::TokenExchangeFailed(format!("a\nb{}", "x".repeat(1000)));
+        let shown = shown_auth_error(&long);
+        assert!(!shown.contains('\n'));
+        assert!(shown.ends_with(" [...]") && shown.len() < MAX_SHOWN + 20, "{shown}");
+    }
+}
