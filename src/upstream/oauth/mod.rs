@@ -431,10 +431,22 @@ mod tests {
             sign_in_challenge(&step_up),
             Some(Some("mcp:basic mcp:write".into()))
         );
-        let huge = format!("Bearer error=\"insufficient_scope\", scope=\"{}\"", "s ".repeat(2000));
-        let huge = as_call_error(Http::InsufficientScope(InsufficientScopeError::new(huge, None)));
-        assert_eq!(sign_in_challenge(&huge), Some(None), "an endless scope is not kept");
-        assert_eq!(sign_in_challenge(&as_call_error(Http::SessionExpired)), None);
+        let huge = format!(
+            "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+            "s ".repeat(2000)
+        );
+        let huge = as_call_error(Http::InsufficientScope(InsufficientScopeError::new(
+            huge, None,
+        )));
+        assert_eq!(
+            sign_in_challenge(&huge),
+            Some(None),
+            "an endless scope is not kept"
+        );
+        assert_eq!(
+            sign_in_challenge(&as_call_error(Http::SessionExpired)),
+            None
+        );
         assert!(!needs_sign_in(&rmcp::ServiceError::TransportClosed));
     }
 
@@ -448,7 +460,12 @@ mod tests {
         ] {
             assert!(vouched(good), "{good}");
         }
-        for bad in ["http://as.example/token", "ftp://x/t", "javascript:alert(1)", "nonsense"] {
+        for bad in [
+            "http://as.example/token",
+            "ftp://x/t",
+            "javascript:alert(1)",
+            "nonsense",
+        ] {
             assert!(!vouched(bad), "{bad}");
         }
     }
@@ -458,6 +475,9 @@ mod tests {
         let long = AuthError::TokenExchangeFailed(format!("a\nb{}", "x".repeat(1000)));
         let shown = shown_auth_error(&long);
         assert!(!shown.contains('\n'));
-        assert!(shown.ends_with(" [...]") && shown.len() < MAX_SHOWN + 20, "{shown}");
+        assert!(
+            shown.ends_with(" [...]") && shown.len() < MAX_SHOWN + 20,
+            "{shown}"
+        );
     }
 }
