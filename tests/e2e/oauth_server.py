@@ -3,7 +3,9 @@ authorization-server routes (metadata, dynamic registration, authorize, token, r
 in-memory provider whose authorization endpoint approves at once, and the SDK's bearer check on
 /mcp. Tools: `whoami` (the token's client), `echo`.
 
-Run: python3 oauth_server.py PORT_FILE [--lifetime SECS] [--mode MODE] [--log FILE]
+Run: python3 oauth_server.py PORT_FILE [--lifetime SECS] [--honour SECS] [--mode MODE] [--log FILE]
+`--honour` makes access tokens stop working after SECS whatever their announced lifetime (a 401
+the client must answer with a refresh).
 It binds 127.0.0.1 on a free port and writes the port to PORT_FILE. `--log` gets one line per
 token-endpoint exchange (grant type) and per revocation, so tests can count refreshes.
 
@@ -42,7 +44,8 @@ from starlette.responses import JSONResponse, Response
 class InstantProvider:
     """Approves every authorization at once; tokens live `lifetime` seconds."""
 
-    def __init__(self, lifetime: int, mode: str, log: Path | None):
+    def __init__(self, lifetime: int, mode: str, log: Path | None, honour: int | None = None):
+        self.honour = honour
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -78,8 +81,9 @@ class InstantProvider:
 
     def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = "at-" + secrets.token_urlsafe(24), "rt-" + secrets.token_urlsafe(24)
+        alive = self.honour if self.honour is not None else self.lifetime
         self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
-                                          expires_at=int(time.time()) + self.lifetime, resource=resource)
+                                          expires_at=int(time.time()) + alive, resource=resource)
         self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes,
                                              resource=resource)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=self.lifetime,
@@ -116,6 +120,7 @@ def main() -> None:
     ap.add_argument("--lifetime", type=int, default=3600)
     ap.add_argument("--mode", default="normal")
     ap.add_argument("--log")
+    ap.add_argument("--honour", type=int)
     args = ap.parse_args()
 
     import socket
@@ -123,7 +128,7 @@ def main() -> None:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
-    provider = InstantProvider(args.lifetime, args.mode, Path(args.log) if args.log else None)
+    provider = InstantProvider(args.lifetime, args.mode, Path(args.log) if args.log else None, args.honour)
     auth = AuthSettings(
         issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
         client_registration_options=ClientRegistrationOptions(enabled=True),

@@ -36,12 +36,12 @@ BROWSER = HERE / "oauth_browser.py"
 class AuthServer:
     """oauth_server.py in a process of its own, on a free loopback port."""
 
-    def __init__(self, tmp: Path, lifetime: int = 3600, mode: str = "normal"):
+    def __init__(self, tmp: Path, lifetime: int = 3600, mode: str = "normal", honour: int | None = None):
         self.log = tmp / f"as-{mode}.log"
         port_file = tmp / f"port-{mode}-{lifetime}"
         self.proc = subprocess.Popen(
             [sys.executable, str(SERVER), str(port_file), "--lifetime", str(lifetime), "--mode", mode,
-             "--log", str(self.log)],
+             "--log", str(self.log), *(["--honour", str(honour)] if honour is not None else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):
@@ -185,6 +185,17 @@ def test_a_short_lived_token_is_refreshed_without_the_user(tmp_path, auth_server
     assert after != before, "the refreshed token was stored"
     for s in (before, after):
         assert s not in "\n".join(home.outputs)
+
+
+def test_a_token_the_server_refuses_early_is_refreshed_on_its_401(tmp_path, auth_server, stub_ready):
+    srv = auth_server(honour=1)  # announced for an hour, refused after a second
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    time.sleep(2.5)
+    p = home.run("exec", "--servers", "remote", "print(await mcp_remote.echo(text='after 401'))")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "after 401"
+    assert "token refresh_token" in srv.lines(), srv.lines()
 
 
 def test_logout_revokes_and_forgets_then_a_call_names_login(tmp_path, auth_server, stub_ready):
