@@ -89,6 +89,13 @@ fn with_sign_in(
 ) -> String {
     use crate::upstream::oauth::login::{status, SignIn};
     match status(s, tokens) {
+        Ok(Some(SignIn::SignedIn {
+            until: Some(t),
+            refreshable: false,
+        })) if t <= now() => format!(
+            "{state}; sign-in expired: run `mcp-code-bridge login {}`",
+            Shown(&s.name)
+        ),
         Ok(Some(SignIn::SignedIn { until, refreshable })) => {
             let until = match until {
                 Some(t) => format!(" until {}", crate::cli::login::utc(t)),
@@ -109,6 +116,13 @@ fn with_sign_in(
         Ok(None) => state,
         Err(e) => format!("{state}; sign-in unknown: {e}"),
     }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
 }
 
 fn describe_sources(settings: &Settings) -> String {

@@ -12,7 +12,9 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
+use rmcp::transport::auth::{
+    AuthError, CredentialRefreshGuard, CredentialStore, StoredCredentials,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::checked_dir::own_file::{self, Keep};
@@ -24,6 +26,9 @@ const DIR: &str = "oauth";
 const FILE: &str = "tokens.json";
 /// The lock file held while the file is read and replaced.
 const LOCK: &str = "tokens.lock";
+/// The lock file held across a refresh (its request and its save), so bridges sharing a
+/// server's tokens refresh one at a time, each starting from what the last one stored.
+const REFRESH_LOCK: &str = "refresh.lock";
 /// The largest token file read (a bigger one is refused, not parsed).
 const MAX_FILE: u64 = 4 << 20;
 /// The most servers kept.
@@ -207,6 +212,28 @@ impl TokenFile {
         self.write(&dir, &contents)
     }
 
+    /// Takes the refresh lock (blocking until no other refresh holds it).
+    ///
+    /// # Errors
+    /// The folder or the lock file is refused, or locking fails.
+    pub fn lock_refresh(&self) -> Result<std::fs::File, StoreError> {
+        let dir = self.dir()?;
+        let lock = dir
+            .open_file(
+                REFRESH_LOCK,
+                libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
+                0o600,
+            )
+            .map_err(self.io("opening the refresh lock"))?;
+        // SAFETY: flock on a descriptor this function owns; released when it is closed.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(self.io("locking for a refresh")(
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(lock)
+    }
+
     fn read(&self, dir: &CheckedDir) -> Result<Contents, StoreError> {
         let mut file = match dir.open_file(FILE, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
             Ok(f) => f,
@@ -324,6 +351,25 @@ impl CredentialStore for ServerTokens {
         *self.memory.write().await = None;
         self.persist(None).await
     }
+
+    /// Refreshes one at a time across bridges: under the lock, what another bridge stored since
+    /// (a rotated refresh token) replaces what this one holds, so the refresh starts from it.
+    async fn acquire_refresh_guard(&self) -> Result<Option<CredentialRefreshGuard>, AuthError> {
+        let (file, name, resource) = (self.file.clone(), self.name.clone(), self.resource.clone());
+        let locked = tokio::task::spawn_blocking(move || {
+            let lock = file.lock_refresh()?;
+            let record = file.get(&name, &resource)?;
+            Ok::<_, StoreError>((lock, record))
+        })
+        .await
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?
+        .map_err(|e| AuthError::CredentialStoreError(e.to_string()))?;
+        let (lock, record) = locked;
+        if let Some(credentials) = record.and_then(|r| r.credentials) {
+            *self.memory.write().await = Some(credentials);
+        }
+        Ok(Some(CredentialRefreshGuard::new(lock)))
+    }
 }
 
 #[cfg(test)]
@@ -437,6 +483,32 @@ mod tests {
             canonical_resource("http://127.0.0.1:8080/mcp").expect("url"),
             "http://127.0.0.1:8080/mcp"
         );
+    }
+
+    #[tokio::test]
+    async fn a_refresh_starts_from_what_another_bridge_stored_and_waits_for_its_refresh() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let file = TokenFile::new(state.path());
+        let mine = ServerTokens::new(file.clone(), "s", "https://a/mcp", Some(creds("old")));
+        let other = ServerTokens::new(file.clone(), "s", "https://a/mcp", None);
+        other.save(creds("rotated")).await.expect("save");
+        let guard = mine.acquire_refresh_guard().await.expect("guard");
+        let held = mine.load().await.expect("load").expect("some");
+        let token = held.token_response.expect("a token");
+        assert_eq!(
+            oauth2::TokenResponse::access_token(&token).secret(),
+            "rotated"
+        );
+        // A second refresh waits for the first.
+        let waiting = tokio::spawn(async move { other.acquire_refresh_guard().await.map(|_| ()) });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(!waiting.is_finished(), "the lock is held");
+        drop(guard);
+        tokio::time::timeout(std::time::Duration::from_secs(5), waiting)
+            .await
+            .expect("released")
+            .expect("task")
+            .expect("guard");
     }
 
     #[tokio::test]
