@@ -15,6 +15,7 @@ Modes (hostile authorization servers):
   missing-fields the token endpoint's answer has no access_token
   huge-token     the token endpoint answers 8 MiB
   far-callback   authorize redirects to a non-loopback callback, never to the bridge's
+  http-endpoint  the metadata names a plain-http token endpoint off loopback
   open           no authorization at all (the same tools, for measuring what sign-in costs)
 """
 
@@ -165,6 +166,11 @@ def hostile(app, mode: str, base: str):
         if mode == "other-issuer" and path.startswith("/.well-known/oauth-authorization-server"):
             body = {"issuer": "https://evil.example", "authorization_endpoint": base + "/authorize",
                     "token_endpoint": base + "/token", "registration_endpoint": base + "/register",
+                    "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"]}
+            return await JSONResponse(body)(scope, receive, send)
+        if mode == "http-endpoint" and path.startswith("/.well-known/oauth-authorization-server"):
+            body = {"issuer": base, "authorization_endpoint": base + "/authorize",
+                    "token_endpoint": "http://as.example.invalid/token", "registration_endpoint": base + "/register",
                     "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"]}
             return await JSONResponse(body)(scope, receive, send)
         if mode == "missing-fields" and path == "/token":

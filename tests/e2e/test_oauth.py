@@ -232,6 +232,7 @@ def test_a_run_goes_on_when_one_server_needs_sign_in(tmp_path, auth_server, stub
 
 @pytest.mark.parametrize(("mode", "words"), [
     ("other-issuer", "issuer"),
+    ("http-endpoint", "neither https nor loopback http"),
     ("missing-fields", "token exchange failed"),
     ("huge-token", "token exchange failed"),
     ("far-callback", "no sign-in callback within 3 s"),

@@ -121,6 +121,7 @@ pub(crate) async fn manager(
             (r.metadata, discovered)
         }
     };
+    check_endpoints(&meta)?;
     m.set_metadata(meta.clone());
     Ok((m, discovered, meta))
 }
@@ -149,15 +150,27 @@ async fn named_metadata(url: &str) -> Result<AuthorizationMetadata, OAuthError> 
             parsed.origin().ascii_serialization()
         )));
     }
-    for endpoint in [&meta.authorization_endpoint, &meta.token_endpoint] {
+    Ok(meta)
+}
+
+/// The endpoints a sign-in sends the person or a secret to must be https (or http on
+/// loopback): a code, a PKCE verifier or a client secret never travels in the clear, and the
+/// browser is never handed another scheme.
+fn check_endpoints(meta: &AuthorizationMetadata) -> Result<(), OAuthError> {
+    let named = [
+        Some(&meta.authorization_endpoint),
+        Some(&meta.token_endpoint),
+        meta.registration_endpoint.as_ref(),
+    ];
+    for endpoint in named.into_iter().flatten() {
         if !vouched(endpoint) {
-            return Err(OAuthError::Metadata(format!(
-                "endpoint {:?} is neither https nor loopback http",
-                crate::shown::Shown(endpoint).to_string()
+            return Err(OAuthError::Auth(format!(
+                "the authorization server's metadata names the endpoint {:?}, neither https nor loopback http; nothing was sent to it",
+                crate::shown::Shown(&endpoint.chars().take(200).collect::<String>()).to_string()
             )));
         }
     }
-    Ok(meta)
+    Ok(())
 }
 
 /// An endpoint the bridge sends a secret to: https, or plain http on a loopback address.
