@@ -87,19 +87,33 @@ pub async fn login(settings: &Settings, name: &str) -> ExitCode {
     }
 }
 
-/// `logout NAME`: revokes (where the server offers it) and forgets the server's tokens.
+/// `logout NAME`: revokes (where the server offers it) and forgets the server's tokens; a
+/// server no longer configured is signed out of by its stored URL.
 pub async fn logout(settings: &Settings, name: &str) -> ExitCode {
     let found = discover(&settings.server_sources);
-    let Some(spec) = found.specs.iter().find(|s| s.name == name) else {
-        eprintln!(
-            "mcp-code-bridge: no MCP server named '{}' is configured",
-            Shown(name)
-        );
-        return ExitCode::from(EXIT_USAGE);
-    };
     let tokens = TokenFile::new(&settings.state_dir);
+    let spec = match found.specs.iter().find(|s| s.name == name) {
+        Some(spec) => spec.clone(),
+        None => match tokens.all().ok().and_then(|all| all.get(name).cloned()) {
+            Some(record) => ServerSpec::new(
+                name,
+                crate::config::Transport::Http {
+                    url: record.resource,
+                    headers: Default::default(),
+                },
+                &tokens.path(),
+            ),
+            None => {
+                eprintln!(
+                    "mcp-code-bridge: no MCP server named '{}' is configured or signed in to",
+                    Shown(name)
+                );
+                return ExitCode::from(EXIT_USAGE);
+            }
+        },
+    };
     let shown = Shown(&spec.name);
-    match login::logout(spec, &tokens).await {
+    match login::logout(&spec, &tokens).await {
         Ok(LoggedOut::NotSignedIn) => {
             println!("not signed in to '{shown}'; nothing to forget");
             ExitCode::SUCCESS

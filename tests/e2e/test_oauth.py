@@ -209,6 +209,13 @@ def test_logout_revokes_and_forgets_then_a_call_names_login(tmp_path, auth_serve
     assert home.record() is None
     p = home.run("logout", "remote")
     assert p.returncode == 0 and "not signed in" in p.stdout, p.stdout
+    # A server taken out of the config is still signed out of, by its stored URL.
+    assert home.run("login", "remote").returncode == 0
+    (home.dir / "mcps" / "servers.json").write_text(json.dumps({"mcpServers": {}}))
+    p = home.run("logout", "remote")
+    assert p.returncode == 0 and "revoked at the server and forgotten" in p.stdout, p.stderr[-2000:]
+    assert home.record() is None
+    assert home.run("logout", "remote").returncode == 2
 
 
 def test_a_run_goes_on_when_one_server_needs_sign_in(tmp_path, auth_server, stub_ready):
