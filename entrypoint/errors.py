@@ -102,12 +102,22 @@ class LimitExceededError(BridgeCallError):
     KIND = "limit_exceeded"
 
 
+class AuthRequiredError(BridgeCallError, PermissionError):
+    """The remote MCP server needs the user to sign in, and nobody could be asked in this run;
+    the message names the command that signs in (`mcp-code-bridge login NAME`). The run's other
+    servers work; call again once signed in."""
+
+    __module__ = "mcp"
+    KIND = "auth_required"
+
+
 MCPError = BridgeCallError  # the Python bridge's name for a failed MCP call
 
 
 EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
               UnknownToolError, ToolDisabledError, ServerNotAllowedError, ServerError,
-              InvalidArgumentsError, PolicyDeniedError, NotApprovedError, LimitExceededError)
+              InvalidArgumentsError, PolicyDeniedError, NotApprovedError, LimitExceededError,
+              AuthRequiredError)
 # Kinds with no class of their own: raised as a plain BridgeCallError carrying the kind. With the
 # KIND of each class in EXCEPTIONS, the kinds the host sends: the Rust test in
 # src/bridge/error_kind.rs holds this list equal to ErrorKind::ALL.

@@ -74,6 +74,19 @@ enum Command {
         #[arg(long, requires = "allow")]
         yes: bool,
     },
+    /// Sign in to a remote MCP server (OAuth): opens the sign-in page with $BROWSER when set,
+    /// else the desktop's opener, else prints the link; waits for the browser's callback on
+    /// loopback (MCP_BRIDGE_LOGIN_TIMEOUT). Exit 0 signed in, 1 failed, 2 no such remote server.
+    Login {
+        /// The server's name.
+        name: String,
+    },
+    /// Sign out of a remote MCP server: its tokens are revoked where its authorization server
+    /// offers it, and forgotten.
+    Logout {
+        /// The server's name.
+        name: String,
+    },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
     /// Register the bridge in the MCP clients on this machine, after showing each change as a
@@ -293,6 +306,8 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
         Command::Image { engine, action } => Ok(ExitCode::from(
             mcp_code_bridge::cli::image::run_action(settings, engine, action).await,
         )),
+        Command::Login { name } => Ok(mcp_code_bridge::cli::login::login(&settings, &name).await),
+        Command::Logout { name } => Ok(mcp_code_bridge::cli::login::logout(&settings, &name).await),
         Command::Kube { action } => Ok(mcp_code_bridge::cli::kube::run(&settings, action)),
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::cli::doctor::doctor(settings).await;
@@ -314,6 +329,9 @@ fn init_logging(level: &str) {
     } else {
         format!("{level},rmcp=warn")
     };
+    // rmcp's OAuth client writes the authorization code in its debug lines: its module stays
+    // at warnings whatever the level asked.
+    let directive = format!("{directive},rmcp::transport::auth=warn");
     let filter = tracing_subscriber::EnvFilter::try_new(directive)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()

@@ -61,6 +61,7 @@ impl HostCalls for Instant0 {
             destructive: false,
             read_only: false,
             hints_known: true,
+            sign_in: None,
         }
     }
 }

@@ -13,6 +13,7 @@ KINDS = (("tool", "ToolError"), ("not_loaded", "ServerNotLoadedError"),
          ("tool_disabled", "ToolDisabledError"), ("not_allowed", "ServerNotAllowedError"),
          ("server", "ServerError"), ("policy_denied", "PolicyDeniedError"),
          ("not_approved", "NotApprovedError"), ("limit_exceeded", "LimitExceededError"),
+         ("auth_required", "AuthRequiredError"),
          ("bad_request", "BridgeCallError"), (None, "BridgeCallError"))
 
 
@@ -294,7 +295,8 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "39 True ['BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', 'MCPError', "
+            "40 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
+            "'MCPError', "
             "'NotApprovedError', 'PolicyDeniedError', 'ServerError', "
             "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "
             "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])

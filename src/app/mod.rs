@@ -182,6 +182,7 @@ impl App {
             ct: ct.clone(),
             call_lane: settings.call_lane,
             max_message: settings.data.max_server_message,
+            tokens: None,
         };
         let pool = Arc::new(
             UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)

@@ -34,11 +34,13 @@ pub enum ErrorKind {
     NotApproved,
     /// A rate limit or run budget was reached.
     LimitExceeded,
+    /// A remote server needs sign-in (`mcp-code-bridge login NAME`).
+    AuthRequired,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Tool,
         ErrorKind::NotLoaded,
         ErrorKind::UnknownServer,
@@ -51,6 +53,7 @@ impl ErrorKind {
         ErrorKind::PolicyDenied,
         ErrorKind::NotApproved,
         ErrorKind::LimitExceeded,
+        ErrorKind::AuthRequired,
     ];
 
     /// The kind as it is written on the wire (`"not_loaded"`).
@@ -68,6 +71,7 @@ impl ErrorKind {
             ErrorKind::PolicyDenied => "policy_denied",
             ErrorKind::NotApproved => "not_approved",
             ErrorKind::LimitExceeded => "limit_exceeded",
+            ErrorKind::AuthRequired => "auth_required",
         }
     }
 }
@@ -159,6 +163,7 @@ mod tests {
             ErrorKind::PolicyDenied => 9,
             ErrorKind::NotApproved => 10,
             ErrorKind::LimitExceeded => 11,
+            ErrorKind::AuthRequired => 12,
         };
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             assert_eq!(position(kind), i);

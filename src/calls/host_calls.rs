@@ -68,6 +68,9 @@ pub struct ToolFacts {
     /// The hints come from the server's tool list (live, or cached when it last connected);
     /// `false`: nothing is known of the tool, and a call is treated as needing approval.
     pub hints_known: bool,
+    /// The server needs sign-in (its last start met a 401): the message naming the command,
+    /// raised as `AuthRequiredError` before approval is asked for a call that cannot run.
+    pub sign_in: Option<String>,
 }
 
 /// A backend with no servers and no methods beyond the built-ins.

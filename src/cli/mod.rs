@@ -1,5 +1,5 @@
 //! The commands: `run` (one client over stdio), and those that speak to a person on a terminal
-//! (`servers`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`); [`safe_line`] is the last
+//! (`servers`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`, `login`, `logout`); [`safe_line`] is the last
 //! escape before that terminal. `serve --http` is `crate::http`.
 
 pub mod audit;
@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod exec;
 pub mod image;
 pub mod kube;
+pub mod login;
 pub mod run;
 pub mod safe_line;
 pub mod servers;

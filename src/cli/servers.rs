@@ -27,6 +27,7 @@ pub fn list(settings: &Settings) -> ExitCode {
             safe_line(&describe_sources(settings))
         );
     }
+    let tokens = crate::upstream::oauth::store::TokenFile::new(&settings.state_dir);
     for s in &found.specs {
         let _ = writeln!(
             out,
@@ -34,7 +35,7 @@ pub fn list(settings: &Settings) -> ExitCode {
             Shown(&s.name),
             s.transport.kind(),
             ShownPath(&s.source),
-            safe_line(&state(s, &pool)),
+            safe_line(&with_sign_in(state(s, &pool), s, &tokens)),
             s.origin.label()
         );
     }
@@ -77,6 +78,51 @@ fn state(s: &ServerSpec, pool: &UpstreamPool) -> String {
         (false, true) => "indexed".into(),
         (false, false) => "not indexed yet".into(),
     }
+}
+
+/// A remote server's state with its sign-in: signed in (until when), or the command that signs
+/// in when the entry names an OAuth client or its last sign-in is void.
+fn with_sign_in(
+    state: String,
+    s: &ServerSpec,
+    tokens: &crate::upstream::oauth::store::TokenFile,
+) -> String {
+    use crate::upstream::oauth::login::{status, SignIn};
+    match status(s, tokens) {
+        Ok(Some(SignIn::SignedIn {
+            until: Some(t),
+            refreshable: false,
+        })) if t <= now() => format!(
+            "{state}; sign-in expired: run `mcp-code-bridge login {}`",
+            Shown(&s.name)
+        ),
+        Ok(Some(SignIn::SignedIn { until, refreshable })) => {
+            let until = match until {
+                Some(t) => format!(" until {}", crate::cli::login::utc(t)),
+                None => String::new(),
+            };
+            let refresh = if refreshable {
+                ", refreshes by itself"
+            } else {
+                ""
+            };
+            format!("{state}; signed in{until}{refresh}")
+        }
+        Ok(Some(SignIn::Needed)) => format!(
+            "{state}; needs sign-in: run `mcp-code-bridge login {}`",
+            Shown(&s.name)
+        ),
+        Ok(Some(SignIn::NotSignedIn)) => state,
+        Ok(None) => state,
+        Err(e) => format!("{state}; sign-in unknown: {e}"),
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs()
 }
 
 fn describe_sources(settings: &Settings) -> String {

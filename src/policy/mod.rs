@@ -157,6 +157,17 @@ impl Policy {
                 Decision::refused(Verdict::Denied, rule, ErrorKind::ToolDisabled, message);
             return (refused, None);
         }
+        // A server that needs sign-in cannot run the call: say how to sign in rather than ask
+        // for an approval that could not make it run.
+        if let Some(message) = &facts.sign_in {
+            let refused = Decision::refused(
+                Verdict::Denied,
+                "sign-in needed",
+                ErrorKind::AuthRequired,
+                message.clone(),
+            );
+            return (refused, None);
+        }
         let reservation = match self
             .limits
             .admit(ctx, (&call.server, &call.tool), &policy.limits, &facts.file)

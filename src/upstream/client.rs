@@ -43,6 +43,8 @@ pub struct UpstreamTasks {
     pub call_lane: bool,
     /// The largest message accepted from a stdio server (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
     pub max_message: usize,
+    /// The OAuth token store remote servers' sign-ins are read from (set by the pool).
+    pub tokens: Option<super::oauth::store::TokenFile>,
 }
 
 impl Default for UpstreamTasks {
@@ -53,6 +55,7 @@ impl Default for UpstreamTasks {
             ct: CancellationToken::default(),
             call_lane: false,
             max_message: crate::config::DEFAULT_MAX_SERVER_MESSAGE,
+            tokens: None,
         }
     }
 }
@@ -160,7 +163,7 @@ impl Upstream {
         }
     }
 
-    /// `idle`, `running`, `failed`, `closed` or `not approved`: for listings. A server being
+    /// `idle`, `running`, `failed`, `needs sign-in`, `closed` or `not approved`: for listings. A server being
     /// started shows its state from before the start.
     pub fn state_name(&self) -> &'static str {
         if !self.spec.consent.permits() {
@@ -171,7 +174,13 @@ impl Upstream {
             Status::Live(l) if l.is_closed() => "closed",
             Status::Live(_) => "running",
             Status::Failed => "failed",
+            Status::SignIn => "needs sign-in",
         }
+    }
+
+    /// Whether the last start met the server asking for sign-in (until a start succeeds).
+    pub fn needs_sign_in(&self) -> bool {
+        matches!(&*self.status.lock().expect("status lock"), Status::SignIn)
     }
 
     /// The connection, starting or restarting the server if needed.
@@ -207,6 +216,13 @@ impl Upstream {
                     format!("{reason} (retrying in {:.1} s)", left.as_secs_f64())
                 }
                 Refusal::Stopped => "the bridge is shutting down".into(),
+                // The seam for signing in inside a run: a caller that can ask the person
+                // (URL elicitation) would start the sign-in here and call again.
+                Refusal::AuthRequired => {
+                    return UpstreamError::AuthRequired {
+                        server: self.spec.name.clone(),
+                    }
+                }
             };
             UpstreamError::Start {
                 server: self.spec.name.clone(),
@@ -231,6 +247,7 @@ impl Upstream {
                     call_lane: self.tasks.call_lane,
                     max_message: self.tasks.max_message,
                     list: self.list.clone(),
+                    tokens: self.tasks.tokens.clone(),
                 },
                 status: self.status.clone(),
                 failures: (0, None),
@@ -307,6 +324,21 @@ impl Upstream {
                 tool: tool.into(),
                 message: e.message.to_string(),
             }),
+            // The server refused the token (revoked, or a refresh was refused) or wants more
+            // scopes (403 `insufficient_scope`): noted for `servers` and the next `login`, and
+            // the connection is closed so the next call starts with what is stored then.
+            Ok(Err(e)) if super::oauth::needs_sign_in(&e) => {
+                if let (Some(tokens), Ok(url)) =
+                    (&self.tasks.tokens, super::oauth::remote_url(&self.spec))
+                {
+                    let step_up = super::oauth::sign_in_challenge(&e).flatten();
+                    super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up).await;
+                }
+                live.stop.cancel();
+                Err(UpstreamError::AuthRequired {
+                    server: self.spec.name.clone(),
+                })
+            }
             Ok(Err(e)) => {
                 // Transport-level failure: the server is gone or broken. Let the stderr reader
                 // and the owner task catch up, then restart on next use.

@@ -123,6 +123,13 @@ pub enum UpstreamError {
         /// Per-client processes held at most.
         cap: usize,
     },
+    /// The remote server needs sign-in, and nobody in this run can be asked to: the message
+    /// names the command that signs in.
+    #[error("MCP server '{server}' needs sign-in: run `mcp-code-bridge login {server}` in a terminal, then call again")]
+    AuthRequired {
+        /// The server.
+        server: String,
+    },
     /// The tool ran and reported an error, or the server rejected the request.
     #[error("{server}.{tool}: {message}")]
     Tool {
@@ -150,6 +157,7 @@ impl UpstreamError {
             | UpstreamError::Timeout { .. } => ErrorKind::Server,
             UpstreamError::Tool { .. } => ErrorKind::Tool,
             UpstreamError::TooManyClients { .. } => ErrorKind::LimitExceeded,
+            UpstreamError::AuthRequired { .. } => ErrorKind::AuthRequired,
         }
     }
 }

@@ -17,6 +17,7 @@ mod host;
 mod lane;
 mod live;
 mod near;
+pub mod oauth;
 mod owner;
 mod per_client;
 mod pool;

@@ -17,7 +17,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::live::{Live, START_TIMEOUT_SECS};
-use super::start::{Service, Started, Starter};
+use super::start::{Service, StartError, Started, Starter};
 use super::transport::ProcessGroup;
 
 /// How long a server may take to exit once its connection is closed before its process group
@@ -38,6 +38,8 @@ pub(super) enum Status {
     Live(Arc<Live>),
     /// The last start failed.
     Failed,
+    /// The last start met the server asking for sign-in.
+    SignIn,
 }
 
 /// A request to the owner: the connection, started if needed by `deadline`.
@@ -62,6 +64,8 @@ pub(super) enum Refusal {
     },
     /// The bridge is shutting down.
     Stopped,
+    /// The server needs sign-in (`mcp-code-bridge login NAME`).
+    AuthRequired,
 }
 
 /// The state and resources of one server, all owned by its task.
@@ -163,6 +167,11 @@ impl Owner {
                 self.failures = (0, None);
                 *self.status.lock().expect("status lock") = Status::Live(live.clone());
                 let _ = req.reply.send(Ok((*live).clone()));
+            }
+            // Not a failure: no backoff, so a call right after `login` connects.
+            Ok(Err(StartError::AuthRequired)) => {
+                *self.status.lock().expect("status lock") = Status::SignIn;
+                let _ = req.reply.send(Err(Refusal::AuthRequired));
             }
             result => {
                 if let Some(g) = group.get() {

@@ -49,6 +49,7 @@ impl UpstreamPool {
     pub fn with_tasks(servers: Arc<Servers>, state_dir: &Path, tasks: UpstreamTasks) -> Self {
         let tasks = UpstreamTasks {
             ct: tasks.ct.child_token(),
+            tokens: Some(super::oauth::store::TokenFile::new(state_dir)),
             ..tasks
         };
         let upstreams = servers
@@ -235,6 +236,30 @@ impl UpstreamPool {
         caller: Option<&Caller>,
         deadline: Instant,
     ) -> Result<Vec<Arc<Vec<Tool>>>, UpstreamError> {
+        self.load_lists_signed_in(names, caller, deadline)
+            .await?
+            .into_iter()
+            .zip(names)
+            .map(|(list, name)| {
+                list.ok_or_else(|| UpstreamError::AuthRequired {
+                    server: name.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// [`UpstreamPool::load_lists`], with `None` for a server that needs sign-in: a run
+    /// loads its other servers, and a call to that one says how to sign in.
+    ///
+    /// # Errors
+    /// The first server that is unknown, fails to start for another reason, or cannot have
+    /// a process for `caller`.
+    pub async fn load_lists_signed_in(
+        &self,
+        names: &[String],
+        caller: Option<&Caller>,
+        deadline: Instant,
+    ) -> Result<Vec<Option<Arc<Vec<Tool>>>>, UpstreamError> {
         let ups: Vec<Result<Arc<Upstream>, UpstreamError>> =
             names.iter().map(|n| self.upstream(n, caller)).collect();
         let mut found: Vec<Option<Result<Arc<Vec<Tool>>, UpstreamError>>> = ups
@@ -257,7 +282,13 @@ impl UpstreamPool {
         }
         found
             .into_iter()
-            .map(|r| r.expect("every name was looked up or connected"))
+            .map(
+                |r| match r.expect("every name was looked up or connected") {
+                    Ok(list) => Ok(Some(list)),
+                    Err(UpstreamError::AuthRequired { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                },
+            )
             .collect()
     }
 

@@ -53,6 +53,13 @@ pub(super) enum StartError {
     /// The MCP handshake failed.
     #[error("initialize failed: {0}")]
     Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
+    /// The server asks for sign-in (a 401, a 403 `insufficient_scope`, or tokens that can no
+    /// longer be refreshed): not a failure of the server, and no backoff.
+    #[error("it needs sign-in")]
+    AuthRequired,
+    /// The stored sign-in could not be used (the token store, or discovery).
+    #[error("OAuth: {0}")]
+    OAuth(#[source] super::oauth::OAuthError),
     /// The server did not list its tools.
     #[error("tools/list failed: {0}")]
     ListTools(#[source] rmcp::ServiceError),
@@ -98,9 +105,18 @@ pub(super) struct Starter {
     pub max_message: usize,
     /// The tool list shared with the server's other processes.
     pub list: Arc<SameList>,
+    /// The OAuth token store a remote server's sign-in is read from.
+    pub tokens: Option<super::oauth::store::TokenFile>,
 }
 
 impl Starter {
+    /// Notes in the token store that this remote server asked for sign-in.
+    async fn mark_sign_in(&self, step_up: Option<String>) {
+        if let (Some(tokens), Ok(url)) = (&self.tokens, super::oauth::remote_url(&self.spec)) {
+            super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up).await;
+        }
+    }
+
     /// Starts the server. The process group of a stdio server is put in `group` as soon as it
     /// exists, so an abandoned start can be killed.
     pub(super) async fn start(
@@ -180,11 +196,37 @@ impl Starter {
                         http::HeaderValue::try_from(v.as_str()).map_err(|e| header(e.into()))?;
                     config.custom_headers.insert(name, value);
                 }
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                client_info()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| StartError::Initialize(Box::new(e)))?
+                // With stored credentials, rmcp's authorizing client (refresh ahead of expiry
+                // and on a 401); without, a 401 means the server needs sign-in.
+                let authorized = match &self.tokens {
+                    Some(tokens) => super::oauth::authorized(&self.spec, url, tokens)
+                        .await
+                        .map_err(StartError::OAuth)?,
+                    None => None,
+                };
+                let served = match authorized {
+                    Some(client) => {
+                        use rmcp::transport::StreamableHttpClientTransport as T;
+                        client_info().serve(T::with_client(client, config)).await
+                    }
+                    None => {
+                        use rmcp::transport::StreamableHttpClientTransport as T;
+                        client_info().serve(T::from_config(config)).await
+                    }
+                };
+                match served {
+                    Ok(service) => service,
+                    Err(e) => match super::oauth::sign_in_challenge(&e) {
+                        Some(step_up) => {
+                            if let Some(tokens) = &self.tokens {
+                                super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up)
+                                    .await;
+                            }
+                            return Err(StartError::AuthRequired);
+                        }
+                        None => return Err(StartError::Initialize(Box::new(e))),
+                    },
+                }
             }
             Transport::Sse { .. } => return Err(StartError::Sse),
         };
@@ -196,7 +238,16 @@ impl Starter {
             info.as_ref()
                 .is_some_and(|i| i.protocol_version.has_initialize())
         });
-        let mut tools = peer.list_all_tools().await.map_err(StartError::ListTools)?;
+        let mut tools = match peer.list_all_tools().await {
+            Ok(tools) => tools,
+            Err(e) => match super::oauth::sign_in_challenge(&e) {
+                Some(step_up) => {
+                    self.mark_sign_in(step_up).await;
+                    return Err(StartError::AuthRequired);
+                }
+                None => return Err(StartError::ListTools(e)),
+            },
+        };
         // `allowedTools` / `disabledTools`: refused tools are hidden from the sandbox, its
         // listings, its search and the tool cache.
         tools.retain(|t| self.spec.tool_refusal(&t.name).is_none());
@@ -228,6 +279,7 @@ mod tests {
             call_lane: false,
             max_message: 1 << 20,
             list: Arc::default(),
+            tokens: None,
         }
     }
 

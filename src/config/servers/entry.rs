@@ -16,6 +16,7 @@ use super::clients::Origin;
 use super::consent::{entry_hash, Consent};
 use super::entry_policy::parse_policy;
 use super::expand::{ExpandError, Expander};
+use super::oauth::parse_oauth;
 use super::spec::{ConfigIssue, ServerSpec, Transport};
 
 /// Parses the entry `name` of `file`, expanding variables with `expander`.
@@ -106,6 +107,16 @@ pub fn parse_entry(
             )))
         }
     };
+    // `"oauth"` (remote entries only): its secret joins the values kept out of messages.
+    let oauth = match &transport {
+        Transport::Stdio { .. } => None,
+        _ => parse_oauth(obj, &mut |f, t| x(f, t).map_err(|e| e.message)).map_err(&err)?,
+    };
+    if let Some(secret) = oauth.as_ref().and_then(|o| o.client_secret.clone()) {
+        if !expander.secrets.contains(&secret) {
+            expander.secrets.push(secret);
+        }
+    }
     if let Some(f) = ["envFile", "envfile"]
         .iter()
         .find(|f| obj.contains_key(**f))
@@ -117,6 +128,7 @@ pub fn parse_entry(
     let mut spec = ServerSpec::new(name, transport, file);
     spec.disabled = disabled;
     spec.per_client = per_client;
+    spec.oauth = oauth.map(Arc::new);
     spec.policy = Arc::new(policy);
     spec.description = fields.string("description")?;
     spec.origin = origin;

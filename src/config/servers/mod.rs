@@ -12,6 +12,7 @@ pub(super) mod consent;
 pub(super) mod entry;
 pub(super) mod entry_policy;
 pub(super) mod expand;
+pub(super) mod oauth;
 pub(super) mod own_file;
 pub(super) mod pending;
 pub(super) mod portable;

@@ -83,6 +83,8 @@ pub struct ServerSpec {
     /// `"perClient": true`: under `serve --http`, one process of the server per client sandbox
     /// instead of one shared by every client (stdio `run` and `exec` have one client anyway).
     pub per_client: bool,
+    /// A remote entry's `"oauth"`: its pre-registered client and sign-in options.
+    pub oauth: Option<Arc<super::oauth::OAuthEntry>>,
 }
 
 impl ServerSpec {
@@ -100,6 +102,7 @@ impl ServerSpec {
             entry_sha256: String::new(),
             secrets: Vec::new(),
             per_client: false,
+            oauth: None,
         }
     }
 
@@ -123,6 +126,7 @@ impl ServerSpec {
         self.transport == other.transport
             && self.policy == other.policy
             && self.per_client == other.per_client
+            && self.oauth == other.oauth
     }
 }
 

@@ -7,6 +7,7 @@ pub(super) mod host_system;
 pub(super) mod image_values;
 pub(super) mod modes;
 pub(super) mod mounts;
+pub(super) mod oauth_settings;
 pub(super) mod overrides;
 pub(super) mod policy_settings;
 pub(super) mod rows;
@@ -29,6 +30,7 @@ use self::modes::{
     RuntimeChoice,
 };
 use self::mounts::{engine_sockets, HostRules};
+use self::oauth_settings::OAuthSettings;
 use self::overrides::{overrides, Override};
 use self::policy_settings::PolicySettings;
 use self::rows::{DEFAULT_IMAGE, DEFAULT_IMAGE_BASE};
@@ -145,6 +147,8 @@ pub struct Settings {
     pub policy: PolicySettings,
     /// Serving many agents (`serve --http`) and the modules a waiting sandbox imports ahead.
     pub serve: ServeSettings,
+    /// Signing in to remote servers.
+    pub oauth: OAuthSettings,
     /// The settings given a value other than their default, in the table's order (what
     /// `doctor` shows).
     pub overrides: Vec<Override>,
@@ -240,6 +244,7 @@ impl Settings {
             data: DataSettings::from_lookup(var, &rules)?,
             policy: PolicySettings::from_lookup(var)?,
             serve: ServeSettings::from_lookup(var)?,
+            oauth: OAuthSettings::from_lookup(var)?,
             container_user,
             idle_timeout: (!idle.is_zero()).then_some(idle),
             state_dir: paths.state_dir,

@@ -3,6 +3,7 @@
 //! its row, GUIDE.md's "Environment variables" table is held equal to [`ROWS`] by a test
 //! (`guide_table.rs`), and `doctor` lists the rows a user changed.
 
+use super::oauth_settings as oauth;
 use super::policy_settings as policy;
 use super::serve_settings as serve;
 use super::table::{Flag, Number, Row, Text, Unit, DAY, GIB, KIB, MIB, TIB};
@@ -417,6 +418,8 @@ pub const ROWS: &[Row] = &[
     Row::Text(&SERVERS_CONFIG),
     Row::Flag(&IMPORT_CLIENT_CONFIGS),
     Row::Flag(&ALLOW_SELF_SERVER),
+    Row::Number(&oauth::LOGIN_TIMEOUT),
+    Row::Text(&oauth::OAUTH_CLIENT_METADATA_URL),
 ];
 
 #[cfg(test)]

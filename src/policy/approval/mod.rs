@@ -217,6 +217,7 @@ mod tests {
             destructive,
             read_only,
             hints_known: hints.is_some(),
+            sign_in: None,
         }
     }
 

