@@ -14,6 +14,9 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::live::{drain_stderr, Live, SameList};
+use super::remote::RemoteStart;
+use super::remote_headers::{HeaderError, RemoteHeaders};
+use super::sse::SseError;
 use super::transport::{ChildTransport, EndReason, ProcessGroup};
 use crate::config::{ServerSpec, Transport};
 use crate::lines::LineTail;
@@ -36,20 +39,21 @@ pub(super) enum StartError {
         err: std::io::Error,
     },
     /// A configured HTTP header is no valid header.
-    #[error("header {name:?}: {err}")]
-    Header {
-        /// The header's name.
-        name: String,
-        /// What is wrong with its name or value.
+    #[error(transparent)]
+    Header(HeaderError),
+    /// The legacy SSE transport could not connect.
+    #[error("legacy SSE: {0}")]
+    Sse(#[source] SseError),
+    /// Streamable HTTP's `initialize` was refused with a 4xx, and the legacy SSE transport at
+    /// the same URL failed too.
+    #[error("initialize failed: {http} (and the legacy SSE transport failed too: {sse})")]
+    NoFallback {
+        /// Streamable HTTP's failure.
         #[source]
-        err: Box<dyn std::error::Error + Send + Sync>,
+        http: Box<rmcp::service::ClientInitializeError>,
+        /// The legacy transport's.
+        sse: Box<StartError>,
     },
-    /// The server is configured with the transport the MCP SDK dropped.
-    #[error(
-        "the legacy SSE transport is not supported (the MCP SDK dropped it); most servers also \
-         serve streamable HTTP: use \"type\": \"http\""
-    )]
-    Sse,
     /// The MCP handshake failed.
     #[error("initialize failed: {0}")]
     Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
@@ -63,7 +67,7 @@ pub(super) type Service = RunningService<RoleClient, ClientConfig>;
 
 /// What the bridge says of itself in every server's `initialize`: its own name and version
 /// (rmcp's default would name rmcp), with no client capabilities.
-fn client_info() -> ClientConfig {
+pub(super) fn client_info() -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
@@ -101,6 +105,15 @@ pub(super) struct Starter {
 }
 
 impl Starter {
+    /// What connecting to a remote server needs of this starter.
+    fn remote(&self) -> RemoteStart<'_> {
+        RemoteStart {
+            server: &self.spec.name,
+            ended: &self.ended,
+            max_message: self.max_message,
+        }
+    }
+
     /// Starts the server. The process group of a stdio server is put in `group` as soon as it
     /// exists, so an abandoned start can be killed.
     pub(super) async fn start(
@@ -166,27 +179,13 @@ impl Starter {
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Http { url, headers } => {
-                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (k, v) in headers {
-                    let header =
-                        |err: Box<dyn std::error::Error + Send + Sync>| StartError::Header {
-                            name: k.clone(),
-                            err,
-                        };
-                    let name =
-                        http::HeaderName::try_from(k.as_str()).map_err(|e| header(e.into()))?;
-                    let value =
-                        http::HeaderValue::try_from(v.as_str()).map_err(|e| header(e.into()))?;
-                    config.custom_headers.insert(name, value);
-                }
-                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                client_info()
-                    .serve(transport)
-                    .await
-                    .map_err(|e| StartError::Initialize(Box::new(e)))?
+                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                self.remote().http(url, headers).await?
             }
-            Transport::Sse { .. } => return Err(StartError::Sse),
+            Transport::Sse { url, headers } => {
+                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                self.remote().sse(url, headers).await?
+            }
         };
         let peer = service.peer().clone();
         let info = peer.peer_info();
@@ -335,9 +334,13 @@ mod tests {
             headers: Default::default(),
         });
         let Err(err) = sse.start(&OnceLock::new()).await else {
-            panic!("started an SSE server");
+            panic!("nothing listens there");
         };
-        assert!(matches!(err, StartError::Sse), "{err:?}");
-        assert!(err.to_string().contains("use \"type\": \"http\""), "{err}");
+        assert!(
+            matches!(err, StartError::Sse(SseError::Request(_))),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("legacy SSE: "), "{err}");
+        assert!(std::error::Error::source(&err).is_some());
     }
 }

@@ -223,7 +223,7 @@ impl Transport<RoleClient> for ChildTransport {
 }
 
 /// Why the connection ended when a message was over `max` bytes: names the setting to raise.
-fn too_long(max: usize) -> String {
+pub(super) fn too_long(max: usize) -> String {
     format!(
         "it sent a message larger than MCP_BRIDGE_MAX_SERVER_MESSAGE ({} MiB), so the connection \
          was closed; raise MCP_BRIDGE_MAX_SERVER_MESSAGE (e.g. 256m) to accept larger results",
@@ -242,7 +242,7 @@ fn strip_marks(line: &[u8]) -> &[u8] {
 /// One stdout line as a message. Blank lines are skipped; a line that is not JSON-RPC is logged
 /// and skipped; a malformed *response* (it has an id) becomes an error response for that id, so
 /// the waiting call fails at once instead of at its deadline (a lane call through `lane`).
-fn parse_line(
+pub(super) fn parse_line(
     line: &[u8],
     server: &str,
     lane: Option<&Lane>,

@@ -1,0 +1,88 @@
+//! Connecting to a remote server: streamable HTTP, the legacy HTTP+SSE transport (`sse/`), and
+//! the fallback from the first to the second that the 2025-11-25 spec describes for servers
+//! that speak only the old one. Headers come from one [`RemoteHeaders`] for both.
+
+use rmcp::ServiceExt;
+
+use super::remote_headers::RemoteHeaders;
+use super::sse::{wants_legacy, SseTransport};
+use super::start::{client_info, Service, StartError};
+use super::transport::EndReason;
+
+/// What a remote connection needs besides its URL and headers.
+pub(super) struct RemoteStart<'a> {
+    /// The server's name (for log lines).
+    pub server: &'a str,
+    /// Why the connection ended, set by the SSE transport.
+    pub ended: &'a EndReason,
+    /// The largest message accepted from the server.
+    pub max_message: usize,
+}
+
+impl RemoteStart<'_> {
+    /// Connects over streamable HTTP; when the server answers the `initialize` POST with a 4xx
+    /// (not 401/403), tries the legacy SSE transport at the same URL, and logs which one is used.
+    pub(super) async fn http(
+        &self,
+        url: &str,
+        headers: RemoteHeaders,
+    ) -> Result<Service, StartError> {
+        use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+        for (name, value) in headers.fixed() {
+            config.custom_headers.insert(name.clone(), value.clone());
+        }
+        let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+        let err = match client_info().serve(transport).await {
+            Ok(service) => return Ok(service),
+            Err(e) => e,
+        };
+        if !wants_legacy(&err) {
+            return Err(StartError::Initialize(Box::new(err)));
+        }
+        match self.sse_service(url, headers).await {
+            Ok(service) => {
+                tracing::info!(
+                    server = %crate::shown::Shown(self.server),
+                    "the server refused streamable HTTP's initialize; connected over the legacy \
+                     HTTP+SSE transport"
+                );
+                Ok(service)
+            }
+            Err(sse) => Err(StartError::NoFallback {
+                http: Box::new(err),
+                sse: Box::new(sse),
+            }),
+        }
+    }
+
+    /// Connects over the legacy SSE transport (a `"type": "sse"` entry).
+    pub(super) async fn sse(
+        &self,
+        url: &str,
+        headers: RemoteHeaders,
+    ) -> Result<Service, StartError> {
+        let service = self.sse_service(url, headers).await?;
+        tracing::info!(
+            server = %crate::shown::Shown(self.server),
+            "connected over the legacy HTTP+SSE transport"
+        );
+        Ok(service)
+    }
+
+    async fn sse_service(&self, url: &str, headers: RemoteHeaders) -> Result<Service, StartError> {
+        let transport = SseTransport::connect(
+            url,
+            headers,
+            self.server,
+            self.ended.clone(),
+            self.max_message,
+        )
+        .await
+        .map_err(StartError::Sse)?;
+        client_info()
+            .serve(transport)
+            .await
+            .map_err(|e| StartError::Initialize(Box::new(e)))
+    }
+}
