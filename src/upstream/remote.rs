@@ -2,12 +2,36 @@
 //! the fallback from the first to the second that the 2025-11-25 spec describes for servers
 //! that speak only the old one. Headers come from one [`RemoteHeaders`] for both.
 
+use std::collections::HashSet;
+use std::sync::{LazyLock, Mutex};
+
 use rmcp::ServiceExt;
 
 use super::remote_headers::RemoteHeaders;
 use super::sse::{wants_legacy, SseTransport};
 use super::start::{client_info, Service, StartError};
 use super::transport::EndReason;
+
+/// The most URLs [`LEGACY`] remembers.
+const LEGACY_MAX: usize = 1024;
+
+/// The `"type": "http"` URLs found to speak only the legacy transport in this process: their
+/// next starts (after indexing, a crash, an idle close) go straight to it, and the fallback is
+/// logged once. Forgotten when the legacy transport fails there.
+static LEGACY: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
+
+fn known_legacy(url: &str) -> bool {
+    LEGACY.lock().expect("legacy URLs lock").contains(url)
+}
+
+fn remember_legacy(url: &str, legacy: bool) {
+    let mut known = LEGACY.lock().expect("legacy URLs lock");
+    if !legacy {
+        known.remove(url);
+    } else if known.len() < LEGACY_MAX {
+        known.insert(url.to_string());
+    }
+}
 
 /// What a remote connection needs besides its URL and headers.
 pub(super) struct RemoteStart<'a> {
@@ -28,6 +52,12 @@ impl RemoteStart<'_> {
         headers: RemoteHeaders,
     ) -> Result<Service, StartError> {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+        if known_legacy(url) {
+            match self.sse_service(url, headers.clone()).await {
+                Ok(service) => return Ok(service),
+                Err(_) => remember_legacy(url, false), // changed: try both again
+            }
+        }
         let mut config = StreamableHttpClientTransportConfig::with_uri(url);
         for (name, value) in headers.fixed() {
             config.custom_headers.insert(name.clone(), value.clone());
@@ -42,6 +72,7 @@ impl RemoteStart<'_> {
         }
         match self.sse_service(url, headers).await {
             Ok(service) => {
+                remember_legacy(url, true);
                 tracing::info!(
                     server = %crate::shown::Shown(self.server),
                     "the server refused streamable HTTP's initialize; connected over the legacy \

@@ -190,7 +190,7 @@ impl SseTransport {
                 return Err(SseError::NotEventStream(cut(&kind)));
             }
             let mut events = bounded_events(answer, limit);
-            let endpoint = first_endpoint(&mut events, &stream_url).await?;
+            let endpoint = first_endpoint(&mut events, &stream_url, max_message).await?;
             Ok((events, endpoint))
         };
         let (events, endpoint) = tokio::time::timeout(wait, opened)
@@ -225,11 +225,15 @@ fn bounded_events(answer: reqwest::Response, limit: usize) -> Events {
 }
 
 /// Reads events until the first that has a type or data, which must be `endpoint`.
-async fn first_endpoint(events: &mut Events, stream: &Url) -> Result<Url, SseError> {
+async fn first_endpoint(
+    events: &mut Events,
+    stream: &Url,
+    max_message: usize,
+) -> Result<Url, SseError> {
     loop {
         let event = match events.next().await {
             None => return Err(SseError::EndedEarly("the server closed it".into())),
-            Some(Err(e)) => return Err(SseError::EndedEarly(stream_error(&e, None))),
+            Some(Err(e)) => return Err(SseError::EndedEarly(stream_error(&e, max_message))),
             Some(Ok(e)) => e,
         };
         match (event.event.as_deref(), event.data.as_deref()) {
@@ -242,17 +246,12 @@ async fn first_endpoint(events: &mut Events, stream: &Url) -> Result<Url, SseErr
     }
 }
 
-/// Why reading the stream failed, in words (the bound named by its setting when `max_message`
-/// is given).
-fn stream_error(e: &sse_stream::Error, max_message: Option<usize>) -> String {
+/// Why reading the stream failed, in words (an event over the bound names its setting, for
+/// messages of `max_message` bytes).
+fn stream_error(e: &sse_stream::Error, max_message: usize) -> String {
     if let sse_stream::Error::Body(body) = e {
         match body.downcast_ref::<BodyError>() {
-            Some(BodyError::TooLarge(t)) => {
-                return match max_message {
-                    Some(max) => too_long(max),
-                    None => t.to_string(),
-                }
-            }
+            Some(BodyError::TooLarge(_)) => return too_long(max_message),
             Some(BodyError::Read(e)) => return format!("reading its event stream failed: {e}"),
             None => {}
         }
@@ -334,7 +333,7 @@ impl rmcp::transport::Transport<RoleClient> for SseTransport {
                     return None;
                 }
                 Some(Err(e)) => {
-                    let reason = stream_error(&e, Some(self.max_message));
+                    let reason = stream_error(&e, self.max_message);
                     self.end(reason);
                     return None;
                 }

@@ -189,7 +189,7 @@ async fn an_endless_line_before_the_endpoint_is_bounded_too() {
     let (t, _) = connect(&s.url, 1 << 10, Duration::from_secs(10)).await;
     let err = t.expect_err("refused");
     assert!(
-        matches!(&err, SseError::EndedEarly(w) if w.contains("larger than")),
+        matches!(&err, SseError::EndedEarly(w) if w.contains("MCP_BRIDGE_MAX_SERVER_MESSAGE")),
         "{err:?}"
     );
 }
