@@ -98,7 +98,7 @@ pub(super) struct Starter {
     pub ct: CancellationToken,
     /// Whether calls to a stdio server take the lane.
     pub call_lane: bool,
-    /// The largest message accepted from a stdio server.
+    /// The largest message accepted from a stdio or legacy SSE server.
     pub max_message: usize,
     /// The tool list shared with the server's other processes.
     pub list: Arc<SameList>,
