@@ -57,7 +57,7 @@ async fn scripted(first: &'static [u8], then: Vec<u8>) -> Scripted {
     tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.expect("accept");
         let get = read_request(&mut stream).await;
-        kept.lock().unwrap().push(get);
+        kept.lock().expect("lock").push(get);
         stream
             .write_all(STREAM_HEAD.as_bytes())
             .await
@@ -65,7 +65,7 @@ async fn scripted(first: &'static [u8], then: Vec<u8>) -> Scripted {
         stream.write_all(first).await.expect("first");
         let (mut post, _) = listener.accept().await.expect("accept a POST");
         let posted = read_request(&mut post).await;
-        kept.lock().unwrap().push(posted);
+        kept.lock().expect("lock").push(posted);
         let accepted = "HTTP/1.1 202 Accepted\r\ncontent-length: 8\r\n\r\nAccepted";
         post.write_all(accepted.as_bytes()).await.expect("202");
         let _ = stream.write_all(&then).await;
@@ -107,9 +107,9 @@ async fn headers_reach_the_get_and_the_post_and_message_events_are_read() {
     let got = t.receive().await.expect("the reply");
     assert!(matches!(got, JsonRpcMessage::Response(_)), "{got:?}");
     assert!(t.receive().await.is_none(), "the stream ended");
-    let why = ended.lock().unwrap().clone().expect("a reason");
+    let why = ended.lock().expect("lock").clone().expect("a reason");
     assert_eq!(why, "the server closed its event stream");
-    let seen = s.seen.lock().unwrap().clone();
+    let seen = s.seen.lock().expect("lock").clone();
     assert!(seen[0].starts_with("GET /sse HTTP/1.1\r\n"), "{}", seen[0]);
     assert!(
         seen[0]
@@ -146,7 +146,7 @@ async fn an_endpoint_on_another_origin_is_refused_before_anything_is_posted() {
         matches!(&err, SseError::Endpoint(EndpointError::OtherOrigin(o)) if o == "http://evil.example"),
         "{err:?}"
     );
-    assert_eq!(s.seen.lock().unwrap().len(), 1, "only the GET");
+    assert_eq!(s.seen.lock().expect("lock").len(), 1, "only the GET");
 }
 
 #[tokio::test]
@@ -179,7 +179,7 @@ async fn an_endless_line_ends_the_connection_naming_the_setting() {
     let mut t = t.expect("connected");
     t.send(ping()).await.expect("posted");
     assert!(t.receive().await.is_none(), "ended");
-    let why = ended.lock().unwrap().clone().expect("a reason");
+    let why = ended.lock().expect("lock").clone().expect("a reason");
     assert!(why.contains("MCP_BRIDGE_MAX_SERVER_MESSAGE"), "{why}");
 }
 
