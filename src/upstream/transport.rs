@@ -242,10 +242,20 @@ fn strip_marks(line: &[u8]) -> &[u8] {
 /// One stdout line as a message. Blank lines are skipped; a line that is not JSON-RPC is logged
 /// and skipped; a malformed *response* (it has an id) becomes an error response for that id, so
 /// the waiting call fails at once instead of at its deadline (a lane call through `lane`).
-pub(super) fn parse_line(
+fn parse_line(
     line: &[u8],
     server: &str,
     lane: Option<&Lane>,
+) -> Option<RxJsonRpcMessage<RoleClient>> {
+    parse_line_logged(line, server, lane, &mut || true)
+}
+
+/// [`parse_line`], writing its log line only when `log()` says so (a remote server's limiter).
+pub(super) fn parse_line_logged(
+    line: &[u8],
+    server: &str,
+    lane: Option<&Lane>,
+    log: &mut dyn FnMut() -> bool,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
     let line = strip_marks(line);
     if line.iter().all(u8::is_ascii_whitespace) {
@@ -263,7 +273,9 @@ pub(super) fn parse_line(
     match id {
         Some(id) => {
             let message = format!("the server sent a malformed response: {err}");
-            tracing::warn!(server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&message));
+            if log() {
+                tracing::warn!(server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&message));
+            }
             if lane.is_some_and(|lane| lane.route_malformed(&id, &err)) {
                 return None;
             }
@@ -274,11 +286,13 @@ pub(super) fn parse_line(
             serde_json::from_value(reply).ok()
         }
         None => {
-            tracing::warn!(
-                server = %crate::shown::Shown(server),
-                "ignored a stdout line that is not a JSON-RPC message ({err}): {}",
-                crate::shown::Shown(&String::from_utf8_lossy(&line[..line.len().min(200)]))
-            );
+            if log() {
+                tracing::warn!(
+                    server = %crate::shown::Shown(server),
+                    "ignored a line (stdout) or event (SSE) that is not a JSON-RPC message ({err}): {}",
+                    crate::shown::Shown(&String::from_utf8_lossy(&line[..line.len().min(200)]))
+                );
+            }
             None
         }
     }

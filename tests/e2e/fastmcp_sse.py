@@ -2,8 +2,9 @@
 streamable HTTP with `http` as the first argument (to compare the two). It listens on a free
 loopback port and prints `PORT <n>` as its first stdout line once listening.
 
-Tools: `add`, `fail` (a tool error), `big(n)` (a result of n characters), `die` (the process exits
-mid-call, its event stream cut). Run: python3 tests/e2e/fastmcp_sse.py [sse|http]
+Tools: `add`, `fail` (a tool error), `big(n)` (a result of n characters), `slow(mark)` (notes its
+cancellation), `die` (the process exits mid-call, its event stream cut).
+Run: python3 tests/e2e/fastmcp_sse.py [sse|http]
 """
 
 from __future__ import annotations
@@ -39,6 +40,19 @@ def fail(why: str) -> str:
 def big(n: int) -> str:
     """A string of `n` characters."""
     return "x" * n
+
+
+@server.tool()
+async def slow(mark: str) -> str:
+    """Sleeps 60 s; when the call is cancelled (notifications/cancelled), writes `cancelled` to
+    the file `mark`."""
+    try:
+        await asyncio.sleep(60)
+    except asyncio.CancelledError:
+        with open(mark, "w") as f:
+            f.write("cancelled")
+        raise
+    return "slept"
 
 
 @server.tool()

@@ -126,7 +126,7 @@ except Exception as e:
 print(json.dumps({"tools": tools, "sum": await mcp_old.add(a=2, b=40), "failed": failed,
                   "big": len(await mcp_old.big(n=800000))}))
 """, servers=["old"], timeout=60)
-    assert got["tools"] == ["add", "big", "die", "fail"]
+    assert got["tools"] == ["add", "big", "die", "fail", "slow"]
     assert got["sum"] == 42
     assert got["failed"][0] == "ToolError" and "old.fail" in got["failed"][1], got
     assert got["big"] == 800000
@@ -142,6 +142,17 @@ print(json.dumps(await asyncio.gather(*[mcp_fallback.add(a=i, b=1) for i in rang
     fell_back = [line for line in log.splitlines() if "refused streamable HTTP's initialize" in line]
     assert len([line for line in fell_back if "server=fallback" in line]) == 1, log[-3000:]
     assert len([line for line in fell_back if "server=nourl" in line]) == 1, log[-3000:]
+
+
+def test_a_run_that_times_out_cancels_its_call_on_the_server(sse_bridge, tmp_path):
+    mark = tmp_path / "cancelled"
+    r = sse_bridge.run(f"await mcp_old.slow(mark={str(mark)!r})", servers=["old"], timeout=3)
+    assert r.is_error and "time" in r.text.lower(), str(r)
+    deadline = time.monotonic() + 10
+    while not mark.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert mark.read_text() == "cancelled", "the server never got notifications/cancelled"
+    assert ok_output(sse_bridge, "print(await mcp_old.add(a=1, b=1))", servers=["old"], timeout=60).strip() == "2"
 
 
 def test_an_event_over_the_message_bound_ends_the_connection_and_the_server_comes_back(sse_bridge):

@@ -26,7 +26,8 @@ pub use bound::{EventBound, TooLarge};
 pub use endpoint::{resolve, EndpointError};
 
 use super::remote_headers::{AuthorizeError, RemoteHeaders};
-use super::transport::{parse_line, too_long, EndReason};
+use super::transport::{parse_line_logged, too_long, EndReason};
+use crate::log_limit::LogLimit;
 
 /// How long the server has, from the GET, to answer and send its `endpoint` event.
 pub const ENDPOINT_WAIT: Duration = Duration::from_secs(10);
@@ -113,6 +114,8 @@ pub struct SseTransport {
     server: String,
     ended: EndReason,
     max_message: usize,
+    /// Bounds the log lines the server's stray or malformed events cause.
+    log: LogLimit,
 }
 
 impl std::fmt::Debug for SseTransport {
@@ -204,6 +207,7 @@ impl SseTransport {
             server: server.to_string(),
             ended,
             max_message,
+            log: LogLimit::new(),
         })
     }
 
@@ -342,16 +346,21 @@ impl rmcp::transport::Transport<RoleClient> for SseTransport {
             match event.event.as_deref() {
                 None | Some("message") => {
                     let data = event.data.unwrap_or_default();
-                    if let Some(msg) = parse_line(data.as_bytes(), &self.server, None) {
-                        return Some(msg);
+                    let log = &self.log;
+                    let mut admit = || log.admit().is_some();
+                    let msg = parse_line_logged(data.as_bytes(), &self.server, None, &mut admit);
+                    if msg.is_some() {
+                        return msg;
                     }
                 }
                 Some(kind) => {
-                    tracing::debug!(
-                        server = %crate::shown::Shown(&self.server),
-                        "ignored an event of type {}",
-                        crate::shown::Shown(&cut(kind))
-                    );
+                    if let Some(left_out) = self.log.admit() {
+                        tracing::debug!(
+                            server = %crate::shown::Shown(&self.server),
+                            "ignored an event of type {} ({left_out} such lines left out before)",
+                            crate::shown::Shown(&cut(kind))
+                        );
+                    }
                 }
             }
         }

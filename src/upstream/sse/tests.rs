@@ -248,3 +248,47 @@ fn only_a_4xx_other_than_sign_in_asks_for_the_legacy_transport() {
         "x".into()
     )));
 }
+
+/// The log lines written while a test runs on this thread.
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Log {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("log lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn stray_events_cost_a_bounded_number_of_log_lines_and_a_malformed_reply_fails_its_call() {
+    let log = Log::default();
+    let writer = log.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let mut stray = b"event: message\ndata: not json\n\nevent: other\ndata: x\n\n".repeat(500);
+    stray.extend_from_slice(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":7}\n\n");
+    let s = scripted(b"event: endpoint\ndata: /m\n\n", stray).await;
+    let (t, _) = connect(&s.url, 1 << 20, Duration::from_secs(10)).await;
+    let mut t = t.expect("connected");
+    t.send(ping()).await.expect("posted");
+    match t.receive().await {
+        Some(JsonRpcMessage::Error(e)) => {
+            assert!(e.error.message.contains("malformed response"), "{e:?}");
+        }
+        other => panic!("expected an error for the call, got {other:?}"),
+    }
+    let text = String::from_utf8(log.0.lock().expect("log lock").clone()).expect("utf-8");
+    let lines = text.lines().filter(|l| l.contains("ignored")).count();
+    assert!(
+        (1..=crate::log_limit::LogLimit::PER_WINDOW as usize).contains(&lines),
+        "{lines}: {text}"
+    );
+}
