@@ -40,6 +40,8 @@ const CONNECT_WAIT: Duration = Duration::from_secs(10);
 const EVENT_OVERHEAD: usize = 64 << 10;
 /// The most of a POST's reply body read (then dropped): enough to reuse the connection.
 const POST_BODY_MAX: usize = 64 << 10;
+/// The longest `WWW-Authenticate` value kept for sign-in.
+const MAX_CHALLENGE: usize = 4096;
 /// How much of a server's unexpected text goes into a log line or an error.
 const SHOWN_MAX: usize = 200;
 
@@ -60,6 +62,17 @@ pub enum SseError {
         what: &'static str,
         /// The status.
         status: StatusCode,
+    },
+    /// The server wants sign-in (401, or 403 with a challenge); `challenge` is its
+    /// `WWW-Authenticate` (at most 4 KiB), for the sign-in to start from; not in the text.
+    #[error("HTTP {status} to the {what}: the server needs sign-in")]
+    AuthRequired {
+        /// `GET of the event stream` or `POST of a message`.
+        what: &'static str,
+        /// 401 or 403.
+        status: StatusCode,
+        /// The `WWW-Authenticate` header, when it had one.
+        challenge: Option<String>,
     },
     /// The GET's answer is not an event stream.
     #[error("the event stream's answer is {0:?}, not text/event-stream")]
@@ -175,10 +188,7 @@ impl SseTransport {
                 .await
                 .map_err(request_error)?;
             if !answer.status().is_success() {
-                return Err(SseError::Status {
-                    what: "GET of the event stream",
-                    status: answer.status(),
-                });
+                return Err(failed("GET of the event stream", &answer));
             }
             let kind = answer
                 .headers()
@@ -263,6 +273,28 @@ fn stream_error(e: &sse_stream::Error, max_message: usize) -> String {
     format!("its event stream is malformed: {e}")
 }
 
+/// The error for a failure status: sign-in needed (401, or 403 with a challenge: the seam
+/// sign-in takes its `WWW-Authenticate` from), else the status.
+fn failed(what: &'static str, answer: &reqwest::Response) -> SseError {
+    let status = answer.status();
+    let challenge = answer
+        .headers()
+        .get(http::header::WWW_AUTHENTICATE)
+        .filter(|v| v.len() <= MAX_CHALLENGE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    match (status, challenge) {
+        (StatusCode::UNAUTHORIZED, challenge) | (StatusCode::FORBIDDEN, challenge @ Some(_)) => {
+            SseError::AuthRequired {
+                what,
+                status,
+                challenge,
+            }
+        }
+        _ => SseError::Status { what, status },
+    }
+}
+
 /// At most [`SHOWN_MAX`] characters of server-sent text.
 fn cut(text: &str) -> String {
     text.chars().take(SHOWN_MAX).collect()
@@ -286,6 +318,7 @@ async fn post(
             .await
             .map_err(request_error)?;
         let status = answer.status();
+        let refused = (!status.is_success()).then(|| failed("POST of a message", &answer));
         let mut read = 0usize;
         while read < POST_BODY_MAX {
             match answer.chunk().await {
@@ -293,13 +326,10 @@ async fn post(
                 _ => break,
             }
         }
-        if !status.is_success() {
-            return Err(SseError::Status {
-                what: "POST of a message",
-                status,
-            });
+        match refused {
+            Some(err) => Err(err),
+            None => Ok(()),
         }
-        Ok(())
     };
     tokio::time::timeout(POST_WAIT, sent)
         .await

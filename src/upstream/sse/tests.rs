@@ -203,6 +203,7 @@ async fn a_refused_get_and_a_wrong_content_type_are_errors() {
             "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n",
             "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 0\r\n\r\n",
             "HTTP/1.1 302 Found\r\nlocation: http://evil.example/sse\r\ncontent-length: 0\r\n\r\n",
+            "HTTP/1.1 401 Unauthorized\r\nwww-authenticate: Bearer resource_metadata=\"http://x/.well-known/oauth-protected-resource\"\r\ncontent-length: 0\r\n\r\n",
         ] {
             let (mut c, _) = listener.accept().await.expect("accept");
             read_request(&mut c).await;
