@@ -266,7 +266,9 @@ fn stream_error(e: &sse_stream::Error, max_message: usize) -> String {
     if let sse_stream::Error::Body(body) = e {
         match body.downcast_ref::<BodyError>() {
             Some(BodyError::TooLarge(_)) => return too_long(max_message),
-            Some(BodyError::Read(e)) => return format!("reading its event stream failed: {e}"),
+            Some(BodyError::Read(e)) => {
+                return format!("its event stream broke off ({})", with_causes(e));
+            }
             None => {}
         }
     }
@@ -293,6 +295,19 @@ fn failed(what: &'static str, answer: &reqwest::Response) -> SseError {
         }
         _ => SseError::Status { what, status },
     }
+}
+
+/// An error with up to three of its causes (`decoding the body: connection closed ...`).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    for _ in 0..3 {
+        let Some(c) = cause else { break };
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    cut(&text)
 }
 
 /// At most [`SHOWN_MAX`] characters of server-sent text.
