@@ -4,7 +4,8 @@ loopback port and prints `PORT <n>` as its first stdout line once listening.
 
 Tools: `add`, `fail` (a tool error), `big(n)` (a result of n characters), `slow(mark)` (notes its
 cancellation), `die` (the process exits mid-call, its event stream cut).
-Run: python3 tests/e2e/fastmcp_sse.py [sse|http]
+Run: python3 tests/e2e/fastmcp_sse.py [sse|http]. With SSE_STUB_HEADER_LOG=FILE, each request's
+method, path and X-E2E-Token header are appended to FILE.
 """
 
 from __future__ import annotations
@@ -62,12 +63,27 @@ async def die() -> str:
     os._exit(3)
 
 
+def header_log(app, path: str):
+    """`app`, noting each request's method, path and X-E2E-Token in the file `path`."""
+
+    async def logged(scope, receive, send):
+        if scope["type"] == "http":
+            token = dict(scope["headers"]).get(b"x-e2e-token", b"-").decode()
+            with open(path, "a") as f:
+                f.write(f"{scope['method']} {scope['path']} {token}\n")
+        await app(scope, receive, send)
+
+    return logged
+
+
 async def main(mode: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     app = server.sse_app() if mode == "sse" else server.streamable_http_app()
+    if os.environ.get("SSE_STUB_HEADER_LOG"):
+        app = header_log(app, os.environ["SSE_STUB_HEADER_LOG"])
     config = uvicorn.Config(app, log_level="warning")
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])

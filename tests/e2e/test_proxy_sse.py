@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -26,10 +27,12 @@ STUB = Path(__file__).with_name("fastmcp_sse.py")
 
 
 @contextlib.contextmanager
-def fastmcp(mode: str = "sse"):
-    """The FastMCP stub serving `mode` (sse or http) on a free port; yields its base URL."""
+def fastmcp(mode: str = "sse", header_log: Path | None = None):
+    """The FastMCP stub serving `mode` (sse or http) on a free port, noting each request's
+    X-E2E-Token in `header_log`; yields its base URL and process."""
+    env = dict(os.environ, SSE_STUB_HEADER_LOG=str(header_log)) if header_log else None
     proc = subprocess.Popen([sys.executable, str(STUB), mode], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL, text=True)
+                            stdin=subprocess.DEVNULL, text=True, env=env)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith("PORT "), f"the stub did not start: {line!r}"
@@ -97,8 +100,13 @@ class Hostile:
 
 
 @pytest.fixture(scope="module")
-def sse_server():
-    with fastmcp("sse") as (url, _):
+def header_log(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sse-headers") / "requests.log"
+
+
+@pytest.fixture(scope="module")
+def sse_server(header_log):
+    with fastmcp("sse", header_log) as (url, _):
         yield url
 
 
@@ -130,6 +138,17 @@ print(json.dumps({"tools": tools, "sum": await mcp_old.add(a=2, b=40), "failed":
     assert got["sum"] == 42
     assert got["failed"][0] == "ToolError" and "old.fail" in got["failed"][1], got
     assert got["big"] == 800000
+
+
+def test_the_entry_headers_go_with_the_get_and_every_post(sse_bridge, header_log):
+    assert ok_output(sse_bridge, "print(await mcp_old.add(a=1, b=1))", servers=["old"], timeout=60).strip() == "2"
+    seen = [line.split() for line in header_log.read_text().splitlines()]
+    mine = [s for s in seen if s[2] == "tok-1"]
+    assert ["GET", "/sse", "tok-1"] in mine, seen
+    assert any(s[0] == "POST" and s[1] == "/messages/" for s in mine), seen
+    # Every request to the stream or the endpoint carried it, but the other entries' (no headers).
+    assert all(s[2] in ("tok-1", "-") for s in seen), seen
+    assert len([s for s in mine if s[0] == "POST"]) >= 3  # initialize, initialized, tools/list, the call
 
 
 def test_an_http_entry_falls_back_to_sse_and_says_so_once(sse_bridge):
