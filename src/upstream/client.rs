@@ -41,7 +41,8 @@ pub struct UpstreamTasks {
     pub ct: CancellationToken,
     /// Whether proxied calls to stdio servers take the lane (`MCP_BRIDGE_CALL_LANE`).
     pub call_lane: bool,
-    /// The largest message accepted from a stdio server (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
+    /// The largest message accepted from a stdio or legacy SSE server
+    /// (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
     pub max_message: usize,
     /// The OAuth token store remote servers' sign-ins are read from (set by the pool).
     pub tokens: Option<super::oauth::store::TokenFile>,

@@ -3,7 +3,8 @@
 //! `pool.rs` holds one [`client::Upstream`] handle per configured server (and, for a
 //! `"perClient"` server, one per client: `per_client.rs`), whose connection one
 //! task owns (`owner.rs`, starting it through `start.rs`; `transport.rs` its stdio pipes,
-//! `lane/` the fast `tools/call` path on them); `host/` answers the
+//! `lane/` the fast `tools/call` path on them; `sse/` the legacy HTTP+SSE transport,
+//! `remote_headers.rs` the headers of remote servers); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
 //! you mean") are pure; `validate/` checks arguments against input schemas before a call; `read_chunk.rs` sizes
 //! the buffers a server's pipes are read into by what they carry.
@@ -22,8 +23,11 @@ mod owner;
 mod per_client;
 mod pool;
 mod read_chunk;
+mod remote;
+mod remote_headers;
 mod result;
 pub mod search;
+mod sse;
 mod start;
 mod transport;
 mod validate;

@@ -20,7 +20,7 @@ use super::client::{Live, Upstream, UpstreamTasks, START_TIMEOUT_SECS};
 use super::per_client::PerClient;
 use super::UpstreamError;
 use crate::calls::Caller;
-use crate::config::{ServerSpec, Servers, Transport};
+use crate::config::{ServerSpec, Servers};
 
 /// Servers indexed at once by the background indexer.
 const INDEX_PARALLELISM: usize = 4;
@@ -455,10 +455,10 @@ impl UpstreamPool {
     }
 
     /// Whether indexing may start `spec`: disabled servers (often broken or costly to start)
-    /// and SSE servers are indexed only once a run loads them; a project's server without the
-    /// user's consent never is.
+    /// are indexed only once a run loads them; a project's server without the user's consent
+    /// never is.
     pub fn indexable(spec: &ServerSpec) -> bool {
-        spec.consent.permits() && !spec.disabled && !matches!(spec.transport, Transport::Sse { .. })
+        spec.consent.permits() && !spec.disabled
     }
 
     /// Closes every connection (the clients' own too), all at once: starts in progress are abandoned, each server

@@ -14,6 +14,9 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::live::{drain_stderr, Live, SameList};
+use super::remote::RemoteStart;
+use super::remote_headers::{HeaderError, RemoteHeaders};
+use super::sse::SseError;
 use super::transport::{ChildTransport, EndReason, ProcessGroup};
 use crate::config::{ServerSpec, Transport};
 use crate::lines::LineTail;
@@ -36,20 +39,21 @@ pub(super) enum StartError {
         err: std::io::Error,
     },
     /// A configured HTTP header is no valid header.
-    #[error("header {name:?}: {err}")]
-    Header {
-        /// The header's name.
-        name: String,
-        /// What is wrong with its name or value.
+    #[error(transparent)]
+    Header(HeaderError),
+    /// The legacy SSE transport could not connect.
+    #[error("legacy SSE: {0}")]
+    Sse(#[source] SseError),
+    /// Streamable HTTP's `initialize` was refused with a 4xx, and the legacy SSE transport at
+    /// the same URL failed too.
+    #[error("initialize failed: {http} (and the legacy SSE transport failed too: {sse})")]
+    NoFallback {
+        /// Streamable HTTP's failure.
         #[source]
-        err: Box<dyn std::error::Error + Send + Sync>,
+        http: Box<rmcp::service::ClientInitializeError>,
+        /// The legacy transport's.
+        sse: Box<StartError>,
     },
-    /// The server is configured with the transport the MCP SDK dropped.
-    #[error(
-        "the legacy SSE transport is not supported (the MCP SDK dropped it); most servers also \
-         serve streamable HTTP: use \"type\": \"http\""
-    )]
-    Sse,
     /// The MCP handshake failed.
     #[error("initialize failed: {0}")]
     Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
@@ -57,6 +61,10 @@ pub(super) enum StartError {
     /// longer be refreshed): not a failure of the server, and no backoff.
     #[error("it needs sign-in")]
     AuthRequired,
+    /// The remote server's answer asks for sign-in (with the scopes a step-up asks for):
+    /// [`Starter::start`] notes it in the token store and answers [`StartError::AuthRequired`].
+    #[error("it asks for sign-in")]
+    SignInAsked(Option<String>),
     /// The stored sign-in could not be used (the token store, or discovery).
     #[error("OAuth: {0}")]
     OAuth(#[source] super::oauth::OAuthError),
@@ -70,7 +78,7 @@ pub(super) type Service = RunningService<RoleClient, ClientConfig>;
 
 /// What the bridge says of itself in every server's `initialize`: its own name and version
 /// (rmcp's default would name rmcp), with no client capabilities.
-fn client_info() -> ClientConfig {
+pub(super) fn client_info() -> ClientConfig {
     ClientConfig::new(
         ClientCapabilities::default(),
         Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
@@ -101,7 +109,7 @@ pub(super) struct Starter {
     pub ct: CancellationToken,
     /// Whether calls to a stdio server take the lane.
     pub call_lane: bool,
-    /// The largest message accepted from a stdio server.
+    /// The largest message accepted from a stdio or legacy SSE server.
     pub max_message: usize,
     /// The tool list shared with the server's other processes.
     pub list: Arc<SameList>,
@@ -114,6 +122,28 @@ impl Starter {
     async fn mark_sign_in(&self, step_up: Option<String>) {
         if let (Some(tokens), Ok(url)) = (&self.tokens, super::oauth::remote_url(&self.spec)) {
             super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up).await;
+        }
+    }
+
+    /// rmcp's authorizing client for `url` when the token store holds a sign-in for it.
+    async fn authorized(
+        &self,
+        url: &str,
+    ) -> Result<Option<rmcp::transport::auth::AuthClient<reqwest::Client>>, StartError> {
+        match &self.tokens {
+            Some(tokens) => super::oauth::authorized(&self.spec, url, tokens)
+                .await
+                .map_err(StartError::OAuth),
+            None => Ok(None),
+        }
+    }
+
+    /// What connecting to a remote server needs of this starter.
+    fn remote(&self) -> RemoteStart<'_> {
+        RemoteStart {
+            server: &self.spec.name,
+            ended: &self.ended,
+            max_message: self.max_message,
         }
     }
 
@@ -182,53 +212,37 @@ impl Starter {
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Http { url, headers } => {
-                use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                for (k, v) in headers {
-                    let header =
-                        |err: Box<dyn std::error::Error + Send + Sync>| StartError::Header {
-                            name: k.clone(),
-                            err,
-                        };
-                    let name =
-                        http::HeaderName::try_from(k.as_str()).map_err(|e| header(e.into()))?;
-                    let value =
-                        http::HeaderValue::try_from(v.as_str()).map_err(|e| header(e.into()))?;
-                    config.custom_headers.insert(name, value);
-                }
+                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
                 // With stored credentials, rmcp's authorizing client (refresh ahead of expiry
-                // and on a 401); without, a 401 means the server needs sign-in.
-                let authorized = match &self.tokens {
-                    Some(tokens) => super::oauth::authorized(&self.spec, url, tokens)
-                        .await
-                        .map_err(StartError::OAuth)?,
-                    None => None,
+                // and on a 401), also for the legacy transport a fallback may take; without, a
+                // 401 means the server needs sign-in.
+                let authorized = self.authorized(url).await?;
+                let headers = match &authorized {
+                    Some(client) => headers.with_authorizer(Arc::new(client.clone())),
+                    None => headers,
                 };
-                let served = match authorized {
-                    Some(client) => {
-                        use rmcp::transport::StreamableHttpClientTransport as T;
-                        client_info().serve(T::with_client(client, config)).await
+                match self.remote().http(url, headers, authorized).await {
+                    Err(StartError::SignInAsked(step_up)) => {
+                        self.mark_sign_in(step_up).await;
+                        return Err(StartError::AuthRequired);
                     }
-                    None => {
-                        use rmcp::transport::StreamableHttpClientTransport as T;
-                        client_info().serve(T::from_config(config)).await
-                    }
-                };
-                match served {
-                    Ok(service) => service,
-                    Err(e) => match super::oauth::sign_in_challenge(&e) {
-                        Some(step_up) => {
-                            if let Some(tokens) = &self.tokens {
-                                super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up)
-                                    .await;
-                            }
-                            return Err(StartError::AuthRequired);
-                        }
-                        None => return Err(StartError::Initialize(Box::new(e))),
-                    },
+                    started => started?,
                 }
             }
-            Transport::Sse { .. } => return Err(StartError::Sse),
+            Transport::Sse { url, headers } => {
+                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                let headers = match self.authorized(url).await? {
+                    Some(client) => headers.with_authorizer(Arc::new(client)),
+                    None => headers,
+                };
+                match self.remote().sse(url, headers).await {
+                    Err(StartError::Sse(SseError::AuthRequired { .. })) => {
+                        self.mark_sign_in(None).await;
+                        return Err(StartError::AuthRequired);
+                    }
+                    started => started?,
+                }
+            }
         };
         let peer = service.peer().clone();
         let info = peer.peer_info();
@@ -387,9 +401,13 @@ mod tests {
             headers: Default::default(),
         });
         let Err(err) = sse.start(&OnceLock::new()).await else {
-            panic!("started an SSE server");
+            panic!("nothing listens there");
         };
-        assert!(matches!(err, StartError::Sse), "{err:?}");
-        assert!(err.to_string().contains("use \"type\": \"http\""), "{err}");
+        assert!(
+            matches!(err, StartError::Sse(SseError::Request(_))),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("legacy SSE: "), "{err}");
+        assert!(std::error::Error::source(&err).is_some());
     }
 }

@@ -223,7 +223,7 @@ impl Transport<RoleClient> for ChildTransport {
 }
 
 /// Why the connection ended when a message was over `max` bytes: names the setting to raise.
-fn too_long(max: usize) -> String {
+pub(super) fn too_long(max: usize) -> String {
     format!(
         "it sent a message larger than MCP_BRIDGE_MAX_SERVER_MESSAGE ({} MiB), so the connection \
          was closed; raise MCP_BRIDGE_MAX_SERVER_MESSAGE (e.g. 256m) to accept larger results",
@@ -247,6 +247,16 @@ fn parse_line(
     server: &str,
     lane: Option<&Lane>,
 ) -> Option<RxJsonRpcMessage<RoleClient>> {
+    parse_line_logged(line, server, lane, &mut || true)
+}
+
+/// [`parse_line`], writing its log line only when `log()` says so (a remote server's limiter).
+pub(super) fn parse_line_logged(
+    line: &[u8],
+    server: &str,
+    lane: Option<&Lane>,
+    log: &mut dyn FnMut() -> bool,
+) -> Option<RxJsonRpcMessage<RoleClient>> {
     let line = strip_marks(line);
     if line.iter().all(u8::is_ascii_whitespace) {
         return None;
@@ -263,7 +273,9 @@ fn parse_line(
     match id {
         Some(id) => {
             let message = format!("the server sent a malformed response: {err}");
-            tracing::warn!(server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&message));
+            if log() {
+                tracing::warn!(server = %crate::shown::Shown(server), "{}", crate::shown::Shown(&message));
+            }
             if lane.is_some_and(|lane| lane.route_malformed(&id, &err)) {
                 return None;
             }
@@ -274,11 +286,13 @@ fn parse_line(
             serde_json::from_value(reply).ok()
         }
         None => {
-            tracing::warn!(
-                server = %crate::shown::Shown(server),
-                "ignored a stdout line that is not a JSON-RPC message ({err}): {}",
-                crate::shown::Shown(&String::from_utf8_lossy(&line[..line.len().min(200)]))
-            );
+            if log() {
+                tracing::warn!(
+                    server = %crate::shown::Shown(server),
+                    "ignored a line (stdout) or event (SSE) that is not a JSON-RPC message ({err}): {}",
+                    crate::shown::Shown(&String::from_utf8_lossy(&line[..line.len().min(200)]))
+                );
+            }
             None
         }
     }

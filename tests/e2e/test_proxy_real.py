@@ -309,7 +309,7 @@ print(json.dumps(out))
         wire = http_everything.text().lower()
         assert "post /mcp" in wire, wire[:2000]
         assert "x-e2e-token: secret-123" in wire, "the configured header was not sent:\n" + wire[:2000]
-        # Legacy SSE is listed but cannot be loaded: a clear error naming the server.
+        # server-everything serves no legacy event stream at /sse: a clear error naming the server.
         r = b.run("print('must not run')", servers=["oldsse"])
         assert r.is_error and "'oldsse'" in r.text and "sse" in r.text.lower(), str(r)
         _ok(b, "print(await mcp_remote.echo(message='again'))", servers=["remote"])

@@ -36,7 +36,7 @@ pub enum Transport {
         /// Extra request headers.
         headers: BTreeMap<String, String>,
     },
-    /// Legacy HTTP+SSE (listed, but not loadable: rmcp has no client for it).
+    /// Legacy HTTP+SSE: a GET event stream naming the URL to POST messages to.
     Sse {
         /// Endpoint URL.
         url: String,

@@ -43,8 +43,8 @@ pub struct ImageBudget {
 pub struct DataSettings {
     /// `MCP_BRIDGE_MOUNTS`: host folders mounted read-only into the sandbox.
     pub mounts: Vec<Mount>,
-    /// `MCP_BRIDGE_MAX_SERVER_MESSAGE`: the largest JSON-RPC message accepted from a stdio
-    /// MCP server, in bytes.
+    /// `MCP_BRIDGE_MAX_SERVER_MESSAGE`: the largest JSON-RPC message accepted from a stdio or
+    /// legacy SSE MCP server, in bytes.
     pub max_server_message: usize,
     /// The outbox: files copied out of the sandbox.
     pub outbox: OutboxLimits,

@@ -260,7 +260,7 @@ pub const MAX_SERVER_MESSAGE: Number = Number::new(
     Unit::Bytes,
     64 * MIB,
     (MIB, 4 * GIB),
-    "largest JSON-RPC message accepted from a stdio MCP server; over it the call fails naming this setting and the server restarts on next use",
+    "largest JSON-RPC message accepted from a stdio or legacy SSE MCP server; over it the call fails naming this setting and the server restarts on next use",
 );
 /// `MCP_BRIDGE_OUTBOX_MAX_FILE`.
 pub const OUTBOX_MAX_FILE: Number = Number::new(

@@ -13,7 +13,6 @@ use tokio::time::Instant;
 use super::{visible, UpstreamHostCalls};
 use crate::calls::{CallContext, Detail};
 use crate::upstream::docs;
-use crate::upstream::pool::UpstreamPool;
 use crate::upstream::search::{self, Entry};
 
 /// How long before a run's deadline a search stops waiting for indexing.
@@ -126,12 +125,6 @@ impl UpstreamHostCalls {
                 Some((_, why)) => format!("could not be started: {why}"),
                 None if !spec.consent.permits() => "not approved: nothing of it is started".into(),
                 None if spec.disabled => "disabled: indexed once a run loads it".into(),
-                None if !UpstreamPool::indexable(spec) => {
-                    format!(
-                        "{} server: indexed once a run loads it",
-                        spec.transport.kind()
-                    )
-                }
                 None => "indexing is not finished yet".into(),
             };
             gaps.push(json!({"server": spec.name, "reason": reason}));
