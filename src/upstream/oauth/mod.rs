@@ -9,6 +9,7 @@
 //! errors are cut and shown without them, and its `auth` module logs at `info` at most
 //! (`main.rs` holds its debug lines, which carry the code, off).
 
+mod authorizer;
 pub mod browser;
 pub mod callback;
 pub mod login;
@@ -492,26 +493,5 @@ mod tests {
             shown.ends_with(" [...]") && shown.len() < MAX_SHOWN + 20,
             "{shown}"
         );
-    }
-}
-
-/// The legacy SSE transport's `Authorization`, from the same authorizing client streamable
-/// HTTP uses (refreshed ahead of expiry). Its errors say what failed, never a token.
-#[async_trait::async_trait]
-impl super::remote_headers::Authorizer for AuthClient<reqwest::Client> {
-    async fn authorization(
-        &self,
-    ) -> Result<Option<http::HeaderValue>, super::remote_headers::AuthorizeError> {
-        use super::remote_headers::AuthorizeError;
-        let token = self.get_access_token().await.map_err(|e| {
-            AuthorizeError(match e {
-                AuthError::AuthorizationRequired => "the server needs sign-in".into(),
-                _ => "the stored sign-in could not be used or refreshed".into(),
-            })
-        })?;
-        let mut value = http::HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| AuthorizeError("the access token is no valid header value".into()))?;
-        value.set_sensitive(true);
-        Ok(Some(value))
     }
 }
