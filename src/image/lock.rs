@@ -6,7 +6,6 @@
 use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_CACHE};
@@ -50,18 +49,15 @@ pub fn try_lock(path: &Path) -> std::io::Result<Attempt> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or(LOCK_FILE);
-    let mut file = dir.open_file(name, libc::O_RDWR | libc::O_CREAT, 0o600)?;
-    let mode = file.metadata()?.mode();
-    if mode & 0o022 != 0 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::PermissionDenied,
-            format!(
-                "{} can be written by others (mode {:o}): remove it",
-                crate::shown::ShownPath(path),
-                mode & 0o7777
-            ),
-        ));
-    }
+    let mut file = dir
+        .open_file(name, libc::O_RDWR | libc::O_CREAT, 0o600)
+        .map_err(|e| match e.kind() {
+            // Another's file, or one others may write: the fix is to remove it.
+            std::io::ErrorKind::PermissionDenied => {
+                std::io::Error::new(e.kind(), format!("{e}: remove it"))
+            }
+            _ => e,
+        })?;
     // SAFETY: flock on a file descriptor this function owns; no memory is involved.
     let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
     if rc == 0 {

@@ -14,6 +14,7 @@ mod cache;
 pub mod client;
 pub mod docs;
 mod error;
+mod handshake;
 mod host;
 mod lane;
 mod live;
@@ -29,6 +30,7 @@ mod result;
 pub mod search;
 mod sse;
 mod start;
+mod start_error;
 mod transport;
 mod validate;
 

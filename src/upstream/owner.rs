@@ -16,8 +16,10 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::handshake::Service;
 use super::live::{Live, START_TIMEOUT_SECS};
-use super::start::{Service, StartError, Started, Starter};
+use super::start::{Started, Starter};
+use super::start_error::StartError;
 use super::transport::ProcessGroup;
 
 /// How long a server may take to exit once its connection is closed before its process group

@@ -8,9 +8,10 @@ use std::sync::{LazyLock, Mutex};
 use rmcp::transport::auth::AuthClient;
 use rmcp::ServiceExt;
 
+use super::handshake::{client_info, Service};
 use super::remote_headers::RemoteHeaders;
 use super::sse::{wants_legacy, SseTransport};
-use super::start::{client_info, Service, StartError};
+use super::start_error::StartError;
 use super::transport::EndReason;
 
 /// The most URLs [`LEGACY`] remembers.

@@ -6,17 +6,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::handshake::{client_info, Service};
 use super::live::{drain_stderr, Live, SameList};
 use super::remote::RemoteStart;
-use super::remote_headers::{HeaderError, RemoteHeaders};
+use super::remote_headers::RemoteHeaders;
 use super::sse::SseError;
+pub(super) use super::start_error::StartError;
 use super::transport::{ChildTransport, EndReason, ProcessGroup};
 use crate::config::{ServerSpec, Transport};
 use crate::lines::LineTail;
@@ -24,66 +24,6 @@ use crate::lines::LineTail;
 /// How long the stderr reader goes on once the connection is closed (or the bridge stops):
 /// the process group is killed by then, so this only bounds a pipe an escaped process holds.
 const STDERR_AFTER_CLOSE: Duration = Duration::from_secs(1);
-
-/// Why a server could not be started. Its words go to the user once the owner has redacted the
-/// server's secrets from them.
-#[derive(Debug, thiserror::Error)]
-pub(super) enum StartError {
-    /// The command could not be run.
-    #[error("cannot run {command:?}: {err}")]
-    Spawn {
-        /// The command.
-        command: String,
-        /// Why.
-        #[source]
-        err: std::io::Error,
-    },
-    /// A configured HTTP header is no valid header.
-    #[error(transparent)]
-    Header(HeaderError),
-    /// The legacy SSE transport could not connect.
-    #[error("legacy SSE: {0}")]
-    Sse(#[source] SseError),
-    /// Streamable HTTP's `initialize` was refused with a 4xx, and the legacy SSE transport at
-    /// the same URL failed too.
-    #[error("initialize failed: {http} (and the legacy SSE transport failed too: {sse})")]
-    NoFallback {
-        /// Streamable HTTP's failure.
-        #[source]
-        http: Box<rmcp::service::ClientInitializeError>,
-        /// The legacy transport's.
-        sse: Box<StartError>,
-    },
-    /// The MCP handshake failed.
-    #[error("initialize failed: {0}")]
-    Initialize(#[source] Box<rmcp::service::ClientInitializeError>),
-    /// The server asks for sign-in (a 401, a 403 `insufficient_scope`, or tokens that can no
-    /// longer be refreshed): not a failure of the server, and no backoff.
-    #[error("it needs sign-in")]
-    AuthRequired,
-    /// The remote server's answer asks for sign-in (with the scopes a step-up asks for):
-    /// [`Starter::start`] notes it in the token store and answers [`StartError::AuthRequired`].
-    #[error("it asks for sign-in")]
-    SignInAsked(Option<String>),
-    /// The stored sign-in could not be used (the token store, or discovery).
-    #[error("OAuth: {0}")]
-    OAuth(#[source] super::oauth::OAuthError),
-    /// The server did not list its tools.
-    #[error("tools/list failed: {0}")]
-    ListTools(#[source] rmcp::ServiceError),
-}
-
-/// rmcp's client service for one server connection, announcing the bridge ([`client_info`]).
-pub(super) type Service = RunningService<RoleClient, ClientConfig>;
-
-/// What the bridge says of itself in every server's `initialize`: its own name and version
-/// (rmcp's default would name rmcp), with no client capabilities.
-pub(super) fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-    )
-}
 
 /// A started server: the connection (owned by the owner task) and the handle callers share.
 pub(super) struct Started {

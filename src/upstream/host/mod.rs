@@ -130,7 +130,7 @@ impl HostCalls for UpstreamHostCalls {
             read_only,
             hints_known: hints.is_some(),
             sign_in: up.needs_sign_in().then(|| {
-                crate::upstream::UpstreamError::AuthRequired {
+                crate::upstream::error::UpstreamError::AuthRequired {
                     server: up.spec.name.clone(),
                 }
                 .to_string()
