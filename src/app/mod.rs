@@ -182,6 +182,7 @@ impl App {
             ct: ct.clone(),
             call_lane: settings.call_lane,
             max_message: settings.data.max_server_message,
+            question_timeout: settings.policy.question_timeout,
         };
         let pool = Arc::new(
             UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)

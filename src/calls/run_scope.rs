@@ -34,6 +34,8 @@ pub struct RunScope {
     pub asker: Option<Arc<dyn Asker>>,
     /// What the run has used so far.
     pub tally: Tally,
+    /// Downstream servers' questions relayed for this run: one at a time, bounded.
+    pub questions: super::relay::QuestionGate,
     /// When the run arrived.
     pub arrived: Instant,
     /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
@@ -69,6 +71,7 @@ impl RunScope {
             narrowing,
             asker,
             tally: Tally::default(),
+            questions: Default::default(),
             arrived: Instant::now(),
             caller: None,
             stopped: CancellationToken::new(),

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::elicit::{Flights, InFlight};
 use super::lane::LaneError;
 use super::live::SameList;
 pub use super::live::{
@@ -43,6 +44,8 @@ pub struct UpstreamTasks {
     pub call_lane: bool,
     /// The largest message accepted from a stdio server (`MCP_BRIDGE_MAX_SERVER_MESSAGE`).
     pub max_message: usize,
+    /// How long a server's question relayed to the user waits (`MCP_BRIDGE_QUESTION_TIMEOUT`).
+    pub question_timeout: Duration,
 }
 
 impl Default for UpstreamTasks {
@@ -53,6 +56,7 @@ impl Default for UpstreamTasks {
             ct: CancellationToken::default(),
             call_lane: false,
             max_message: crate::config::DEFAULT_MAX_SERVER_MESSAGE,
+            question_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -82,6 +86,8 @@ pub struct Upstream {
     exited: CancellationToken,
     /// The tool list shared with this server's other processes.
     list: Arc<SameList>,
+    /// The calls in flight, whose runs the server's questions go to.
+    flights: Arc<Flights>,
 }
 
 impl Upstream {
@@ -116,7 +122,14 @@ impl Upstream {
             owner: OnceLock::new(),
             exited: CancellationToken::new(),
             list,
+            flights: Arc::default(),
         }
+    }
+
+    /// Records a call of `run` in flight until the guard is dropped: the server's questions
+    /// meanwhile go to `run`'s client.
+    pub(super) fn in_flight(&self, run: Arc<crate::calls::RunScope>, deadline: Instant) -> InFlight {
+        self.flights.enter(run, deadline)
     }
 
     /// How many times the server was started.
@@ -225,6 +238,8 @@ impl Upstream {
                     call_lane: self.tasks.call_lane,
                     max_message: self.tasks.max_message,
                     list: self.list.clone(),
+                    flights: self.flights.clone(),
+                    question_timeout: self.tasks.question_timeout,
                 },
                 status: self.status.clone(),
                 failures: (0, None),

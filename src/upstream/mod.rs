@@ -6,12 +6,15 @@
 //! `lane/` the fast `tools/call` path on them); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
 //! you mean") are pure; `validate/` checks arguments against input schemas before a call; `read_chunk.rs` sizes
-//! the buffers a server's pipes are read into by what they carry.
+//! the buffers a server's pipes are read into by what they carry. `elicit.rs` is the bridge's
+//! own client on each connection: a server's questions go to the run whose call is in flight,
+//! checked by `question.rs`.
 //! The only module that names rmcp's client role.
 
 mod cache;
 pub mod client;
 pub mod docs;
+mod elicit;
 mod error;
 mod host;
 mod lane;
@@ -20,6 +23,7 @@ mod near;
 mod owner;
 mod per_client;
 mod pool;
+mod question;
 mod read_chunk;
 mod result;
 pub mod search;

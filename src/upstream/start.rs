@@ -6,13 +6,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::elicit::{BridgeClient, Flights};
 use super::live::{drain_stderr, Live, SameList};
 use super::transport::{ChildTransport, EndReason, ProcessGroup};
 use crate::config::{ServerSpec, Transport};
@@ -58,17 +58,9 @@ pub(super) enum StartError {
     ListTools(#[source] rmcp::ServiceError),
 }
 
-/// rmcp's client service for one server connection, announcing the bridge ([`client_info`]).
-pub(super) type Service = RunningService<RoleClient, ClientConfig>;
-
-/// What the bridge says of itself in every server's `initialize`: its own name and version
-/// (rmcp's default would name rmcp), with no client capabilities.
-fn client_info() -> ClientConfig {
-    ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-    )
-}
+/// rmcp's client service for one server connection: the bridge's own client
+/// ([`BridgeClient`]: its name and version, elicitation relayed).
+pub(super) type Service = RunningService<RoleClient, BridgeClient>;
 
 /// A started server: the connection (owned by the owner task) and the handle callers share.
 pub(super) struct Started {
@@ -98,6 +90,17 @@ pub(super) struct Starter {
     pub max_message: usize,
     /// The tool list shared with the server's other processes.
     pub list: Arc<SameList>,
+    /// The calls in flight, whose runs the server's questions go to.
+    pub flights: Arc<Flights>,
+    /// How long a relayed question waits for the user (`MCP_BRIDGE_QUESTION_TIMEOUT`).
+    pub question_timeout: Duration,
+}
+
+impl Starter {
+    /// The bridge's client for one connection of this server.
+    fn client(&self) -> BridgeClient {
+        BridgeClient::new(&self.spec.name, self.flights.clone(), self.question_timeout)
+    }
 }
 
 impl Starter {
@@ -160,7 +163,7 @@ impl Starter {
                         .in_current_span(),
                     );
                 }
-                client_info()
+                self.client()
                     .serve(transport)
                     .await
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
@@ -181,7 +184,7 @@ impl Starter {
                     config.custom_headers.insert(name, value);
                 }
                 let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-                client_info()
+                self.client()
                     .serve(transport)
                     .await
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
@@ -228,6 +231,8 @@ mod tests {
             call_lane: false,
             max_message: 1 << 20,
             list: Arc::default(),
+            flights: Arc::default(),
+            question_timeout: Duration::from_secs(1),
         }
     }
 

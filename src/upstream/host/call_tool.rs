@@ -68,6 +68,8 @@ impl UpstreamHostCalls {
                 }
             }
         }
+        // The server's questions during the call go to this run's client.
+        let _asking = up.in_flight(ctx.run.clone(), ctx.deadline);
         let r = up.call(tool, arguments, ctx.deadline).await?;
         if r.is_error == Some(true) {
             return Err(UpstreamError::Tool {
