@@ -1,0 +1,146 @@
+"""Questions from downstream servers reach the user (issue 32, point 6): a real FastMCP server
+(tests/e2e/elicit_server.py) asks during a tool call; the bridge relays the question through
+`run_python` to its own client (the official Python client, 2025-11-25 `elicitation/create`) and
+the answer back to the server, whose result reaches the sandbox. A client without elicitation
+gets a decline at once; hostile questions (huge, malformed, endless) are bounded; `exec` answers
+with `--answer-defaults` or declines; under `serve --http` a question reaches only the caller
+whose call made it."""
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bridge_driver import BRIDGE_BIN
+from helpers_cli import cli_env_for
+from helpers_policy import approval_session, text_of, workdir
+from mcp import types
+
+import servers as S
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.host_only]
+
+SERVER = Path(__file__).with_name("elicit_server.py")
+
+
+def asker_entry() -> dict[str, Any]:
+    return {"command": sys.executable, "args": [str(SERVER)]}
+
+
+class Answerer:
+    """An elicitation callback answering `action` (with `content` for a form), recording each."""
+
+    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None):
+        self.action, self.content = action, content
+        self.questions: list[Any] = []
+
+    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        self.questions.append(params)
+        if self.action != "accept":
+            return types.ElicitResult(action=self.action)
+        return types.ElicitResult(action="accept", content=self.content)
+
+
+def call(tool: str, **args: Any) -> str:
+    return f"print(await mcp_asker.{tool}(**{args!r}))"
+
+
+async def _run(d: Path, answerer: Answerer | None, code: str, env: dict[str, str] | None = None) -> tuple[str, bool]:
+    async with approval_session(d, "legacy", answerer, env) as client:
+        r = await client.call_tool("run_python", {"code": code, "servers": ["asker"]})
+        return text_of(r)
+
+
+def go(d: Path, answerer: Answerer | None, code: str, env: dict[str, str] | None = None) -> tuple[str, bool]:
+    return asyncio.run(_run(d, answerer, code, env))
+
+
+@pytest.fixture
+def d(tmp_path: Path) -> Path:
+    return workdir(tmp_path, {"asker": asker_entry()})
+
+
+def test_a_form_question_is_relayed_and_the_answer_reaches_the_server(d):
+    a = Answerer(content={"name": "Ada", "age": 36})
+    text, is_error = go(d, a, call("ask_name"))
+    assert "accept name=Ada age=36" in text and not is_error, text
+    assert len(a.questions) == 1
+    q = a.questions[0]
+    assert "What is your name?" in q.message and '"asker"' in q.message, q.message
+    assert set(q.requested_schema["properties"]) == {"name", "age"}, q.requested_schema
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_a_declined_question_is_declined_at_the_server(d, action):
+    a = Answerer(action=action)
+    text, _ = go(d, a, call("ask_name"))
+    assert text.strip().endswith(action), text
+    assert len(a.questions) == 1
+
+
+def test_an_answer_that_does_not_fit_the_form_is_a_decline(d):
+    a = Answerer(content={"name": 5, "age": "old"})
+    text, _ = go(d, a, call("ask_name"))
+    assert "decline" in text, text
+
+
+def test_without_an_elicitation_client_the_question_is_declined_at_once(d):
+    t0 = time.monotonic()
+    text, _ = go(d, None, call("ask_name"))
+    assert "decline" in text, text
+    assert time.monotonic() - t0 < 30
+
+
+def test_a_link_is_relayed_in_url_mode_as_sent(d):
+    a = Answerer(content=None)
+    text, _ = go(d, a, call("ask_link"))
+    assert "accept" in text, text
+    q = a.questions[0]
+    assert q.mode == "url" and q.url == "https://example.com/sign?id=7", q
+
+
+@pytest.mark.parametrize("kind", ["huge", "bad_schema", "bad_link"])
+def test_a_hostile_question_is_refused_without_asking(d, kind):
+    a = Answerer(content={"x": "y"})
+    text, is_error = go(d, a, call("hostile", kind=kind))
+    assert "error:" in text and not is_error, text
+    assert a.questions == [], "nothing was asked"
+    assert "A" * 1000 not in text
+
+
+def test_endless_questions_are_bounded_per_run(d):
+    a = Answerer(content={"x": "y"})
+    text, _ = go(d, a, call("hostile", kind="endless"))
+    assert "endless: 16 accepted, then decline" in text, text
+    assert len(a.questions) == 16
+
+
+def test_a_question_gets_cancel_after_the_question_timeout(d):
+    class Silent(Answerer):
+        async def __call__(self, context, params):
+            self.questions.append(params)
+            await asyncio.sleep(30)
+            return types.ElicitResult(action="accept", content={"name": "late"})
+
+    a = Silent()
+    t0 = time.monotonic()
+    text, _ = go(d, a, call("ask_name"), env={"MCP_BRIDGE_QUESTION_TIMEOUT": "2"})
+    assert text.strip().endswith("cancel"), text
+    assert time.monotonic() - t0 < 25
+
+
+def _exec(d: Path, *flags: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
+    env = cli_env_for(d / "state", MCP_BRIDGE_CONFIG_DIR=str(d / "mcps"))
+    return subprocess.run([BRIDGE_BIN, "exec", "--servers", "asker", *flags, call("hostile", kind="endless")],
+                          env=env, cwd=d / "cwd", capture_output=True, text=True, timeout=120, stdin=stdin)
+
+
+def test_exec_answer_defaults_accepts_a_form_with_its_defaults(d):
+    p = _exec(d, "--answer-defaults")
+    assert "endless: 16 accepted, then decline" in p.stdout, p.stdout + p.stderr
+    p = _exec(d)
+    assert "endless: 0 accepted, then decline" in p.stdout, p.stdout + p.stderr
