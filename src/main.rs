@@ -258,7 +258,16 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             timeout,
             json,
             answer_defaults,
-        } => Ok(exec_cli::exec(settings, audit, code, servers, timeout, json, answer_defaults).await),
+        } => Ok(exec_cli::exec(
+            settings,
+            audit,
+            code,
+            servers,
+            timeout,
+            json,
+            answer_defaults,
+        )
+        .await),
         Command::Servers { allow, .. } if allow.is_empty() => {
             Ok(mcp_code_bridge::cli::servers::list(&settings))
         }

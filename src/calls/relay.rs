@@ -147,14 +147,24 @@ mod tests {
         }}));
         assert_eq!(
             q.defaults(),
-            Some(json!({"name": "John Doe", "age": 30, "verified": true}).as_object().expect("o").clone())
+            Some(
+                json!({"name": "John Doe", "age": 30, "verified": true})
+                    .as_object()
+                    .expect("o")
+                    .clone()
+            )
         );
-        let q = form(json!({"type": "object", "properties": {"pin": {"type": "string"}}, "required": ["pin"]}));
+        let q = form(
+            json!({"type": "object", "properties": {"pin": {"type": "string"}}, "required": ["pin"]}),
+        );
         assert_eq!(q.defaults(), None);
         let link = ServerQuestion {
             server: "s".into(),
             message: "m".into(),
-            kind: QuestionKind::Url { url: "https://e.com".into(), id: String::new() },
+            kind: QuestionKind::Url {
+                url: "https://e.com".into(),
+                id: String::new(),
+            },
         };
         assert_eq!(link.defaults(), None);
     }
@@ -164,7 +174,10 @@ mod tests {
         let gate = QuestionGate::default();
         let first = gate.turn().await.expect("a turn");
         let second = tokio::time::timeout(std::time::Duration::from_millis(50), gate.turn());
-        assert!(second.await.is_err(), "a second question waited for the first");
+        assert!(
+            second.await.is_err(),
+            "a second question waited for the first"
+        );
         drop(first);
         // The question that waited (and gave up) counts too.
         for _ in 3..=MAX_QUESTIONS_PER_RUN {

@@ -128,7 +128,11 @@ impl Upstream {
 
     /// Records a call of `run` in flight until the guard is dropped: the server's questions
     /// meanwhile go to `run`'s client.
-    pub(super) fn in_flight(&self, run: Arc<crate::calls::RunScope>, deadline: Instant) -> InFlight {
+    pub(super) fn in_flight(
+        &self,
+        run: Arc<crate::calls::RunScope>,
+        deadline: Instant,
+    ) -> InFlight {
         self.flights.enter(run, deadline)
     }
 

@@ -128,11 +128,10 @@ fn check_schema(schema: &Map<String, Value>) -> Result<(), QuestionError> {
         return Err(QuestionError::SchemaTooLarge);
     }
     for (name, prop) in props {
-        if name.is_empty()
-            || name.len() > MAX_FIELD_NAME
-            || name.chars().any(|c| c.is_control())
-        {
-            return Err(QuestionError::SchemaShape("a field name is empty, long or unprintable"));
+        if name.is_empty() || name.len() > MAX_FIELD_NAME || name.chars().any(|c| c.is_control()) {
+            return Err(QuestionError::SchemaShape(
+                "a field name is empty, long or unprintable",
+            ));
         }
         let Some(prop) = prop.as_object() else {
             return Err(QuestionError::SchemaShape("a field is not an object"));
@@ -147,7 +146,11 @@ fn check_schema(schema: &Map<String, Value>) -> Result<(), QuestionError> {
                     ));
                 }
             }
-            _ => return Err(QuestionError::SchemaShape("a field's type is not primitive")),
+            _ => {
+                return Err(QuestionError::SchemaShape(
+                    "a field's type is not primitive",
+                ))
+            }
         }
         if choices(prop).is_some_and(|c| c.len() > MAX_CHOICES)
             || prop
@@ -168,7 +171,9 @@ fn check_schema(schema: &Map<String, Value>) -> Result<(), QuestionError> {
                 .iter()
                 .any(|n| n.as_str().is_none_or(|n| !props.contains_key(n)))
         {
-            return Err(QuestionError::SchemaShape("required names a field it lacks"));
+            return Err(QuestionError::SchemaShape(
+                "required names a field it lacks",
+            ));
         }
     }
     Ok(())
@@ -237,14 +242,14 @@ pub fn check_answer(
                 let min = prop.get("minItems").and_then(Value::as_u64).unwrap_or(0);
                 let max = prop.get("maxItems").and_then(Value::as_u64);
                 let n = items.len() as u64;
-                n >= min
-                    && max.is_none_or(|m| n <= m)
-                    && items.iter().all(|i| allowed.contains(&i))
+                n >= min && max.is_none_or(|m| n <= m) && items.iter().all(|i| allowed.contains(&i))
             }),
             _ => false,
         };
         if !fits {
-            return bad(format!("field {name} does not have the form's type or range"));
+            return bad(format!(
+                "field {name} does not have the form's type or range"
+            ));
         }
         if let Some(allowed) = choices(prop) {
             if !allowed.contains(&value) {
@@ -323,11 +328,16 @@ mod tests {
         );
         let big = "x".repeat(MAX_SCHEMA);
         assert_eq!(
-            form(json!({"type": "object", "properties": {"a": {"type": "string", "description": big}}})),
+            form(
+                json!({"type": "object", "properties": {"a": {"type": "string", "description": big}}})
+            ),
             Err(QuestionError::SchemaTooLarge)
         );
         assert!(form(json!({"type": "object", "properties": {"a": {"type": "object"}}})).is_err());
-        assert!(form(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]})).is_err());
+        assert!(form(
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]})
+        )
+        .is_err());
         let long = json!({"mode": "form", "message": "m".repeat(MAX_MESSAGE + 1),
             "requestedSchema": {"type": "object", "properties": {}}});
         let params: ElicitRequestParams = serde_json::from_value(long).expect("params");
@@ -367,7 +377,10 @@ mod tests {
             .expect("form"),
         );
         let check = |c: Value| check_answer(&schema, c.as_object().expect("object"));
-        assert!(check(json!({"name": "bo", "age": 3, "ok": true, "color": "red", "tags": ["a"]})).is_ok());
+        assert!(
+            check(json!({"name": "bo", "age": 3, "ok": true, "color": "red", "tags": ["a"]}))
+                .is_ok()
+        );
         for bad in [
             json!({}),
             json!({"name": "toolong"}),

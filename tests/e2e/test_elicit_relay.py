@@ -20,8 +20,6 @@ from helpers_cli import cli_env_for
 from helpers_policy import approval_session, text_of, workdir
 from mcp import types
 
-import servers as S
-
 pytestmark = [pytest.mark.timeout(300), pytest.mark.host_only]
 
 SERVER = Path(__file__).with_name("elicit_server.py")
@@ -144,3 +142,48 @@ def test_exec_answer_defaults_accepts_a_form_with_its_defaults(d):
     assert "endless: 16 accepted, then decline" in p.stdout, p.stdout + p.stderr
     p = _exec(d)
     assert "endless: 0 accepted, then decline" in p.stdout, p.stdout + p.stderr
+
+
+def test_under_serve_a_question_reaches_only_the_caller_whose_call_made_it(e2e_tmp: Path) -> None:
+    from helpers_http import LEGACY, ServeBridge, connect, new_token, run
+
+    alice_token, bob_token = new_token(), new_token()
+    b = ServeBridge(e2e_tmp, {"alice": alice_token, "bob": bob_token}, servers={"asker": asker_entry()},
+                    env={"MCP_BRIDGE_WARM_POOL": "0"}, name="ask-two").start()
+    try:
+
+        async def body() -> tuple[str, str, str, list[Any], list[Any]]:
+            asked, bob_done = asyncio.Event(), asyncio.Event()
+
+            class Held(Answerer):
+                """Alice's client: holds her answer until bob's call is over."""
+
+                async def __call__(self, context, params):
+                    self.questions.append(params)
+                    asked.set()
+                    await asyncio.wait_for(bob_done.wait(), 120)
+                    return types.ElicitResult(action="accept", content={"name": "alice", "age": 1})
+
+            alice, bob = Held(), Answerer(content={"name": "bob", "age": 2})
+            async with (
+                connect(b.url, alice_token, LEGACY, elicitation_callback=alice) as a,
+                connect(b.url, bob_token, LEGACY, elicitation_callback=bob) as c,
+            ):
+                # Alone in flight, bob's question reaches bob.
+                alone = await run(c, call("slow_ask", tag="bob-alone"), servers=["asker"])
+                first = asyncio.create_task(run(a, call("slow_ask", tag="alice"), servers=["asker"]))
+                await asyncio.wait_for(asked.wait(), 120)
+                # Alice's call is in flight on the same server: whose bob's question is cannot be
+                # told apart by the server's request, so it is declined, never shown to alice.
+                both = await run(c, call("slow_ask", tag="bob"), servers=["asker"])
+                bob_done.set()
+                return alone.text, (await first).text, both.text, alice.questions, bob.questions
+
+        alone, alice_text, bob_text, alice_q, bob_q = asyncio.run(body())
+        assert "bob-alone:accept" in alone, alone
+        assert "alice:accept" in alice_text, alice_text
+        assert "bob:decline" in bob_text, bob_text
+        assert [q.message.splitlines()[-1] for q in alice_q] == ["question for alice"], alice_q
+        assert [q.message.splitlines()[-1] for q in bob_q] == ["question for bob-alone"], bob_q
+    finally:
+        b.close()

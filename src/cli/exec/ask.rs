@@ -67,7 +67,9 @@ impl Asker for ExecAsker {
                     Ok(Ok(reply)) => reply,
                     Ok(Err(_)) => Reply::Unavailable("the terminal could not be read".into()),
                     Err(_) => {
-                        eprintln!("\nmcp-code-bridge: no answer in time; the question was cancelled");
+                        eprintln!(
+                            "\nmcp-code-bridge: no answer in time; the question was cancelled"
+                        );
                         Reply::TimedOut
                     }
                 }
@@ -95,7 +97,11 @@ fn read_line(input: &mut impl BufRead) -> Option<String> {
 }
 
 /// Asks `question` on `out`, reading the answers from `input`.
-pub fn on_terminal(question: &ServerQuestion, input: &mut impl BufRead, out: &mut impl Write) -> Reply {
+pub fn on_terminal(
+    question: &ServerQuestion,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Reply {
     let mut say = |text: &str| {
         let _ = write!(out, "{text}");
         let _ = out.flush();
@@ -132,7 +138,10 @@ pub fn on_terminal(question: &ServerQuestion, input: &mut impl BufRead, out: &mu
         }
         prompt.push(')');
         if let Some(d) = prop.get("description").and_then(Value::as_str) {
-            prompt.push_str(&format!(" {}", safe_line(&d.chars().take(200).collect::<String>())));
+            prompt.push_str(&format!(
+                " {}",
+                safe_line(&d.chars().take(200).collect::<String>())
+            ));
         }
         if let Some(choices) = choice_list(prop) {
             prompt.push_str(&format!(" one of {}", safe_line(&choices)));
@@ -273,6 +282,10 @@ mod tests {
         assert_eq!(asked("n\n").0, Reply::Decline);
         assert_eq!(asked("c\n").0, Reply::Cancel);
         assert_eq!(asked("").0, Reply::Cancel);
-        assert_eq!(asked("y\n\n\n\n\n").0, Reply::Decline, "a required field left empty");
+        assert_eq!(
+            asked("y\n\n\n\n\n").0,
+            Reply::Decline,
+            "a required field left empty"
+        );
     }
 }

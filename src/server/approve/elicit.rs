@@ -91,7 +91,9 @@ impl Asker for ElicitAsker {
             return Reply::Unavailable("the form could not be put to the client".into());
         };
         let wait = deadline.saturating_duration_since(Instant::now());
-        let asked = self.peer.create_elicitation_with_timeout(params, Some(wait));
+        let asked = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(wait));
         match tokio::time::timeout_at(deadline, asked).await {
             Err(_) | Ok(Err(ServiceError::Timeout { .. })) => Reply::TimedOut,
             Ok(Err(e)) => {
@@ -151,7 +153,9 @@ mod tests {
         };
         let q = question(kind);
         let Some(ElicitRequestParams::UrlElicitationParams {
-            url, elicitation_id, ..
+            url,
+            elicitation_id,
+            ..
         }) = request(&q, true)
         else {
             panic!("not url mode");
@@ -162,6 +166,9 @@ mod tests {
         else {
             panic!("not a form");
         };
-        assert!(message.contains("Open this link: https://example.com/x"), "{message}");
+        assert!(
+            message.contains("Open this link: https://example.com/x"),
+            "{message}"
+        );
     }
 }
