@@ -47,14 +47,19 @@ def call(tool: str, **args: Any) -> str:
     return f"print(await mcp_asker.{tool}(**{args!r}))"
 
 
-async def _run(d: Path, answerer: Answerer | None, code: str, env: dict[str, str] | None = None) -> tuple[str, bool]:
-    async with approval_session(d, "legacy", answerer, env) as client:
+MODES = ["legacy", "2026-07-28"]
+
+
+async def _run(d: Path, answerer: Answerer | None, code: str, env: dict[str, str] | None = None,
+               mode: str = "legacy") -> tuple[str, bool]:
+    async with approval_session(d, mode, answerer, env) as client:
         r = await client.call_tool("run_python", {"code": code, "servers": ["asker"]})
         return text_of(r)
 
 
-def go(d: Path, answerer: Answerer | None, code: str, env: dict[str, str] | None = None) -> tuple[str, bool]:
-    return asyncio.run(_run(d, answerer, code, env))
+def go(d: Path, answerer: Answerer | None, code: str, env: dict[str, str] | None = None,
+       mode: str = "legacy") -> tuple[str, bool]:
+    return asyncio.run(_run(d, answerer, code, env, mode))
 
 
 @pytest.fixture
@@ -62,9 +67,10 @@ def d(tmp_path: Path) -> Path:
     return workdir(tmp_path, {"asker": asker_entry()})
 
 
-def test_a_form_question_is_relayed_and_the_answer_reaches_the_server(d):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_form_question_is_relayed_and_the_answer_reaches_the_server(d, mode):
     a = Answerer(content={"name": "Ada", "age": 36})
-    text, is_error = go(d, a, call("ask_name"))
+    text, is_error = go(d, a, call("ask_name"), mode=mode)
     assert "accept name=Ada age=36" in text and not is_error, text
     assert len(a.questions) == 1
     q = a.questions[0]
@@ -72,10 +78,11 @@ def test_a_form_question_is_relayed_and_the_answer_reaches_the_server(d):
     assert set(q.requested_schema["properties"]) == {"name", "age"}, q.requested_schema
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-def test_a_declined_question_is_declined_at_the_server(d, action):
+def test_a_declined_question_is_declined_at_the_server(d, action, mode):
     a = Answerer(action=action)
-    text, _ = go(d, a, call("ask_name"))
+    text, _ = go(d, a, call("ask_name"), mode=mode)
     assert text.strip().endswith(action), text
     assert len(a.questions) == 1
 
@@ -86,9 +93,10 @@ def test_an_answer_that_does_not_fit_the_form_is_a_decline(d):
     assert "decline" in text, text
 
 
-def test_without_an_elicitation_client_the_question_is_declined_at_once(d):
+@pytest.mark.parametrize("mode", MODES)
+def test_without_an_elicitation_client_the_question_is_declined_at_once(d, mode):
     t0 = time.monotonic()
-    text, _ = go(d, None, call("ask_name"))
+    text, _ = go(d, None, call("ask_name"), mode=mode)
     assert "decline" in text, text
     assert time.monotonic() - t0 < 30
 
@@ -101,6 +109,14 @@ def test_a_link_is_relayed_in_url_mode_as_sent(d):
     assert q.mode == "url" and q.url == "https://example.com/sign?id=7", q
 
 
+def test_a_2026_07_28_client_gets_a_link_in_a_forms_message(d):
+    a = Answerer(content={})
+    text, _ = go(d, a, call("ask_link"), mode="2026-07-28")
+    assert "accept" in text, text
+    q = a.questions[0]
+    assert "Open this link: https://example.com/sign?id=7" in q.message, q
+
+
 @pytest.mark.parametrize("kind", ["huge", "bad_schema", "bad_link"])
 def test_a_hostile_question_is_refused_without_asking(d, kind):
     a = Answerer(content={"x": "y"})
@@ -111,6 +127,7 @@ def test_a_hostile_question_is_refused_without_asking(d, kind):
 
 
 def test_endless_questions_are_bounded_per_run(d):
+    # Legacy only: the official client stops a 2026-07-28 call after 10 input-required rounds.
     a = Answerer(content={"x": "y"})
     text, _ = go(d, a, call("hostile", kind="endless"))
     assert "endless: 16 accepted, then decline" in text, text

@@ -42,7 +42,7 @@ fn framed(question: &ServerQuestion) -> String {
 }
 
 /// The request for `question`; `links`: the client takes URL mode.
-fn request(question: &ServerQuestion, links: bool) -> Option<ElicitRequestParams> {
+pub(super) fn request(question: &ServerQuestion, links: bool) -> Option<ElicitRequestParams> {
     let message = framed(question);
     Some(match &question.kind {
         QuestionKind::Form { schema } => ElicitRequestParams::FormElicitationParams {
@@ -100,15 +100,19 @@ impl Asker for ElicitAsker {
                 tracing::info!(error = %e, "elicitation/create of a relayed question failed");
                 Reply::Unavailable("the client did not take the question".into())
             }
-            Ok(Ok(result)) => match (result.action, result.content) {
-                (ElicitationAction::Accept, None) => Reply::Accept(None),
-                (ElicitationAction::Accept, Some(Value::Object(content))) => {
-                    Reply::Accept(Some(content))
-                }
-                (ElicitationAction::Cancel, _) => Reply::Cancel,
-                _ => Reply::Decline,
-            },
+            Ok(Ok(result)) => reply_of(result.action, result.content),
         }
+    }
+}
+
+/// The client's answer to a relayed question as a [`Reply`]: content that is not an object
+/// declines (the form's check comes later, in the upstream layer).
+pub(super) fn reply_of(action: ElicitationAction, content: Option<Value>) -> Reply {
+    match (action, content) {
+        (ElicitationAction::Accept, None) => Reply::Accept(None),
+        (ElicitationAction::Accept, Some(Value::Object(content))) => Reply::Accept(Some(content)),
+        (ElicitationAction::Cancel, _) => Reply::Cancel,
+        _ => Reply::Decline,
     }
 }
 
