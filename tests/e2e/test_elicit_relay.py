@@ -154,6 +154,24 @@ def _exec(d: Path, *flags: str, stdin=subprocess.DEVNULL) -> subprocess.Complete
                           env=env, cwd=d / "cwd", capture_output=True, text=True, timeout=120, stdin=stdin)
 
 
+def test_exec_asks_on_its_terminal(d):
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        # Typed ahead: the terminal keeps the lines until exec reads them.
+        os.write(master, b"y\nZed\n\n")
+        env = cli_env_for(d / "state", MCP_BRIDGE_CONFIG_DIR=str(d / "mcps"))
+        p = subprocess.run([BRIDGE_BIN, "exec", "--servers", "asker", call("ask_name")], env=env, cwd=d / "cwd",
+                           capture_output=True, text=True, timeout=120, stdin=slave)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert "accept name=Zed age=30" in p.stdout, p.stdout + p.stderr
+    assert "What is your name?" in p.stderr and "age (integer) Your age [30]" in p.stderr, p.stderr
+
+
 def test_exec_answer_defaults_accepts_a_form_with_its_defaults(d):
     p = _exec(d, "--answer-defaults")
     assert "endless: 16 accepted, then decline" in p.stdout, p.stdout + p.stderr
