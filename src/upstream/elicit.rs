@@ -21,6 +21,7 @@ use tokio::time::Instant;
 
 use super::question;
 use crate::calls::{QuestionKind, Reply, RunScope};
+use crate::log_limit::LogLimit;
 use crate::shown::Shown;
 
 /// One call in flight on a connection.
@@ -84,6 +85,8 @@ pub struct BridgeClient {
     server: String,
     flights: Arc<Flights>,
     timeout: Duration,
+    /// Lines a server's questions cause, bounded (a flood of questions writes a few dozen).
+    log: LogLimit,
 }
 
 impl BridgeClient {
@@ -94,12 +97,13 @@ impl BridgeClient {
             server: server.to_string(),
             flights,
             timeout,
+            log: LogLimit::new(),
         }
     }
 
     /// A decline, logged with why (never the question's content).
     fn declined(&self, why: &str) -> Result<ElicitResult, ErrorData> {
-        tracing::info!(server = %Shown(&self.server), "a question from the server was declined: {why}");
+        crate::limited!(self.log, tracing::Level::INFO, server = %Shown(&self.server), "a question from the server was declined: {why}");
         Ok(ElicitResult::new(ElicitationAction::Decline))
     }
 }
@@ -131,7 +135,7 @@ impl ClientHandler for BridgeClient {
         let asked = match question::read(&self.server, request) {
             Ok(q) => q,
             Err(e) => {
-                tracing::warn!(server = %Shown(&self.server), "a question from the server was refused: {e}");
+                crate::limited!(self.log, tracing::Level::WARN, server = %Shown(&self.server), "a question from the server was refused: {e}");
                 return Err(ErrorData::invalid_params(e.to_string(), None));
             }
         };
@@ -178,7 +182,7 @@ impl ClientHandler for BridgeClient {
             Reply::Decline => action(ElicitationAction::Decline),
             Reply::Cancel => action(ElicitationAction::Cancel),
             Reply::TimedOut => {
-                tracing::info!(server = %Shown(&self.server), "a question from the server got no answer in time");
+                crate::limited!(self.log, tracing::Level::INFO, server = %Shown(&self.server), "a question from the server got no answer in time");
                 action(ElicitationAction::Cancel)
             }
             Reply::Unavailable(why) => self.declined(&why),
