@@ -36,6 +36,8 @@ pub struct RunScope {
     pub tally: Tally,
     /// Downstream servers' questions relayed for this run: one at a time, bounded.
     pub questions: super::relay::QuestionGate,
+    /// The run's waits for a person, which do not count against its timeout.
+    pub waits: super::person_wait::PersonWaits,
     /// When the run arrived.
     pub arrived: Instant,
     /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
@@ -72,6 +74,7 @@ impl RunScope {
             asker,
             tally: Tally::default(),
             questions: Default::default(),
+            waits: Default::default(),
             arrived: Instant::now(),
             caller: None,
             stopped: CancellationToken::new(),

@@ -27,6 +27,7 @@ use super::owner::{Connect, Owner, Refusal, Status};
 use super::start::Starter;
 use super::transport::EndReason;
 use super::UpstreamError;
+use crate::calls::PersonWaits;
 use crate::config::ServerSpec;
 use crate::lines::LineTail;
 
@@ -128,12 +129,8 @@ impl Upstream {
 
     /// Records a call of `run` in flight until the guard is dropped: the server's questions
     /// meanwhile go to `run`'s client.
-    pub(super) fn in_flight(
-        &self,
-        run: Arc<crate::calls::RunScope>,
-        deadline: Instant,
-    ) -> InFlight {
-        self.flights.enter(run, deadline)
+    pub(super) fn in_flight(&self, run: Arc<crate::calls::RunScope>) -> InFlight {
+        self.flights.enter(run)
     }
 
     /// How many times the server was started.
@@ -272,6 +269,21 @@ impl Upstream {
         args: JsonObject,
         deadline: Instant,
     ) -> Result<CallToolResult, UpstreamError> {
+        self.call_in(tool, args, deadline, None).await
+    }
+
+    /// [`Upstream::call`] for a run whose waits for a person (`waits`: the server's questions
+    /// relayed) do not count against `deadline`.
+    ///
+    /// # Errors
+    /// As [`Upstream::call`].
+    pub(super) async fn call_in(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        deadline: Instant,
+        waits: Option<&PersonWaits>,
+    ) -> Result<CallToolResult, UpstreamError> {
         // The warm path skips `connect`: its future (the whole handshake, ~8 KiB) would be
         // copied around on every call, which cost more CPU than the rest of the call.
         let live = match self.live_arc() {
@@ -307,8 +319,14 @@ impl Upstream {
                 }
             }
         };
-        match tokio::time::timeout_at(deadline, call).await {
-            Err(_) => Err(UpstreamError::Timeout { server: self.spec.name.clone(), tool: tool.into(), secs }),
+        let done = match waits {
+            Some(waits) => waits.timeout_at(deadline, call).await,
+            None => tokio::time::timeout_at(deadline, call)
+                .await
+                .map_err(|_| ()),
+        };
+        match done {
+            Err(()) => Err(UpstreamError::Timeout { server: self.spec.name.clone(), tool: tool.into(), secs }),
             Ok(Ok(CallToolResponse::Complete(r))) => Ok(r),
             Ok(Ok(_)) => Err(UpstreamError::Tool {
                 server: self.spec.name.clone(),

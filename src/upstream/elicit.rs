@@ -2,8 +2,8 @@
 //! ([`BridgeClient`]) declares elicitation (form and URL) in every `initialize`, and a server's
 //! `elicitation/create` goes to the run whose call is in flight on that connection
 //! ([`Flights`]): checked (`question.rs`), asked through the run's
-//! [`Asker`](crate::calls::Asker), one at a time per run, by the call's deadline and
-//! `MCP_BRIDGE_QUESTION_TIMEOUT`; the answer checked against the form before it goes back.
+//! [`Asker`](crate::calls::Asker), one at a time per run, by `MCP_BRIDGE_QUESTION_TIMEOUT`
+//! (the wait does not count against the run's timeout: `PersonWaits`); the answer checked against the form before it goes back.
 //! Nobody to ask, or calls of more than one client in flight (whose question it is cannot be
 //! told): declined at once.
 
@@ -28,7 +28,6 @@ use crate::shown::Shown;
 struct Flight {
     id: u64,
     run: Arc<RunScope>,
-    deadline: Instant,
 }
 
 /// The calls in flight on one server (all its connections over time): whom a question is for.
@@ -52,10 +51,10 @@ impl Drop for InFlight {
 }
 
 impl Flights {
-    /// Records a call of `run` (ending by `deadline`) until the guard is dropped.
-    pub fn enter(self: &Arc<Self>, run: Arc<RunScope>, deadline: Instant) -> InFlight {
+    /// Records a call of `run` until the guard is dropped.
+    pub fn enter(self: &Arc<Self>, run: Arc<RunScope>) -> InFlight {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let flight = Flight { id, run, deadline };
+        let flight = Flight { id, run };
         self.calls.lock().expect("flights lock").push(flight);
         InFlight {
             flights: self.clone(),
@@ -63,12 +62,12 @@ impl Flights {
         }
     }
 
-    /// The run a question is for, and its call's deadline: the oldest call in flight, when
-    /// every call in flight comes from the same client.
+    /// The run a question is for: the oldest call's in flight, when every call in flight comes
+    /// from the same client.
     ///
     /// # Errors
     /// Why nobody can be asked.
-    fn route(&self) -> Result<(Arc<RunScope>, Instant), &'static str> {
+    fn route(&self) -> Result<Arc<RunScope>, &'static str> {
         let calls = self.calls.lock().expect("flights lock");
         let Some(first) = calls.first() else {
             return Err("no call of this server is in flight");
@@ -76,7 +75,7 @@ impl Flights {
         if calls.iter().any(|f| f.run.caller != first.run.caller) {
             return Err("calls of more than one client are in flight on this server");
         }
-        Ok((first.run.clone(), first.deadline))
+        Ok(first.run.clone())
     }
 }
 
@@ -139,14 +138,16 @@ impl ClientHandler for BridgeClient {
                 return Err(ErrorData::invalid_params(e.to_string(), None));
             }
         };
-        let (run, call_deadline) = match self.flights.route() {
+        let run = match self.flights.route() {
             Ok(route) => route,
             Err(why) => return self.declined(why),
         };
         let Some(asker) = run.asker.clone() else {
             return self.declined("this run's client cannot be asked");
         };
-        let deadline = call_deadline.min(Instant::now() + self.timeout);
+        // The wait for the user does not count against the run's timeout (`PersonWaits`): it
+        // has its own bound.
+        let deadline = Instant::now() + self.timeout;
         let schema = match &asked.kind {
             QuestionKind::Form { schema } => Some(schema.clone()),
             QuestionKind::Url { .. } => None,
@@ -160,7 +161,10 @@ impl ClientHandler for BridgeClient {
                         "this run already relayed {} questions",
                         crate::calls::MAX_QUESTIONS_PER_RUN
                     )),
-                    Ok(Some(_turn)) => asker.relay(asked, deadline).await,
+                    Ok(Some(_turn)) => {
+                        let _waiting = run.waits.begin();
+                        asker.relay(asked, deadline).await
+                    }
                 }
             } => reply,
             _ = run.stopped.cancelled() => Reply::Cancel,
@@ -209,18 +213,17 @@ mod tests {
     fn a_question_goes_to_the_one_client_whose_calls_are_in_flight() {
         let flights = Arc::new(Flights::default());
         assert!(flights.route().is_err(), "nobody in flight");
-        let deadline = Instant::now();
         let a1 = run(Some("a"));
-        let first = flights.enter(a1.clone(), deadline);
-        let _second = flights.enter(run(Some("a")), deadline);
-        let (to, _) = flights.route().expect("one client");
+        let first = flights.enter(a1.clone());
+        let _second = flights.enter(run(Some("a")));
+        let to = flights.route().expect("one client");
         assert_eq!(to.id, a1.id, "the oldest call's run");
-        let other = flights.enter(run(Some("b")), deadline);
+        let other = flights.enter(run(Some("b")));
         assert!(flights.route().is_err(), "two clients: nobody is asked");
         drop(other);
         drop(first);
         assert_eq!(
-            flights.route().expect("a again").0.caller,
+            flights.route().expect("a again").caller,
             run(Some("a")).caller
         );
     }

@@ -148,6 +148,24 @@ def test_a_question_gets_cancel_after_the_question_timeout(d):
     assert time.monotonic() - t0 < 25
 
 
+def test_the_wait_for_the_user_does_not_count_against_the_runs_timeout(d):
+    class Slow(Answerer):
+        async def __call__(self, context, params):
+            self.questions.append(params)
+            await asyncio.sleep(8)
+            return types.ElicitResult(action="accept", content={"name": "Slow", "age": 2})
+
+    async def scenario():
+        async with approval_session(d, "legacy", Slow()) as client:
+            # The question waits 8 s, longer than the run's whole timeout (5 s).
+            code = call("ask_name") + "\nimport time\ntime.sleep(0.5)\nprint('after')"
+            r = await client.call_tool("run_python", {"code": code, "servers": ["asker"], "timeout": 5})
+            return text_of(r)
+
+    text, is_error = asyncio.run(scenario())
+    assert "accept name=Slow age=2" in text and "after" in text and not is_error, text
+
+
 def _exec(d: Path, *flags: str, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
     env = cli_env_for(d / "state", MCP_BRIDGE_CONFIG_DIR=str(d / "mcps"))
     return subprocess.run([BRIDGE_BIN, "exec", "--servers", "asker", *flags, call("hostile", kind="endless")],

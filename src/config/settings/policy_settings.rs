@@ -54,7 +54,7 @@ pub const QUESTION_TIMEOUT: Number = Number::new(
     Unit::Seconds,
     300,
     (1, DAY),
-    "seconds a downstream server's question (elicitation) relayed to the user waits for an answer (never past the call's deadline); then the server gets `cancel`",
+    "seconds a downstream server's question (elicitation) relayed to the user waits for an answer (the wait does not count against the run's timeout); then the server gets `cancel`",
 );
 /// `MCP_BRIDGE_CALLS_PER_MINUTE`.
 pub const CALLS_PER_MINUTE: Number = Number::new(
@@ -118,7 +118,7 @@ pub struct PolicySettings {
     /// run's deadline).
     pub approval_timeout: Duration,
     /// `MCP_BRIDGE_QUESTION_TIMEOUT`: how long a relayed server question waits for the user
-    /// (never past the call's deadline).
+    /// (not counted against the run's timeout).
     pub question_timeout: Duration,
     /// Default limits.
     pub limits: Limits,

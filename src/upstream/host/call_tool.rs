@@ -69,8 +69,10 @@ impl UpstreamHostCalls {
             }
         }
         // The server's questions during the call go to this run's client.
-        let _asking = up.in_flight(ctx.run.clone(), ctx.deadline);
-        let r = up.call(tool, arguments, ctx.deadline).await?;
+        let _asking = up.in_flight(ctx.run.clone());
+        let r = up
+            .call_in(tool, arguments, ctx.deadline, Some(&ctx.run.waits))
+            .await?;
         if r.is_error == Some(true) {
             return Err(UpstreamError::Tool {
                 server: server.into(),
