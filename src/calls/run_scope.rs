@@ -38,6 +38,9 @@ pub struct RunScope {
     pub questions: super::relay::QuestionGate,
     /// The run's waits for a person, which do not count against its timeout.
     pub waits: super::person_wait::PersonWaits,
+    /// Cancelled once the run has ended, however it ended: what still waits for it (a
+    /// server's question out to the user) gives up.
+    pub finished: CancellationToken,
     /// When the run arrived.
     pub arrived: Instant,
     /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
@@ -75,6 +78,7 @@ impl RunScope {
             tally: Tally::default(),
             questions: Default::default(),
             waits: Default::default(),
+            finished: CancellationToken::new(),
             arrived: Instant::now(),
             caller: None,
             stopped: CancellationToken::new(),

@@ -168,6 +168,8 @@ impl ClientHandler for BridgeClient {
                 }
             } => reply,
             _ = run.stopped.cancelled() => Reply::Cancel,
+            // The run ended (cancelled by its client, say): its question is withdrawn.
+            _ = run.finished.cancelled() => Reply::Cancel,
             _ = context.ct.cancelled() => Reply::Cancel,
         };
         let action = |a| Ok(ElicitResult::new(a));

@@ -6,11 +6,13 @@ MCP elicitation, for tests/e2e/test_elicit_relay.py. Run: python3 tests/e2e/elic
 - `ask_link()`: a URL-mode question.
 - `hostile(kind)`: `huge` (a 1 MiB message), `bad_schema` (a nested object field), `bad_link`
   (a javascript: URL), `endless` (questions until one is not accepted, at most 100).
-- `slow_ask(tag)`: a form whose message names `tag`, for the two-callers test.
+- `slow_ask(tag)`: a form whose message names `tag` (the answer's action appended to
+  $ELICIT_LOG when set), for the two-callers and the cancelled-run tests.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 from pydantic import BaseModel, Field
@@ -53,6 +55,9 @@ async def ask_link(ctx: Context) -> str:
 async def slow_ask(tag: str, ctx: Context) -> str:
     """Asks a form whose message names `tag`."""
     r = await ctx.elicit(f"question for {tag}", Person)
+    if os.environ.get("ELICIT_LOG"):
+        with open(os.environ["ELICIT_LOG"], "a") as f:
+            f.write(f"{tag}:{r.action}\n")
     return f"{tag}:{r.action}"
 
 

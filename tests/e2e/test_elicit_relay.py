@@ -240,3 +240,29 @@ def test_under_serve_a_question_reaches_only_the_caller_whose_call_made_it(e2e_t
         assert [q.message.splitlines()[-1] for q in bob_q] == ["question for bob-alone"], bob_q
     finally:
         b.close()
+
+
+def test_a_question_is_withdrawn_when_its_run_ends(tmp_path: Path):
+    log = tmp_path / "answers.txt"
+    d = workdir(tmp_path, {"asker": {**asker_entry(), "env": {"ELICIT_LOG": str(log)}}})
+
+    class Never(Answerer):
+        async def __call__(self, context, params):
+            self.questions.append(params)
+            await asyncio.sleep(120)
+            return types.ElicitResult(action="accept", content={"name": "late"})
+
+    async def scenario():
+        async with approval_session(d, "legacy", Never(), {"MCP_BRIDGE_QUESTION_TIMEOUT": "120"}) as client:
+            # The client gives up on the run after 5 s and cancels it.
+            with pytest.raises(Exception):  # noqa: B017 - the SDK's timeout error
+                await client.session.call_tool("run_python", {"code": call("slow_ask", tag="gone"),
+                                                              "servers": ["asker"]}, read_timeout_seconds=5)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 20 and not log.exists():
+                await asyncio.sleep(0.2)
+
+    asyncio.run(scenario())
+    # Withdrawn at once, as `cancel` (nobody chose): not left to MCP_BRIDGE_QUESTION_TIMEOUT, and
+    # not a `decline` the user never made.
+    assert log.exists() and log.read_text() == "gone:cancel\n", log.read_text() if log.exists() else "no answer"
