@@ -57,6 +57,10 @@ enum Command {
         /// notice, duration (seconds).
         #[arg(long)]
         json: bool,
+        /// Accept a downstream server's form question with its defaults (for scripts and CI);
+        /// without it, questions are asked on the terminal when stdin is one, else declined.
+        #[arg(long)]
+        answer_defaults: bool,
     },
     /// List the discovered MCP servers, where each was defined, and config problems; exit 3
     /// when there are problems. Starts nothing.
@@ -266,7 +270,17 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             servers,
             timeout,
             json,
-        } => Ok(exec_cli::exec(settings, audit, code, servers, timeout, json).await),
+            answer_defaults,
+        } => Ok(exec_cli::exec(
+            settings,
+            audit,
+            code,
+            servers,
+            timeout,
+            json,
+            answer_defaults,
+        )
+        .await),
         Command::Servers { allow, .. } if allow.is_empty() => {
             Ok(mcp_code_bridge::cli::servers::list(&settings))
         }

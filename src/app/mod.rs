@@ -183,6 +183,7 @@ impl App {
             call_lane: settings.call_lane,
             max_message: settings.data.max_server_message,
             tokens: None,
+            question_timeout: settings.policy.question_timeout,
         };
         let pool = Arc::new(
             UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)

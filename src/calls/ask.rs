@@ -3,6 +3,8 @@
 
 use tokio::time::Instant;
 
+use super::relay::{Reply, ServerQuestion};
+
 /// Why a call needs the user's approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApprovalReason {
@@ -79,4 +81,11 @@ pub enum Answer {
 pub trait Asker: Send + Sync + 'static {
     /// Asks `question`, waiting no later than `deadline`.
     async fn ask(&self, question: Question, deadline: Instant) -> Answer;
+
+    /// Relays a downstream server's question to the user, waiting no later than `deadline`.
+    /// An asker that cannot relay one says so (the server gets a decline at once).
+    async fn relay(&self, question: ServerQuestion, deadline: Instant) -> Reply {
+        let _ = (question, deadline);
+        Reply::Unavailable("this client cannot be asked".into())
+    }
 }

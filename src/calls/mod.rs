@@ -5,7 +5,8 @@
 //! methods listed in `host_method.rs`), shown to the [`CallHook`] (`hook.rs`, where the policy
 //! sits) and answered by the built-ins or the [`HostCalls`] backend (`host_calls.rs`, which the
 //! user's servers implement). Each run carries its [`RunScope`] (`run_scope.rs`: id, narrowing,
-//! caller, tallies) and, when somebody can be asked, an [`Asker`] (`ask.rs`). Failures carry an
+//! caller, tallies) and, when somebody can be asked, an [`Asker`] (`ask.rs`), which also relays
+//! downstream servers' questions (`relay.rs`). Failures carry an
 //! [`ErrorKind`] (`error_kind.rs`); a run's servers come back as [`LoadedTools`] (`loaded.rs`).
 //! Knows no sandbox, no server and no policy: those implement or call these types.
 
@@ -18,6 +19,8 @@ mod host_calls;
 mod host_method;
 mod loaded;
 mod names;
+mod person_wait;
+mod relay;
 mod request;
 mod run_scope;
 
@@ -29,5 +32,7 @@ pub use hook::{Admission, Answered, CallHook};
 pub use host_calls::{CallContext, HostCalls, NoHostCalls, ToolFacts};
 pub use host_method::HostMethod;
 pub use loaded::LoadedTools;
+pub use person_wait::{PersonWait, PersonWaits};
+pub use relay::{QuestionGate, QuestionKind, Reply, ServerQuestion, MAX_QUESTIONS_PER_RUN};
 pub use request::{BackendCall, Detail, HostRequest, ToolCall, MAX_SEARCH_LIMIT};
 pub use run_scope::{Caller, Narrowing, RunBudgets, RunScope, ServerUse, Tally, MAX_ALLOWED_TOOLS};

@@ -34,6 +34,13 @@ pub struct RunScope {
     pub asker: Option<Arc<dyn Asker>>,
     /// What the run has used so far.
     pub tally: Tally,
+    /// Downstream servers' questions relayed for this run: one at a time, bounded.
+    pub questions: super::relay::QuestionGate,
+    /// The run's waits for a person, which do not count against its timeout.
+    pub waits: super::person_wait::PersonWaits,
+    /// Cancelled once the run has ended, however it ended: what still waits for it (a
+    /// server's question out to the user) gives up.
+    pub finished: CancellationToken,
     /// When the run arrived.
     pub arrived: Instant,
     /// Who asked, when the bridge serves many clients (`serve --http`); `None` for stdio `run`
@@ -69,6 +76,9 @@ impl RunScope {
             narrowing,
             asker,
             tally: Tally::default(),
+            questions: Default::default(),
+            waits: Default::default(),
+            finished: CancellationToken::new(),
             arrived: Instant::now(),
             caller: None,
             stopped: CancellationToken::new(),

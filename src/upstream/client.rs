@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
+use super::elicit::{Flights, InFlight};
 use super::lane::LaneError;
 use super::live::SameList;
 pub use super::live::{
@@ -26,6 +27,7 @@ use super::owner::{Connect, Owner, Refusal, Status};
 use super::start::Starter;
 use super::transport::EndReason;
 use super::UpstreamError;
+use crate::calls::PersonWaits;
 use crate::config::ServerSpec;
 use crate::lines::LineTail;
 
@@ -46,6 +48,8 @@ pub struct UpstreamTasks {
     pub max_message: usize,
     /// The OAuth token store remote servers' sign-ins are read from (set by the pool).
     pub tokens: Option<super::oauth::store::TokenFile>,
+    /// How long a server's question relayed to the user waits (`MCP_BRIDGE_QUESTION_TIMEOUT`).
+    pub question_timeout: Duration,
 }
 
 impl Default for UpstreamTasks {
@@ -57,6 +61,7 @@ impl Default for UpstreamTasks {
             call_lane: false,
             max_message: crate::config::DEFAULT_MAX_SERVER_MESSAGE,
             tokens: None,
+            question_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -86,6 +91,8 @@ pub struct Upstream {
     exited: CancellationToken,
     /// The tool list shared with this server's other processes.
     list: Arc<SameList>,
+    /// The calls in flight, whose runs the server's questions go to.
+    flights: Arc<Flights>,
 }
 
 impl Upstream {
@@ -120,7 +127,14 @@ impl Upstream {
             owner: OnceLock::new(),
             exited: CancellationToken::new(),
             list,
+            flights: Arc::default(),
         }
+    }
+
+    /// Records a call of `run` in flight until the guard is dropped: the server's questions
+    /// meanwhile go to `run`'s client.
+    pub(super) fn in_flight(&self, run: Arc<crate::calls::RunScope>) -> InFlight {
+        self.flights.enter(run)
     }
 
     /// How many times the server was started.
@@ -249,6 +263,8 @@ impl Upstream {
                     max_message: self.tasks.max_message,
                     list: self.list.clone(),
                     tokens: self.tasks.tokens.clone(),
+                    flights: self.flights.clone(),
+                    question_timeout: self.tasks.question_timeout,
                 },
                 status: self.status.clone(),
                 failures: (0, None),
@@ -276,6 +292,21 @@ impl Upstream {
         tool: &str,
         args: JsonObject,
         deadline: Instant,
+    ) -> Result<CallToolResult, UpstreamError> {
+        self.call_in(tool, args, deadline, None).await
+    }
+
+    /// [`Upstream::call`] for a run whose waits for a person (`waits`: the server's questions
+    /// relayed) do not count against `deadline`.
+    ///
+    /// # Errors
+    /// As [`Upstream::call`].
+    pub(super) async fn call_in(
+        &self,
+        tool: &str,
+        args: JsonObject,
+        deadline: Instant,
+        waits: Option<&PersonWaits>,
     ) -> Result<CallToolResult, UpstreamError> {
         // The warm path skips `connect`: its future (the whole handshake, ~8 KiB) would be
         // copied around on every call, which cost more CPU than the rest of the call.
@@ -312,8 +343,14 @@ impl Upstream {
                 }
             }
         };
-        match tokio::time::timeout_at(deadline, call).await {
-            Err(_) => Err(UpstreamError::Timeout { server: self.spec.name.clone(), tool: tool.into(), secs }),
+        let done = match waits {
+            Some(waits) => waits.timeout_at(deadline, call).await,
+            None => tokio::time::timeout_at(deadline, call)
+                .await
+                .map_err(|_| ()),
+        };
+        match done {
+            Err(()) => Err(UpstreamError::Timeout { server: self.spec.name.clone(), tool: tool.into(), secs }),
             Ok(Ok(CallToolResponse::Complete(r))) => Ok(r),
             Ok(Ok(_)) => Err(UpstreamError::Tool {
                 server: self.spec.name.clone(),

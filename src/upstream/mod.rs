@@ -7,12 +7,15 @@
 //! `remote_headers.rs` the headers of remote servers); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
 //! you mean") are pure; `validate/` checks arguments against input schemas before a call; `read_chunk.rs` sizes
-//! the buffers a server's pipes are read into by what they carry.
+//! the buffers a server's pipes are read into by what they carry. `elicit.rs` is the bridge's
+//! own client on each connection: a server's questions go to the run whose call is in flight,
+//! checked by `question.rs`.
 //! The only module that names rmcp's client role.
 
 mod cache;
 pub mod client;
 pub mod docs;
+mod elicit;
 mod error;
 mod handshake;
 mod host;
@@ -23,6 +26,7 @@ pub mod oauth;
 mod owner;
 mod per_client;
 mod pool;
+mod question;
 mod read_chunk;
 mod remote;
 mod remote_headers;

@@ -8,7 +8,8 @@ use std::sync::{LazyLock, Mutex};
 use rmcp::transport::auth::AuthClient;
 use rmcp::ServiceExt;
 
-use super::handshake::{client_info, Service};
+use super::elicit::{BridgeClient, Flights};
+use super::handshake::Service;
 use super::remote_headers::RemoteHeaders;
 use super::sse::{wants_legacy, SseTransport};
 use super::start_error::StartError;
@@ -43,9 +44,18 @@ pub(super) struct RemoteStart<'a> {
     pub ended: &'a EndReason,
     /// The largest message accepted from the server.
     pub max_message: usize,
+    /// The calls in flight, whose runs the server's questions go to.
+    pub flights: &'a std::sync::Arc<Flights>,
+    /// How long a relayed question waits for the user.
+    pub question_timeout: std::time::Duration,
 }
 
 impl RemoteStart<'_> {
+    /// The bridge's client for one connection (its name and version; questions relayed).
+    fn client(&self) -> BridgeClient {
+        BridgeClient::new(self.server, self.flights.clone(), self.question_timeout)
+    }
+
     /// Connects over streamable HTTP; when the server answers the `initialize` POST with a 4xx
     /// (not 401/403), tries the legacy SSE transport at the same URL, and logs which one is used.
     /// With `authorized`, the streamable HTTP requests go through rmcp's authorizing client; an
@@ -69,8 +79,8 @@ impl RemoteStart<'_> {
         }
         use rmcp::transport::StreamableHttpClientTransport as T;
         let served = match authorized {
-            Some(client) => client_info().serve(T::with_client(client, config)).await,
-            None => client_info().serve(T::from_config(config)).await,
+            Some(client) => self.client().serve(T::with_client(client, config)).await,
+            None => self.client().serve(T::from_config(config)).await,
         };
         let err = match served {
             Ok(service) => return Ok(service),
@@ -123,7 +133,7 @@ impl RemoteStart<'_> {
         )
         .await
         .map_err(StartError::Sse)?;
-        client_info()
+        self.client()
             .serve(transport)
             .await
             .map_err(|e| StartError::Initialize(Box::new(e)))

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use super::handshake::{client_info, Service};
+use super::elicit::{BridgeClient, Flights};
+use super::handshake::Service;
 use super::live::{drain_stderr, Live, SameList};
 use super::remote::RemoteStart;
 use super::remote_headers::RemoteHeaders;
@@ -55,6 +56,17 @@ pub(super) struct Starter {
     pub list: Arc<SameList>,
     /// The OAuth token store a remote server's sign-in is read from.
     pub tokens: Option<super::oauth::store::TokenFile>,
+    /// The calls in flight, whose runs the server's questions go to.
+    pub flights: Arc<Flights>,
+    /// How long a relayed question waits for the user (`MCP_BRIDGE_QUESTION_TIMEOUT`).
+    pub question_timeout: Duration,
+}
+
+impl Starter {
+    /// The bridge's client for one connection of this server.
+    fn client(&self) -> BridgeClient {
+        BridgeClient::new(&self.spec.name, self.flights.clone(), self.question_timeout)
+    }
 }
 
 impl Starter {
@@ -84,6 +96,8 @@ impl Starter {
             server: &self.spec.name,
             ended: &self.ended,
             max_message: self.max_message,
+            flights: &self.flights,
+            question_timeout: self.question_timeout,
         }
     }
 
@@ -146,7 +160,7 @@ impl Starter {
                         .in_current_span(),
                     );
                 }
-                client_info()
+                self.client()
                     .serve(transport)
                     .await
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
@@ -234,6 +248,8 @@ mod tests {
             max_message: 1 << 20,
             list: Arc::default(),
             tokens: None,
+            flights: Arc::default(),
+            question_timeout: Duration::from_secs(1),
         }
     }
 

@@ -53,6 +53,10 @@ else
     echo "mcp-server-time $TIME_VERSION already installed for $PYTHON" >&2
 fi
 
+# --- the MCP conformance suite and Node 22 (tests/e2e/test_conformance_client.py) ----------------
+# Into $MCB_CONFORMANCE, else ~/.cache/mcp-code-bridge/conformance, where the test looks.
+bash "$(dirname "$0")/../conformance/install.sh" >/dev/null
+
 # --- how to run them -----------------------------------------------------------------------------
 M="$DIR/node_modules/@modelcontextprotocol"
 cat <<EOF

@@ -1,9 +1,10 @@
 //! `mcp-code-bridge exec`: one snippet run through the same path as `run_python`, for scripts
 //! and CI; `output.rs` says where its output goes and which exit code it ends with.
 
+mod ask;
 mod output;
 
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -13,13 +14,17 @@ use crate::config::Settings;
 use crate::sandbox::{Progress, RunRequest};
 use crate::shutdown;
 
+pub use ask::{ExecAnswers, ExecAsker};
 pub use output::{
     exit_code, print, status, to_json, write_plain, EXIT_CANCELLED, EXIT_OK, EXIT_RAISED,
     EXIT_SANDBOX, EXIT_TIMEOUT, EXIT_USAGE,
 };
 
 /// Runs `code` once (`-`: read from stdin) and prints the report (`output.rs`); the exit
-/// code says how it ended.
+/// code says how it ended. `answer_defaults`: a downstream server's form question is accepted
+/// with its defaults; else it is asked on the terminal when stdin is one (`ask.rs`), else
+/// declined.
+#[allow(clippy::too_many_arguments)]
 pub async fn exec(
     settings: Arc<Settings>,
     audit: Option<AuditLog>,
@@ -27,7 +32,15 @@ pub async fn exec(
     servers: Vec<String>,
     timeout: Option<u64>,
     json: bool,
+    answer_defaults: bool,
 ) -> ExitCode {
+    let answers = if answer_defaults {
+        Some(ExecAnswers::Defaults)
+    } else if code != "-" && std::io::stdin().is_terminal() {
+        Some(ExecAnswers::Terminal)
+    } else {
+        None
+    };
     let code = if code == "-" {
         let mut buf = String::new();
         if let Err(e) = std::io::stdin().read_to_string(&mut buf) {
@@ -44,8 +57,9 @@ pub async fn exec(
     patient.image_build_wait = std::time::Duration::from_secs(EXEC_IMAGE_BUILD_WAIT_SECS);
     let app = App::with_engine_audited(Arc::new(patient), audit);
     let capped = settings.timeout_capped_note(timeout);
-    // `exec` has nobody to ask: calls that need approval fail closed.
-    let scope = std::sync::Arc::new(crate::calls::RunScope::new(&code, None, None));
+    // Calls that need approval fail closed; servers' questions go to `ExecAsker`.
+    let asker = answers.map(|a| Arc::new(ExecAsker::new(a)) as Arc<dyn crate::calls::Asker>);
+    let scope = std::sync::Arc::new(crate::calls::RunScope::new(&code, None, asker));
     let req = RunRequest {
         code,
         servers: servers.into(),

@@ -48,6 +48,14 @@ pub const APPROVAL_TIMEOUT: Number = Number::new(
     (1, DAY),
     "seconds a question waits for the user (never past the run's deadline); then the call is refused",
 );
+/// `MCP_BRIDGE_QUESTION_TIMEOUT`.
+pub const QUESTION_TIMEOUT: Number = Number::new(
+    "MCP_BRIDGE_QUESTION_TIMEOUT",
+    Unit::Seconds,
+    300,
+    (1, DAY),
+    "seconds a downstream server's question (elicitation) relayed to the user waits for an answer (the wait does not count against the run's timeout); then the server gets `cancel`",
+);
 /// `MCP_BRIDGE_CALLS_PER_MINUTE`.
 pub const CALLS_PER_MINUTE: Number = Number::new(
     "MCP_BRIDGE_CALLS_PER_MINUTE",
@@ -109,6 +117,9 @@ pub struct PolicySettings {
     /// `MCP_BRIDGE_APPROVAL_TIMEOUT`: how long a question waits for the user (never past the
     /// run's deadline).
     pub approval_timeout: Duration,
+    /// `MCP_BRIDGE_QUESTION_TIMEOUT`: how long a relayed server question waits for the user
+    /// (not counted against the run's timeout).
+    pub question_timeout: Duration,
     /// Default limits.
     pub limits: Limits,
     /// `MCP_BRIDGE_RUN_MAX_REFUSALS`: refused tool calls one run may make before it is stopped.
@@ -134,6 +145,7 @@ impl PolicySettings {
             audit_max_bytes: AUDIT_MAX_BYTES.get(var)?,
             approval: APPROVAL.parse(var, ApprovalMode::Ask, parse_approval)?,
             approval_timeout: APPROVAL_TIMEOUT.duration(var)?,
+            question_timeout: QUESTION_TIMEOUT.duration(var)?,
             limits: Limits {
                 calls_per_minute: CALLS_PER_MINUTE.get(var)?,
                 run_max_calls: RUN_MAX_CALLS.get(var)?,

@@ -401,6 +401,7 @@ pub const ROWS: &[Row] = &[
     Row::Number(&policy::AUDIT_MAX_BYTES),
     Row::Text(&policy::APPROVAL),
     Row::Number(&policy::APPROVAL_TIMEOUT),
+    Row::Number(&policy::QUESTION_TIMEOUT),
     Row::Number(&policy::CALLS_PER_MINUTE),
     Row::Number(&policy::RUN_MAX_CALLS),
     Row::Number(&policy::RUN_MAX_RESULT_BYTES),

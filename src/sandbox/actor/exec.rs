@@ -61,7 +61,14 @@ impl Actor {
                     Ok(Err(err)) => self.died_or_retry(err),
                     Err(_) => Retry::No(self.sandbox_died(ProtocolError::SessionEnded.into())),
                 },
-                _ = &mut time_up => break RunStatus::Timeout,
+                _ = &mut time_up => {
+                    // A wait for a person (a server's question) does not count.
+                    let later = req.scope.waits.extended(deadline);
+                    if later <= Instant::now() {
+                        break RunStatus::Timeout;
+                    }
+                    time_up.as_mut().reset(later);
+                }
                 _ = req.cancel.cancelled() => break RunStatus::Cancelled,
                 _ = req.scope.stopped.cancelled() => break RunStatus::Error,
                 _ = self.ct.cancelled() => {

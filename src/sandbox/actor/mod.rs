@@ -202,6 +202,7 @@ impl Sandbox {
     pub async fn run(&self, req: RunRequest) -> RunReport {
         let scope = req.scope.clone();
         let report = self.run_queued(req).await;
+        scope.finished.cancel();
         self.dispatcher.run_ended(&scope, &report);
         report
     }

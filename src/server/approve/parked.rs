@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::calls::Answer;
+use crate::calls::{Answer, Reply};
 
 /// Runs waiting for an answer at most, all callers together.
 pub const CAPACITY: usize = 64;
@@ -32,9 +32,32 @@ pub struct ParkedRun<R> {
     /// retry takes it.
     pub caller: String,
     /// Where the answer goes (the asking call waits on it).
-    pub reply: oneshot::Sender<Answer>,
+    pub reply: Waiting,
     /// When the question expires.
     pub expires: Instant,
+}
+
+/// What a parked run waits for: the answer to an approval question, or to a downstream
+/// server's question relayed.
+pub enum Waiting {
+    /// An approval.
+    Approval(oneshot::Sender<Answer>),
+    /// A relayed question.
+    Relay(oneshot::Sender<Reply>),
+}
+
+impl Waiting {
+    /// Tells the waiting call that nobody could be asked, and why.
+    pub fn unavailable(self, why: String) {
+        match self {
+            Waiting::Approval(tx) => {
+                let _ = tx.send(Answer::Unavailable(why));
+            }
+            Waiting::Relay(tx) => {
+                let _ = tx.send(Reply::Unavailable(why));
+            }
+        }
+    }
 }
 
 /// Why a retry found no run to answer.
@@ -185,7 +208,7 @@ mod tests {
             run_id: format!("r{caller}{n}"),
             question: format!("q{n}"),
             caller: caller.to_string(),
-            reply,
+            reply: Waiting::Approval(reply),
             expires: Instant::now() + std::time::Duration::from_secs(60),
         };
         (parked, rx)

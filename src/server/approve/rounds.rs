@@ -20,25 +20,36 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::parked::{Parked, ParkedRun, NOT_VERIFIED};
+use super::parked::{Parked, ParkedRun, Waiting, NOT_VERIFIED};
 use super::state::{StateSeal, Ticket};
-use crate::calls::{Answer, Asker, Question};
+use crate::calls::{Answer, Asker, Question, Reply, ServerQuestion};
 use crate::ids::random_id;
 
 /// The key of the approval form in `inputRequests` / `inputResponses`.
 pub const INPUT_KEY: &str = "approval";
+/// The key of a downstream server's question relayed, in `inputRequests` / `inputResponses`.
+pub const RELAY_KEY: &str = "question";
+
+/// What a run asks.
+enum Asking {
+    /// Approval of calls.
+    Approval(Question, oneshot::Sender<Answer>),
+    /// A downstream server's question, relayed (`run`: the asker's own id for the ticket).
+    Relay(ServerQuestion, String, oneshot::Sender<Reply>),
+}
 
 /// One question of a run, on its way to the handler.
 pub struct Asked {
-    question: Question,
+    asking: Asking,
     id: String,
-    reply: oneshot::Sender<Answer>,
     deadline: Instant,
 }
 
 /// The run's asker: hands each question to whichever handler drives the run.
 pub struct RoundsAsker {
     tx: mpsc::Sender<Asked>,
+    /// Names the run in relayed questions' tickets (their question carries no run id).
+    id: String,
 }
 
 #[async_trait::async_trait]
@@ -46,9 +57,8 @@ impl Asker for RoundsAsker {
     async fn ask(&self, question: Question, deadline: Instant) -> Answer {
         let (reply, rx) = oneshot::channel();
         let asked = Asked {
-            question,
+            asking: Asking::Approval(question, reply),
             id: random_id(),
-            reply,
             deadline,
         };
         if self.tx.send(asked).await.is_err() {
@@ -58,6 +68,23 @@ impl Asker for RoundsAsker {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Answer::Unavailable("the question was dropped unanswered".into()),
             Err(_) => Answer::TimedOut,
+        }
+    }
+
+    async fn relay(&self, question: ServerQuestion, deadline: Instant) -> Reply {
+        let (reply, rx) = oneshot::channel();
+        let asked = Asked {
+            asking: Asking::Relay(question, self.id.clone(), reply),
+            id: random_id(),
+            deadline,
+        };
+        if self.tx.send(asked).await.is_err() {
+            return Reply::Unavailable("the client's request is gone".into());
+        }
+        match tokio::time::timeout_at(deadline, rx).await {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(_)) => Reply::Unavailable("the question was dropped unanswered".into()),
+            Err(_) => Reply::TimedOut,
         }
     }
 }
@@ -102,7 +129,11 @@ impl Rounds {
     {
         let (tx, asks) = mpsc::channel(1);
         let stop = CancellationToken::new();
-        let done = tokio::spawn(run(Arc::new(RoundsAsker { tx }), stop.clone()));
+        let asker = RoundsAsker {
+            tx,
+            id: random_id(),
+        };
+        let done = tokio::spawn(run(Arc::new(asker), stop.clone()));
         let flight = InFlight {
             asks,
             done,
@@ -135,15 +166,27 @@ impl Rounds {
             .parked
             .take(&run, &question, caller)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let answer = request
-            .input_responses
-            .as_ref()
-            .and_then(|r| r.get(INPUT_KEY))
-            .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
-            .map_or(Answer::Declined, |r| {
-                super::answer(r.action, r.content.as_ref())
-            });
-        let _ = parked.reply.send(answer);
+        let response = |key: &str| {
+            request
+                .input_responses
+                .as_ref()
+                .and_then(|r| r.get(key))
+                .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok())
+        };
+        match parked.reply {
+            Waiting::Approval(tx) => {
+                let answer = response(INPUT_KEY).map_or(Answer::Declined, |r| {
+                    super::answer(r.action, r.content.as_ref())
+                });
+                let _ = tx.send(answer);
+            }
+            Waiting::Relay(tx) => {
+                let reply = response(RELAY_KEY).map_or(Reply::Decline, |r| {
+                    super::elicit::reply_of(r.action, r.content)
+                });
+                let _ = tx.send(reply);
+            }
+        }
         self.drive(parked.run, caller, arguments, ct).await
     }
 
@@ -171,25 +214,38 @@ impl Rounds {
                 Some(asked) = flight.asks.recv() => asked,
             };
             let Asked {
-                question,
+                asking,
                 id,
-                reply,
                 deadline,
             } = asked;
+            let mut requests = BTreeMap::new();
+            let (run_id, reply) = match asking {
+                Asking::Approval(question, reply) => {
+                    let form = ElicitRequest::new(super::form(&question));
+                    requests.insert(INPUT_KEY.to_string(), InputRequest::Elicitation(form));
+                    (question.run, Waiting::Approval(reply))
+                }
+                Asking::Relay(question, run, reply) => {
+                    // The client's URL-mode support is not known here: a link goes in a form.
+                    let Some(params) = super::elicit::request(&question, false) else {
+                        let why = "the form could not be put to the client".to_string();
+                        Waiting::Relay(reply).unavailable(why);
+                        continue;
+                    };
+                    let form = ElicitRequest::new(params);
+                    requests.insert(RELAY_KEY.to_string(), InputRequest::Elicitation(form));
+                    (run, Waiting::Relay(reply))
+                }
+            };
             let ttl = deadline.saturating_duration_since(Instant::now());
             let ticket = Ticket {
-                run: question.run.clone(),
+                run: run_id.clone(),
                 question: id.clone(),
             };
             let state = self.seal.seal(&ticket, caller, arguments, ttl);
-            let mut requests = BTreeMap::new();
-            requests.insert(
-                INPUT_KEY.to_string(),
-                InputRequest::Elicitation(ElicitRequest::new(super::form(&question))),
-            );
             let parked = ParkedRun {
                 run: flight,
-                run_id: question.run.clone(),
+                run_id,
                 question: id,
                 caller: caller.to_string(),
                 reply,
@@ -201,7 +257,7 @@ impl Rounds {
                     return Ok(CallToolResponse::InputRequired(result));
                 }
                 Err((back, full)) => {
-                    let _ = back.reply.send(Answer::Unavailable(full.reason()));
+                    back.reply.unavailable(full.reason());
                     flight = back.run;
                 }
             }

@@ -68,7 +68,11 @@ impl UpstreamHostCalls {
                 }
             }
         }
-        let r = up.call(tool, arguments, ctx.deadline).await?;
+        // The server's questions during the call go to this run's client.
+        let _asking = up.in_flight(ctx.run.clone());
+        let r = up
+            .call_in(tool, arguments, ctx.deadline, Some(&ctx.run.waits))
+            .await?;
         if r.is_error == Some(true) {
             return Err(UpstreamError::Tool {
                 server: server.into(),
