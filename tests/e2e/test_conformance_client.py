@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers_conformance import install_suite
 
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "tests" / "conformance"
@@ -34,15 +35,8 @@ def _expected_failures() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def suite(tmp_path_factory) -> tuple[str, str]:
-    cache = os.environ.get("MCB_CONFORMANCE") or str(Path.home() / ".cache" / "mcp-code-bridge" / "conformance")
-    p = subprocess.run([str(HARNESS / "install.sh"), cache], capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        if os.environ.get("CI"):
-            pytest.fail(f"the conformance suite could not be installed:\n{p.stderr[-3000:]}")
-        pytest.skip(f"the conformance suite could not be installed: {p.stderr[-500:]}")
-    node, entry = p.stdout.split()
-    return node, entry
+def suite() -> tuple[str, str]:
+    return install_suite()
 
 
 def _run(suite, scenario: str, out: Path, helpers) -> tuple[subprocess.CompletedProcess, list[dict]]:
