@@ -5,7 +5,8 @@ once, token, revocation) and a `$BROWSER` that follows redirects (oauth_browser.
 
 `login` then calls, `servers` showing the state, a refresh after a short token lifetime, `logout`
 revoking, a run in which one server needs sign-in and another works (AuthRequiredError naming
-`login`), tokens absent from every output, the logs, the audit log and the sandbox; hostile
+`login`), signing in inside a run (`exec` through `$BROWSER`; `run` through the client's URL-mode
+question, declined, or with no client that can be asked), tokens absent from every output, the logs, the audit log and the sandbox; hostile
 authorization servers (another issuer, a token answer missing fields, a huge one, a redirect to a
 non-loopback callback), a forged callback state, and two logins racing.
 """
@@ -31,6 +32,9 @@ pytestmark = pytest.mark.host_only
 HERE = Path(__file__).resolve().parent
 SERVER = HERE / "oauth_server.py"
 BROWSER = HERE / "oauth_browser.py"
+# A PATH with the Python tools but no desktop opener (xdg-open) for `exec` to find.
+NO_OPENER_PATH = os.pathsep.join(
+    d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "xdg-open").exists())
 
 
 class AuthServer:
@@ -225,7 +229,8 @@ def test_a_run_goes_on_when_one_server_needs_sign_in(tmp_path, auth_server, stub
             "print(await mcp_stub.echo(text='works'))\n"
             "try:\n    await mcp_remote.echo(text='x')\n"
             "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
-    p = home.run("exec", "--servers", "remote,stub", code)
+    # No way to open a link (no $BROWSER, no desktop opener on PATH): nobody can sign in.
+    p = home.run("exec", "--servers", "remote,stub", code, BROWSER="", PATH=NO_OPENER_PATH)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert "works" in lines[0], p.stdout
@@ -331,3 +336,116 @@ def test_measured_a_proxied_call_costs_the_same_with_sign_in(tmp_path, auth_serv
         medians[mode] = float(p.stdout.strip())
     print(f"median proxied call: oauth {medians['normal']} ms, no auth {medians['open']} ms")
     assert medians["normal"] <= medians["open"] * 1.5 + 1.0, medians
+
+
+def test_exec_signs_in_through_the_browser_and_the_call_goes_on(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    code = "print(await mcp_remote.echo(text='signed'))\nprint(await mcp_stub.echo(text='s'))\n"
+    p = home.run("exec", "--servers", "remote,stub", code)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines()[0] == "signed", p.stdout
+    assert "Opened the sign-in page for 'remote'" in p.stderr, p.stderr[-3000:]
+    first = home.browser_log.read_text().splitlines()[0]
+    assert first.startswith("1 http://127.0.0.1:") and "code_challenge_method=S256" in first, first
+    rec = home.record()
+    assert rec and rec["credentials"]["token_response"]["access_token"], rec
+    # Signed in once: the next run needs nobody.
+    p = home.run("exec", "--servers", "remote", "print(await mcp_remote.echo(text='again'))", BROWSER="")
+    assert p.returncode == 0 and p.stdout.strip() == "again", p.stderr[-3000:]
+    seen = "\n".join(home.outputs) + home.audit.read_text()
+    for s in home.secrets():
+        assert s not in seen, "a token or code reached an output, a log or the audit log"
+
+
+class LinkFollower:
+    """An elicitation callback that opens a sign-in link with the test browser (or answers
+    `action`), recording each question."""
+
+    def __init__(self, home: Home, action: str = "accept"):
+        self.home, self.action = home, action
+        self.questions: list = []
+
+    async def __call__(self, context, params):
+        import asyncio
+
+        from mcp import types
+
+        self.questions.append(params)
+        if self.action != "accept":
+            return types.ElicitResult(action=self.action)
+        url = getattr(params, "url", None)
+        assert url, params
+        env = {**self.home.env}
+        await asyncio.to_thread(subprocess.run, [sys.executable, str(BROWSER), url], env=env, timeout=60)
+        return types.ElicitResult(action="accept")
+
+
+def run_in_client(home: Home, code: str, follower: LinkFollower | None, **env: str) -> tuple[str, bool]:
+    """run_python(code) through `mcp-code-bridge run` behind the official Python client, whose
+    elicitation callback is `follower` (none: a client without elicitation)."""
+    import asyncio
+
+    from helpers_policy import text_of
+    from mcp import StdioServerParameters
+    from mcp.client.client import Client
+
+    full = {**home.env, "BROWSER": "", **env}
+    params = StdioServerParameters(command=BRIDGE_BIN, args=["run"], env=full, cwd=str(home.dir))
+
+    async def go() -> tuple[str, bool]:
+        async with Client(params, mode="legacy", elicitation_callback=follower, read_timeout_seconds=120) as c:
+            r = await c.call_tool("run_python", {"code": code, "servers": ["remote", "stub"]})
+            return text_of(r)
+
+    return asyncio.run(go())
+
+
+CALL_REMOTE = ("from mcp import AuthRequiredError\n"
+               "print(await mcp_stub.echo(text='works'))\n"
+               "try:\n    print(await mcp_remote.echo(text='in run'))\n"
+               "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
+
+
+def test_a_run_asks_its_client_to_sign_in_and_the_call_goes_on(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home)
+    # Two calls racing to sign in share one sign-in; the run's timeout does not count the wait.
+    code = ("import asyncio\n"
+            "print(await asyncio.gather(mcp_remote.echo(text='a'), mcp_remote.echo(text='b')))\n"
+            + CALL_REMOTE)
+    text, is_error = run_in_client(home, code, follower, MCP_BRIDGE_TIMEOUT="60")
+    assert not is_error and "in run" in text and "'a'" in text and "'b'" in text, text
+    assert len(follower.questions) == 1, follower.questions
+    q = follower.questions[0]
+    assert q.mode == "url" and "'remote'" in q.message and "sign in" in q.message, q
+    assert "code_challenge_method=S256" in q.url, q.url
+    rec = home.record()
+    assert rec and rec["credentials"]["token_response"]["access_token"], rec
+    for s in home.secrets():
+        assert s not in text and s not in home.audit.read_text()
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_a_declined_sign_in_question_raises_auth_required(tmp_path, auth_server, stub_ready, action):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home, action=action)
+    text, _ = run_in_client(home, CALL_REMOTE, follower)
+    assert "works" in text, text
+    assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
+    assert len(follower.questions) == 1
+    assert_nothing_stored(home)
+
+
+def test_a_client_without_elicitation_gets_auth_required_at_once(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    started = time.monotonic()
+    text, _ = run_in_client(home, CALL_REMOTE, None)
+    assert "works" in text, text
+    assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
+    assert time.monotonic() - started < 60
+    assert not home.browser_log.exists(), "nothing opened a link"
+    assert_nothing_stored(home)
