@@ -362,28 +362,35 @@ class LinkFollower:
     """An elicitation callback that opens a sign-in link with the test browser (or answers
     `action`), recording each question."""
 
-    def __init__(self, home: Home, action: str = "accept"):
-        self.home, self.action = home, action
+    def __init__(self, home: Home, action: str = "accept", delay: float = 0.0, follow: bool = True):
+        self.home, self.action, self.delay, self.follow = home, action, delay, follow
         self.questions: list = []
 
     async def __call__(self, context, params):
         import asyncio
+        import re
 
         from mcp import types
 
         self.questions.append(params)
         if self.action != "accept":
             return types.ElicitResult(action=self.action)
+        # URL mode, or a form whose message carries the link (a 2026-07-28 client).
         url = getattr(params, "url", None)
+        if not url:
+            found = re.search(r"Open this link: (\S+)", params.message)
+            url = found.group(1) if found else None
         assert url, params
-        env = {**self.home.env}
-        await asyncio.to_thread(subprocess.run, [sys.executable, str(BROWSER), url], env=env, timeout=60)
-        return types.ElicitResult(action="accept")
+        await asyncio.sleep(self.delay)
+        if self.follow:
+            await asyncio.to_thread(subprocess.run, [sys.executable, str(BROWSER), url], env=self.home.env, timeout=60)
+        return types.ElicitResult(action="accept", content=None if getattr(params, "url", None) else {})
 
 
-def run_in_client(home: Home, code: str, follower: LinkFollower | None, **env: str) -> tuple[str, bool]:
-    """run_python(code) through `mcp-code-bridge run` behind the official Python client, whose
-    elicitation callback is `follower` (none: a client without elicitation)."""
+def run_in_client(home: Home, code: str, follower: LinkFollower | None, mode: str = "legacy",
+                  timeout: int | None = None, **env: str) -> tuple[str, bool]:
+    """run_python(code) through `mcp-code-bridge run` behind the official Python client (protocol
+    `mode`), whose elicitation callback is `follower` (none: a client without elicitation)."""
     import asyncio
 
     from helpers_policy import text_of
@@ -394,8 +401,9 @@ def run_in_client(home: Home, code: str, follower: LinkFollower | None, **env: s
     params = StdioServerParameters(command=BRIDGE_BIN, args=["run"], env=full, cwd=str(home.dir))
 
     async def go() -> tuple[str, bool]:
-        async with Client(params, mode="legacy", elicitation_callback=follower, read_timeout_seconds=120) as c:
-            r = await c.call_tool("run_python", {"code": code, "servers": ["remote", "stub"]})
+        args = {"code": code, "servers": ["remote", "stub"], **({"timeout": timeout} if timeout else {})}
+        async with Client(params, mode=mode, elicitation_callback=follower, read_timeout_seconds=120) as c:
+            r = await c.call_tool("run_python", args)
             return text_of(r)
 
     return asyncio.run(go())
@@ -443,9 +451,40 @@ def test_a_client_without_elicitation_gets_auth_required_at_once(tmp_path, auth_
     srv = auth_server()
     home = Home(tmp_path, srv.url)
     started = time.monotonic()
-    text, _ = run_in_client(home, CALL_REMOTE, None)
+    # Under `run` the bridge may not be on the person's machine: it never opens a link itself,
+    # even with $BROWSER set.
+    text, _ = run_in_client(home, CALL_REMOTE, None, BROWSER=str(BROWSER))
     assert "works" in text, text
     assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
     assert time.monotonic() - started < 60
     assert not home.browser_log.exists(), "nothing opened a link"
+    assert_nothing_stored(home)
+
+
+def test_a_2026_07_28_client_gets_the_link_in_a_forms_message(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home)
+    text, is_error = run_in_client(home, CALL_REMOTE, follower, mode="2026-07-28")
+    assert not is_error and "in run" in text, text
+    q = follower.questions[0]
+    assert "Open this link: http://127.0.0.1:" in q.message and "'remote'" in q.message, q
+
+
+def test_the_wait_for_the_sign_in_does_not_count_against_the_runs_timeout(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home, delay=6)  # a person taking longer than the whole run may
+    text, is_error = run_in_client(home, CALL_REMOTE, follower, timeout=4)
+    assert not is_error and "in run" in text, text
+
+
+def test_a_sign_in_that_never_comes_back_raises_auth_required_by_its_bound(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home, follow=False)  # accepted, the link never opened
+    started = time.monotonic()
+    text, _ = run_in_client(home, CALL_REMOTE, follower, MCP_BRIDGE_LOGIN_TIMEOUT="3")
+    assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
+    assert time.monotonic() - started < 60
     assert_nothing_stored(home)
