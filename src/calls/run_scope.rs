@@ -280,4 +280,29 @@ mod tests {
         let many: Vec<String> = (0..=MAX_ALLOWED_TOOLS).map(|i| format!("s.t{i}")).collect();
         assert!(Narrowing::parse(&many).is_err());
     }
+
+    struct Nobody;
+
+    #[async_trait::async_trait]
+    impl Asker for Nobody {
+        async fn ask(&self, _: super::super::ask::Question, _: Instant) -> super::super::Answer {
+            super::super::Answer::Unavailable("test".into())
+        }
+    }
+
+    #[test]
+    fn a_run_signs_in_through_its_client_or_by_opening_the_link_else_not_at_all() {
+        let asker: Arc<dyn Asker> = Arc::new(Nobody);
+        assert!(
+            !RunScope::new("", None, None).can_sign_in(),
+            "nobody to ask"
+        );
+        assert!(RunScope::new("", None, Some(asker.clone())).can_sign_in());
+        let exec = |way| RunScope::new("", None, Some(asker.clone())).signing_in(way);
+        assert!(exec(SignInWay::Open).can_sign_in());
+        assert!(
+            !exec(SignInWay::Nobody).can_sign_in(),
+            "exec with no way to open a link does not ask on its terminal"
+        );
+    }
 }

@@ -73,7 +73,7 @@ impl UpstreamHostCalls {
         // Boxed: the handshake's and the sign-in's futures stay off the warm path's.
         if up.live_now().is_none() && crate::upstream::oauth::remote_url(&up.spec).is_ok() {
             Box::pin(async {
-                match up.connect(ctx.deadline).await {
+                match up.connect(ctx.run.waits.extended(ctx.deadline)).await {
                     Err(UpstreamError::AuthRequired { .. }) => up.sign_in_for(&ctx.run).await,
                     Err(e) => Err(e),
                     Ok(_) => Ok(()),
