@@ -488,3 +488,28 @@ def test_a_sign_in_that_never_comes_back_raises_auth_required_by_its_bound(tmp_p
     assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
     assert time.monotonic() - started < 60
     assert_nothing_stored(home)
+
+
+def test_under_serve_the_caller_is_asked_to_sign_in(tmp_path, e2e_tmp, auth_server, stub_ready):
+    import asyncio
+
+    from helpers_http import LEGACY, ServeBridge, connect, new_token, run
+
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)  # the test browser's environment and log
+    token = new_token()
+    b = ServeBridge(e2e_tmp, {"alice": token}, name="sign-in",
+                    servers={"remote": {"type": "http", "url": srv.url}, "stub": S.stub("stub")},
+                    env={"MCP_BRIDGE_WARM_POOL": "0", "BROWSER": ""}).start()
+    try:
+        follower = LinkFollower(home)
+
+        async def body():
+            async with connect(b.url, token, LEGACY, elicitation_callback=follower) as c:
+                return await run(c, CALL_REMOTE, servers=["remote", "stub"])
+
+        reply = asyncio.run(body())
+        assert not reply.is_error and "in run" in reply.text, reply.text
+        assert len(follower.questions) == 1 and follower.questions[0].mode == "url", follower.questions
+    finally:
+        b.close()
