@@ -6,7 +6,8 @@ once, token, revocation) and a `$BROWSER` that follows redirects (oauth_browser.
 `login` then calls, `servers` showing the state, a refresh after a short token lifetime, `logout`
 revoking, a run in which one server needs sign-in and another works (AuthRequiredError naming
 `login`), signing in inside a run (`exec` through `$BROWSER`; `run` through the client's URL-mode
-question, declined, or with no client that can be asked), tokens absent from every output, the logs, the audit log and the sandbox; hostile
+question or a 2026-07-28 form's message, declined, never coming back, or with no client that can be
+asked; under `serve --http`), tokens absent from every output, the logs, the audit log and the sandbox; hostile
 authorization servers (another issuer, a token answer missing fields, a huge one, a redirect to a
 non-loopback callback), a forged callback state, and two logins racing.
 """
@@ -485,6 +486,7 @@ def test_a_sign_in_that_never_comes_back_raises_auth_required_by_its_bound(tmp_p
     follower = LinkFollower(home, follow=False)  # accepted, the link never opened
     started = time.monotonic()
     text, _ = run_in_client(home, CALL_REMOTE, follower, MCP_BRIDGE_LOGIN_TIMEOUT="3")
+    assert len(follower.questions) == 1, "the client was asked"
     assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
     assert time.monotonic() - started < 60
     assert_nothing_stored(home)
