@@ -184,6 +184,10 @@ impl App {
             max_message: settings.data.max_server_message,
             tokens: None,
             question_timeout: settings.policy.question_timeout,
+            login: crate::upstream::oauth::login::LoginOptions {
+                timeout: settings.oauth.login_timeout,
+                client_metadata_url: settings.oauth.client_metadata_url.clone(),
+            },
         };
         let pool = Arc::new(
             UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)

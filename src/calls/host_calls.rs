@@ -52,6 +52,14 @@ pub trait HostCalls: Send + Sync + 'static {
         let _ = (server, tool);
         ToolFacts::default()
     }
+
+    /// Signs in to `server`, which needs it, for `ctx`'s call (the person asked through the
+    /// run's client, or the link opened): whether it is signed in and connected now. `false`
+    /// by default.
+    async fn sign_in(&self, ctx: &CallContext, server: &str) -> bool {
+        let _ = (ctx, server);
+        false
+    }
 }
 
 /// What the policy needs to know of one tool ([`HostCalls::facts`]).

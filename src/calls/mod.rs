@@ -35,4 +35,6 @@ pub use loaded::LoadedTools;
 pub use person_wait::{PersonWait, PersonWaits};
 pub use relay::{QuestionGate, QuestionKind, Reply, ServerQuestion, MAX_QUESTIONS_PER_RUN};
 pub use request::{BackendCall, Detail, HostRequest, ToolCall, MAX_SEARCH_LIMIT};
-pub use run_scope::{Caller, Narrowing, RunBudgets, RunScope, ServerUse, Tally, MAX_ALLOWED_TOOLS};
+pub use run_scope::{
+    Caller, Narrowing, RunBudgets, RunScope, ServerUse, SignInWay, Tally, MAX_ALLOWED_TOOLS,
+};

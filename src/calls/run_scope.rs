@@ -51,9 +51,23 @@ pub struct RunScope {
     pub stopped: CancellationToken,
     /// Why the run was stopped: the first reason given to [`RunScope::stop`].
     stop_reason: OnceLock<String>,
+    /// How a server that needs sign-in is signed in to during the run.
+    pub sign_in: SignInWay,
     /// Set by the policy hook once it heard of the run's end (lines of calls answered later
     /// are written at once).
     pub ended: AtomicBool,
+}
+
+/// How a run signs in to a server that needs it (`upstream/sign_in.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignInWay {
+    /// Through the run's [`Asker`] (the client), when there is one (`run`, `serve`).
+    Ask,
+    /// The link is opened here, as `login` opens it (`exec` with `$BROWSER` or a desktop
+    /// opener).
+    Open,
+    /// Not at all (`exec` with no way to open a link).
+    Nobody,
 }
 
 /// The client a run came from under `serve --http`: the token it authenticated with and the
@@ -84,6 +98,23 @@ impl RunScope {
             stopped: CancellationToken::new(),
             stop_reason: OnceLock::new(),
             ended: AtomicBool::new(false),
+            sign_in: SignInWay::Ask,
+        }
+    }
+
+    /// This scope, signing in to servers `way` (`exec`: [`SignInWay::Open`] or
+    /// [`SignInWay::Nobody`]).
+    pub fn signing_in(mut self, way: SignInWay) -> Self {
+        self.sign_in = way;
+        self
+    }
+
+    /// Whether a server that needs sign-in can be signed in to during this run.
+    pub fn can_sign_in(&self) -> bool {
+        match self.sign_in {
+            SignInWay::Ask => self.asker.is_some(),
+            SignInWay::Open => true,
+            SignInWay::Nobody => false,
         }
     }
 
@@ -248,5 +279,30 @@ mod tests {
         }
         let many: Vec<String> = (0..=MAX_ALLOWED_TOOLS).map(|i| format!("s.t{i}")).collect();
         assert!(Narrowing::parse(&many).is_err());
+    }
+
+    struct Nobody;
+
+    #[async_trait::async_trait]
+    impl Asker for Nobody {
+        async fn ask(&self, _: super::super::ask::Question, _: Instant) -> super::super::Answer {
+            super::super::Answer::Unavailable("test".into())
+        }
+    }
+
+    #[test]
+    fn a_run_signs_in_through_its_client_or_by_opening_the_link_else_not_at_all() {
+        let asker: Arc<dyn Asker> = Arc::new(Nobody);
+        assert!(
+            !RunScope::new("", None, None).can_sign_in(),
+            "nobody to ask"
+        );
+        assert!(RunScope::new("", None, Some(asker.clone())).can_sign_in());
+        let exec = |way| RunScope::new("", None, Some(asker.clone())).signing_in(way);
+        assert!(exec(SignInWay::Open).can_sign_in());
+        assert!(
+            !exec(SignInWay::Nobody).can_sign_in(),
+            "exec with no way to open a link does not ask on its terminal"
+        );
     }
 }

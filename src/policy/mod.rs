@@ -221,7 +221,16 @@ impl CallHook for Policy {
         let HostRequest::Backend(BackendCall::CallTool(call)) = request else {
             return Admission::go();
         };
-        let facts = self.backend.facts(&call.server, &call.tool);
+        let mut facts = self.backend.facts(&call.server, &call.tool);
+        // A server that needs sign-in is signed in to first when the run can (the person is
+        // asked, or the link opened): then its tool list, and so the call's hints, are known.
+        if facts.sign_in.is_some()
+            && ctx.run.can_sign_in()
+            && !ctx.run.stopped.is_cancelled()
+            && self.backend.sign_in(ctx, &call.server).await
+        {
+            facts = self.backend.facts(&call.server, &call.tool);
+        }
         let (mut decision, reservation) = if ctx.run.stopped.is_cancelled() {
             (self.stopped(), None)
         } else {

@@ -50,6 +50,8 @@ pub struct UpstreamTasks {
     pub tokens: Option<super::oauth::store::TokenFile>,
     /// How long a server's question relayed to the user waits (`MCP_BRIDGE_QUESTION_TIMEOUT`).
     pub question_timeout: Duration,
+    /// How a sign-in inside a run goes (`MCP_BRIDGE_LOGIN_TIMEOUT`, the metadata document).
+    pub login: super::oauth::login::LoginOptions,
 }
 
 impl Default for UpstreamTasks {
@@ -62,6 +64,7 @@ impl Default for UpstreamTasks {
             max_message: crate::config::DEFAULT_MAX_SERVER_MESSAGE,
             tokens: None,
             question_timeout: Duration::from_secs(300),
+            login: Default::default(),
         }
     }
 }
@@ -84,7 +87,7 @@ pub struct Upstream {
     stderr: Arc<LineTail>,
     ended: EndReason,
     starts: Arc<AtomicU32>,
-    tasks: UpstreamTasks,
+    pub(super) tasks: UpstreamTasks,
     /// The owner's request channel, once it runs.
     owner: OnceLock<mpsc::Sender<Connect>>,
     /// Cancelled by the owner task when it has closed everything and ended.
@@ -93,6 +96,8 @@ pub struct Upstream {
     list: Arc<SameList>,
     /// The calls in flight, whose runs the server's questions go to.
     flights: Arc<Flights>,
+    /// Sign-ins inside runs: one at a time, its outcome shared (`sign_in.rs`).
+    pub(super) signing: super::sign_in::SignIns,
 }
 
 impl Upstream {
@@ -128,6 +133,7 @@ impl Upstream {
             exited: CancellationToken::new(),
             list,
             flights: Arc::default(),
+            signing: Default::default(),
         }
     }
 
@@ -312,7 +318,11 @@ impl Upstream {
         // copied around on every call, which cost more CPU than the rest of the call.
         let live = match self.live_arc() {
             Some(live) => live,
-            None => Arc::new(Box::pin(self.connect(deadline)).await?),
+            // A start after a wait for a person (a sign-in) has the time the wait took.
+            None => {
+                let by = waits.map_or(deadline, |w| w.extended(deadline));
+                Arc::new(Box::pin(self.connect(by)).await?)
+            }
         };
         // The live list holds no refused tool (filtered at its source): the rules are read only
         // for a tool it lacks, to say which rule refuses it.

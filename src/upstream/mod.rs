@@ -32,6 +32,7 @@ mod remote;
 mod remote_headers;
 mod result;
 pub mod search;
+mod sign_in;
 mod sse;
 mod start;
 mod start_error;

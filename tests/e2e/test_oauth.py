@@ -5,7 +5,9 @@ once, token, revocation) and a `$BROWSER` that follows redirects (oauth_browser.
 
 `login` then calls, `servers` showing the state, a refresh after a short token lifetime, `logout`
 revoking, a run in which one server needs sign-in and another works (AuthRequiredError naming
-`login`), tokens absent from every output, the logs, the audit log and the sandbox; hostile
+`login`), signing in inside a run (`exec` through `$BROWSER`; `run` through the client's URL-mode
+question or a 2026-07-28 form's message, declined, never coming back, or with no client that can be
+asked; under `serve --http`), tokens absent from every output, the logs, the audit log and the sandbox; hostile
 authorization servers (another issuer, a token answer missing fields, a huge one, a redirect to a
 non-loopback callback), a forged callback state, and two logins racing.
 """
@@ -31,6 +33,9 @@ pytestmark = pytest.mark.host_only
 HERE = Path(__file__).resolve().parent
 SERVER = HERE / "oauth_server.py"
 BROWSER = HERE / "oauth_browser.py"
+# A PATH with the Python tools but no desktop opener (xdg-open) for `exec` to find.
+NO_OPENER_PATH = os.pathsep.join(
+    d for d in os.environ.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "xdg-open").exists())
 
 
 class AuthServer:
@@ -225,7 +230,8 @@ def test_a_run_goes_on_when_one_server_needs_sign_in(tmp_path, auth_server, stub
             "print(await mcp_stub.echo(text='works'))\n"
             "try:\n    await mcp_remote.echo(text='x')\n"
             "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
-    p = home.run("exec", "--servers", "remote,stub", code)
+    # No way to open a link (no $BROWSER, no desktop opener on PATH): nobody can sign in.
+    p = home.run("exec", "--servers", "remote,stub", code, BROWSER="", PATH=NO_OPENER_PATH)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert "works" in lines[0], p.stdout
@@ -334,3 +340,181 @@ def test_two_hundred_calls_through_a_signed_in_connection_go_through(tmp_path, a
         assert count == "200", p.stdout
         medians[mode] = float(median)
     print(f"median proxied call: oauth {medians['normal']} ms, no auth {medians['open']} ms")
+
+
+def test_exec_signs_in_through_the_browser_and_the_call_goes_on(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    code = "print(await mcp_remote.echo(text='signed'))\nprint(await mcp_stub.echo(text='s'))\n"
+    p = home.run("exec", "--servers", "remote,stub", code)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.splitlines()[0] == "signed", p.stdout
+    assert "Opened the sign-in page for 'remote'" in p.stderr, p.stderr[-3000:]
+    first = home.browser_log.read_text().splitlines()[0]
+    assert first.startswith("1 http://127.0.0.1:") and "code_challenge_method=S256" in first, first
+    rec = home.record()
+    assert rec and rec["credentials"]["token_response"]["access_token"], rec
+    # Signed in once: the next run needs nobody.
+    p = home.run("exec", "--servers", "remote", "print(await mcp_remote.echo(text='again'))", BROWSER="")
+    assert p.returncode == 0 and p.stdout.strip() == "again", p.stderr[-3000:]
+    seen = "\n".join(home.outputs) + home.audit.read_text()
+    for s in home.secrets():
+        assert s not in seen, "a token or code reached an output, a log or the audit log"
+
+
+class LinkFollower:
+    """An elicitation callback that opens a sign-in link with the test browser (or answers
+    `action`), recording each question."""
+
+    def __init__(self, home: Home, action: str = "accept", delay: float = 0.0, follow: bool = True):
+        self.home, self.action, self.delay, self.follow = home, action, delay, follow
+        self.questions: list = []
+
+    async def __call__(self, context, params):
+        import asyncio
+        import re
+
+        from mcp import types
+
+        self.questions.append(params)
+        if self.action != "accept":
+            return types.ElicitResult(action=self.action)
+        # URL mode, or a form whose message carries the link (a 2026-07-28 client).
+        url = getattr(params, "url", None)
+        if not url:
+            found = re.search(r"Open this link: (\S+)", params.message)
+            url = found.group(1) if found else None
+        assert url, params
+        await asyncio.sleep(self.delay)
+        if self.follow:
+            await asyncio.to_thread(subprocess.run, [sys.executable, str(BROWSER), url], env=self.home.env, timeout=60)
+        return types.ElicitResult(action="accept", content=None if getattr(params, "url", None) else {})
+
+
+def run_in_client(home: Home, code: str, follower: LinkFollower | None, mode: str = "legacy",
+                  timeout: int | None = None, **env: str) -> tuple[str, bool]:
+    """run_python(code) through `mcp-code-bridge run` behind the official Python client (protocol
+    `mode`), whose elicitation callback is `follower` (none: a client without elicitation)."""
+    import asyncio
+
+    from helpers_policy import text_of
+    from mcp import StdioServerParameters
+    from mcp.client.client import Client
+
+    full = {**home.env, "BROWSER": "", **env}
+    params = StdioServerParameters(command=BRIDGE_BIN, args=["run"], env=full, cwd=str(home.dir))
+
+    async def go() -> tuple[str, bool]:
+        args = {"code": code, "servers": ["remote", "stub"], **({"timeout": timeout} if timeout else {})}
+        async with Client(params, mode=mode, elicitation_callback=follower, read_timeout_seconds=120) as c:
+            r = await c.call_tool("run_python", args)
+            return text_of(r)
+
+    return asyncio.run(go())
+
+
+CALL_REMOTE = ("from mcp import AuthRequiredError\n"
+               "print(await mcp_stub.echo(text='works'))\n"
+               "try:\n    print(await mcp_remote.echo(text='in run'))\n"
+               "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
+
+
+def test_a_run_asks_its_client_to_sign_in_and_the_call_goes_on(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home)
+    # Two calls racing to sign in share one sign-in; the run's timeout does not count the wait.
+    code = ("import asyncio\n"
+            "print(await asyncio.gather(mcp_remote.echo(text='a'), mcp_remote.echo(text='b')))\n"
+            + CALL_REMOTE)
+    text, is_error = run_in_client(home, code, follower, MCP_BRIDGE_TIMEOUT="60")
+    assert not is_error and "in run" in text and "'a'" in text and "'b'" in text, text
+    assert len(follower.questions) == 1, follower.questions
+    q = follower.questions[0]
+    assert q.mode == "url" and "'remote'" in q.message and "sign in" in q.message, q
+    assert "code_challenge_method=S256" in q.url, q.url
+    rec = home.record()
+    assert rec and rec["credentials"]["token_response"]["access_token"], rec
+    for s in home.secrets():
+        assert s not in text and s not in home.audit.read_text()
+
+
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+def test_a_declined_sign_in_question_raises_auth_required(tmp_path, auth_server, stub_ready, action):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home, action=action)
+    text, _ = run_in_client(home, CALL_REMOTE, follower)
+    assert "works" in text, text
+    assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
+    assert len(follower.questions) == 1
+    assert_nothing_stored(home)
+
+
+def test_a_client_without_elicitation_gets_auth_required_at_once(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    started = time.monotonic()
+    # Under `run` the bridge may not be on the person's machine: it never opens a link itself,
+    # even with $BROWSER set.
+    text, _ = run_in_client(home, CALL_REMOTE, None, BROWSER=str(BROWSER))
+    assert "works" in text, text
+    assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
+    assert time.monotonic() - started < 60
+    assert not home.browser_log.exists(), "nothing opened a link"
+    assert_nothing_stored(home)
+
+
+def test_a_2026_07_28_client_gets_the_link_in_a_forms_message(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home)
+    text, is_error = run_in_client(home, CALL_REMOTE, follower, mode="2026-07-28")
+    assert not is_error and "in run" in text, text
+    q = follower.questions[0]
+    assert "Open this link: http://127.0.0.1:" in q.message and "'remote'" in q.message, q
+
+
+def test_the_wait_for_the_sign_in_does_not_count_against_the_runs_timeout(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home, delay=6)  # a person taking longer than the whole run may
+    text, is_error = run_in_client(home, CALL_REMOTE, follower, timeout=4)
+    assert not is_error and "in run" in text, text
+
+
+def test_a_sign_in_that_never_comes_back_raises_auth_required_by_its_bound(tmp_path, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    follower = LinkFollower(home, follow=False)  # accepted, the link never opened
+    started = time.monotonic()
+    text, _ = run_in_client(home, CALL_REMOTE, follower, MCP_BRIDGE_LOGIN_TIMEOUT="3")
+    assert len(follower.questions) == 1, "the client was asked"
+    assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
+    assert time.monotonic() - started < 60
+    assert_nothing_stored(home)
+
+
+def test_under_serve_the_caller_is_asked_to_sign_in(tmp_path, e2e_tmp, auth_server, stub_ready):
+    import asyncio
+
+    from helpers_http import LEGACY, ServeBridge, connect, new_token, run
+
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)  # the test browser's environment and log
+    token = new_token()
+    b = ServeBridge(e2e_tmp, {"alice": token}, name="sign-in",
+                    servers={"remote": {"type": "http", "url": srv.url}, "stub": S.stub("stub")},
+                    env={"MCP_BRIDGE_WARM_POOL": "0", "BROWSER": ""}).start()
+    try:
+        follower = LinkFollower(home)
+
+        async def body():
+            async with connect(b.url, token, LEGACY, elicitation_callback=follower) as c:
+                return await run(c, CALL_REMOTE, servers=["remote", "stub"])
+
+        reply = asyncio.run(body())
+        assert not reply.is_error and "in run" in reply.text, reply.text
+        assert len(follower.questions) == 1 and follower.questions[0].mode == "url", follower.questions
+    finally:
+        b.close()

@@ -59,7 +59,14 @@ pub async fn exec(
     let capped = settings.timeout_capped_note(timeout);
     // Calls that need approval fail closed; servers' questions go to `ExecAsker`.
     let asker = answers.map(|a| Arc::new(ExecAsker::new(a)) as Arc<dyn crate::calls::Asker>);
-    let scope = std::sync::Arc::new(crate::calls::RunScope::new(&code, None, asker));
+    // A server that needs sign-in is signed in to as `login` does, when a link can be opened.
+    let way = if crate::upstream::oauth::browser::can_open() {
+        crate::calls::SignInWay::Open
+    } else {
+        crate::calls::SignInWay::Nobody
+    };
+    let scope =
+        std::sync::Arc::new(crate::calls::RunScope::new(&code, None, asker).signing_in(way));
     let req = RunRequest {
         code,
         servers: servers.into(),

@@ -13,7 +13,7 @@ pub const LOGIN_TIMEOUT: Number = Number::new(
     Unit::Seconds,
     300,
     (1, 3600),
-    "`login`: how long the sign-in waits for the browser's callback; then nothing is stored",
+    "`login`, and a sign-in inside a run: how long it waits for the browser's callback (not counted against the run's timeout); then nothing is stored",
 );
 /// `MCP_BRIDGE_OAUTH_CLIENT_METADATA_URL`.
 pub const OAUTH_CLIENT_METADATA_URL: Text = Text {

@@ -68,6 +68,19 @@ impl UpstreamHostCalls {
                 }
             }
         }
+        // A remote server that is not connected may need sign-in: asked for here, inside the
+        // run (`sign_in.rs`), then the call goes on.
+        // Boxed: the handshake's and the sign-in's futures stay off the warm path's.
+        if up.live_now().is_none() && crate::upstream::oauth::remote_url(&up.spec).is_ok() {
+            Box::pin(async {
+                match up.connect(ctx.run.waits.extended(ctx.deadline)).await {
+                    Err(UpstreamError::AuthRequired { .. }) => up.sign_in_for(&ctx.run).await,
+                    Err(e) => Err(e),
+                    Ok(_) => Ok(()),
+                }
+            })
+            .await?;
+        }
         // The server's questions during the call go to this run's client.
         let _asking = up.in_flight(ctx.run.clone());
         let r = up

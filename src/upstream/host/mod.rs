@@ -112,6 +112,20 @@ impl HostCalls for UpstreamHostCalls {
         }
     }
 
+    async fn sign_in(&self, ctx: &CallContext, server: &str) -> bool {
+        let Ok(shared) = self.pool.get(server) else {
+            return false;
+        };
+        let Ok(up) = self.pool.for_caller(shared, caller(ctx)) else {
+            return false;
+        };
+        up.sign_in_for(&ctx.run).await.is_ok()
+            && up
+                .connect(ctx.run.waits.extended(ctx.deadline))
+                .await
+                .is_ok()
+    }
+
     fn facts(&self, server: &str, tool: &str) -> ToolFacts {
         let Ok(up) = self.pool.get(server) else {
             return ToolFacts::default();

@@ -14,6 +14,11 @@ pub enum Opened {
     No(Option<String>),
 }
 
+/// Whether a link can be opened here: `$BROWSER` is set, or a desktop opener is on `PATH`.
+pub fn can_open() -> bool {
+    std::env::var_os("BROWSER").is_some_and(|b| !b.is_empty()) || desktop_opener().is_some()
+}
+
 /// Opens `url` as described above.
 pub fn open(url: &str) -> Opened {
     let program = match std::env::var_os("BROWSER").filter(|b| !b.is_empty()) {

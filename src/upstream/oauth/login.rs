@@ -35,6 +35,16 @@ pub struct LoginOptions {
     pub client_metadata_url: Option<String>,
 }
 
+impl Default for LoginOptions {
+    /// `MCP_BRIDGE_LOGIN_TIMEOUT`'s default, no metadata document.
+    fn default() -> Self {
+        LoginOptions {
+            timeout: Duration::from_secs(300),
+            client_metadata_url: None,
+        }
+    }
+}
+
 /// The outcome of a sign-in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignedIn {
@@ -56,6 +66,54 @@ pub async fn login(
     tell: &mut (dyn FnMut(&str) + Send),
 ) -> Result<SignedIn, OAuthError> {
     let deadline = tokio::time::Instant::now() + opts.timeout;
+    let pending = begin(spec, tokens, opts).await?;
+    let auth_url = pending.url.clone();
+    match browser::open(&auth_url) {
+        Opened::With(program) => {
+            tell(&format!(
+                "Opened the sign-in page for '{}' with {program}; if it did not open, visit:",
+                spec.name
+            ));
+        }
+        Opened::No(why) => {
+            if let Some(why) = why {
+                tell(&format!("Could not open a browser ({why})."));
+            }
+            tell(&format!("Open this link to sign in to '{}':", spec.name));
+        }
+    }
+    tell(&auth_url);
+    tell(&format!(
+        "Waiting for the sign-in (up to {} s)...",
+        opts.timeout.as_secs()
+    ));
+    pending.finish(deadline, opts.timeout.as_secs()).await
+}
+
+/// A sign-in begun: its link, and the loopback listener its callback comes back to.
+pub struct Pending {
+    /// The authorization URL to open (no secret: the state and the PKCE challenge only).
+    pub url: String,
+    state: String,
+    listener: Listener,
+    session: AuthorizationSession,
+    tokens: TokenFile,
+    name: String,
+    resource: String,
+    redirect: String,
+    registered_secret: Option<String>,
+}
+
+/// Begins signing in to `spec`'s server: discovery, the client identity, the link, the
+/// listener. Nothing is stored until [`Pending::finish`]'s exchange succeeds.
+///
+/// # Errors
+/// As [`login`], before the callback.
+pub async fn begin(
+    spec: &ServerSpec,
+    tokens: &TokenFile,
+    opts: &LoginOptions,
+) -> Result<Pending, OAuthError> {
     let url = remote_url(spec)?;
     let resource = canonical_resource(url)?;
     let challenge = challenge(spec, url).await?;
@@ -137,53 +195,71 @@ pub async fn login(
         .find(|(k, _)| k == "state")
         .map(|(_, v)| v.into_owned())
         .ok_or_else(|| OAuthError::Auth("the authorization URL carries no state".into()))?;
-    match browser::open(&auth_url) {
-        Opened::With(program) => {
-            tell(&format!(
-                "Opened the sign-in page for '{}' with {program}; if it did not open, visit:",
-                spec.name
-            ));
-        }
-        Opened::No(why) => {
-            if let Some(why) = why {
-                tell(&format!("Could not open a browser ({why})."));
-            }
-            tell(&format!("Open this link to sign in to '{}':", spec.name));
-        }
-    }
-    tell(&auth_url);
-    tell(&format!(
-        "Waiting for the sign-in (up to {} s)...",
-        opts.timeout.as_secs()
-    ));
-    let returned = listener
-        .wait(&state, deadline, opts.timeout.as_secs())
-        .await?;
-    let response = session
-        .handle_callback_with_issuer(&returned.code, &returned.state, returned.issuer.as_deref())
-        .await?;
-    let signed = SignedIn {
-        expires_at: response
-            .expires_in()
-            .map(|d| now().saturating_add(d.as_secs())),
-        refreshable: response.refresh_token().is_some(),
-    };
-    let name = spec.name.clone();
-    let file = tokens.clone();
-    let res = resource.clone();
-    tokio::task::spawn_blocking(move || {
-        file.update(&name, &res.clone(), |old| {
-            old.map(|mut r| {
-                r.client_secret = registered_secret;
-                r.redirect_uri = Some(redirect);
-                r.step_up = None;
-                r
+    Ok(Pending {
+        url: auth_url,
+        state,
+        listener,
+        session,
+        tokens: tokens.clone(),
+        name: spec.name.clone(),
+        resource,
+        redirect,
+        registered_secret,
+    })
+}
+
+impl Pending {
+    /// Waits until `deadline` (`secs` long, for the error's words) for the callback, then
+    /// exchanges the code and stores the tokens.
+    ///
+    /// # Errors
+    /// The callback (timeout, forged state, refusal), the exchange, the store.
+    pub async fn finish(
+        self,
+        deadline: tokio::time::Instant,
+        secs: u64,
+    ) -> Result<SignedIn, OAuthError> {
+        let Pending {
+            url: _,
+            state,
+            listener,
+            session,
+            tokens,
+            name,
+            resource,
+            redirect,
+            registered_secret,
+        } = self;
+        let returned = listener.wait(&state, deadline, secs).await?;
+        let response = session
+            .handle_callback_with_issuer(
+                &returned.code,
+                &returned.state,
+                returned.issuer.as_deref(),
+            )
+            .await?;
+        let signed = SignedIn {
+            expires_at: response
+                .expires_in()
+                .map(|d| now().saturating_add(d.as_secs())),
+            refreshable: response.refresh_token().is_some(),
+        };
+        let file = tokens;
+        let res = resource;
+        tokio::task::spawn_blocking(move || {
+            file.update(&name, &res.clone(), |old| {
+                old.map(|mut r| {
+                    r.client_secret = registered_secret;
+                    r.redirect_uri = Some(redirect);
+                    r.step_up = None;
+                    r
+                })
             })
         })
-    })
-    .await
-    .map_err(|e| OAuthError::Auth(e.to_string()))??;
-    Ok(signed)
+        .await
+        .map_err(|e| OAuthError::Auth(e.to_string()))??;
+        Ok(signed)
+    }
 }
 
 /// The server's `WWW-Authenticate` challenge to an unauthenticated `initialize`, if it sent

@@ -1,0 +1,160 @@
+//! Signing in inside a run: the first call to a server that needs sign-in signs in and goes
+//! on. Under `exec` ([`SignInWay::Open`]) the link is opened as `login` opens it, when
+//! it can be (`$BROWSER`, a desktop opener); under `run`/`serve` the run's client is asked
+//! (the link as a URL-mode question where the client declared it, else in a form's message:
+//! the relay's [`Asker::relay`](crate::calls::Asker::relay)), and the loopback callback is
+//! awaited meanwhile. The wait is bounded by `MCP_BRIDGE_LOGIN_TIMEOUT` and does not count
+//! against the run's timeout (`PersonWaits`). Calls racing to sign in to one server share
+//! one sign-in and its outcome. Nobody to ask, a declined or dismissed question, a timeout,
+//! a failed sign-in: [`UpstreamError::AuthRequired`] (naming `login`); the reason is logged
+//! (redacted, never a secret), nothing is stored.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use tokio::time::Instant;
+
+use super::client::Upstream;
+use super::oauth::{browser, login};
+use super::UpstreamError;
+use crate::calls::{QuestionKind, Reply, RunScope, ServerQuestion, SignInWay};
+use crate::shown::Shown;
+
+/// One server's sign-ins inside runs: one at a time, the last one's outcome shared with the
+/// calls that waited for it.
+#[derive(Debug, Default)]
+pub struct SignIns {
+    one: tokio::sync::Mutex<()>,
+    /// Sign-ins finished (either way).
+    finished: AtomicU64,
+    /// Whether the last one signed in.
+    last_ok: AtomicBool,
+}
+
+/// Why a sign-in inside a run did not happen (logged; the call gets `AuthRequired`).
+#[derive(Debug, thiserror::Error)]
+enum NotSignedIn {
+    #[error(
+        "nobody can be asked to sign in (no client that can be asked, or no way to open a link)"
+    )]
+    NobodyToAsk,
+    #[error("the sign-in question was declined")]
+    Declined,
+    #[error("the sign-in question was dismissed")]
+    Cancelled,
+    #[error("the sign-in question could not be asked: {0}")]
+    Unavailable(String),
+    #[error("no sign-in within {0} s (MCP_BRIDGE_LOGIN_TIMEOUT)")]
+    TimedOut(u64),
+    #[error("the run ended")]
+    RunEnded,
+    #[error("{0}")]
+    OAuth(#[from] super::oauth::OAuthError),
+}
+
+impl Upstream {
+    /// Signs in to this server for `run`'s call (see the module's doc), sharing a sign-in
+    /// already under way.
+    ///
+    /// # Errors
+    /// [`UpstreamError::AuthRequired`] whenever no sign-in happened.
+    pub(super) async fn sign_in_for(&self, run: &RunScope) -> Result<(), UpstreamError> {
+        let refused = || UpstreamError::AuthRequired {
+            server: self.spec.name.clone(),
+        };
+        let seen = self.signing.finished.load(Ordering::Acquire);
+        let _waiting = run.waits.begin();
+        let _one = tokio::select! {
+            one = self.signing.one.lock() => one,
+            _ = run.finished.cancelled() => return Err(refused()),
+            _ = run.stopped.cancelled() => return Err(refused()),
+        };
+        // Another call's sign-in ended while this one waited: its outcome is this one's.
+        if self.signing.finished.load(Ordering::Acquire) != seen {
+            return match self.signing.last_ok.load(Ordering::Acquire) {
+                true => Ok(()),
+                false => Err(refused()),
+            };
+        }
+        let outcome = tokio::select! {
+            r = self.sign_in_once(run) => r,
+            _ = run.finished.cancelled() => Err(NotSignedIn::RunEnded),
+            _ = run.stopped.cancelled() => Err(NotSignedIn::RunEnded),
+        };
+        self.signing
+            .last_ok
+            .store(outcome.is_ok(), Ordering::Release);
+        self.signing.finished.fetch_add(1, Ordering::AcqRel);
+        match outcome {
+            Ok(()) => {
+                tracing::info!(server = %Shown(&self.spec.name), "signed in during a run");
+                Ok(())
+            }
+            Err(why) => {
+                let why = self.spec.redact(&why.to_string());
+                tracing::info!(server = %Shown(&self.spec.name), "no sign-in during the run: {}", Shown(&why));
+                Err(refused())
+            }
+        }
+    }
+
+    async fn sign_in_once(&self, run: &RunScope) -> Result<(), NotSignedIn> {
+        let Some(tokens) = &self.tasks.tokens else {
+            return Err(NotSignedIn::NobodyToAsk);
+        };
+        let opts = &self.tasks.login;
+        let secs = opts.timeout.as_secs();
+        if run.sign_in == SignInWay::Nobody {
+            return Err(NotSignedIn::NobodyToAsk);
+        }
+        if run.sign_in == SignInWay::Open {
+            if !browser::can_open() {
+                return Err(NotSignedIn::NobodyToAsk);
+            }
+            // The person reads these on the terminal (stdout stays the run's report).
+            let mut tell = |line: &str| eprintln!("{}", Shown(line));
+            login::login(&self.spec, tokens, opts, &mut tell).await?;
+            return Ok(());
+        }
+        let Some(asker) = run.asker.clone() else {
+            return Err(NotSignedIn::NobodyToAsk);
+        };
+        let deadline = Instant::now() + opts.timeout;
+        let pending = login::begin(&self.spec, tokens, opts).await?;
+        let question = ServerQuestion {
+            server: self.spec.name.clone(),
+            message: format!(
+                "The MCP server '{}' needs you to sign in. Open the link to sign in; the call goes on once you have.",
+                self.spec.name
+            ),
+            kind: QuestionKind::Url {
+                url: pending.url.clone(),
+                id: crate::ids::random_id(),
+            },
+        };
+        let mut done = Box::pin(pending.finish(deadline, secs));
+        let asking = async {
+            let Ok(turn) = tokio::time::timeout_at(deadline, run.questions.turn()).await else {
+                return Reply::TimedOut;
+            };
+            let Some(_turn) = turn else {
+                return Reply::Unavailable(format!(
+                    "this run already asked {} questions",
+                    crate::calls::MAX_QUESTIONS_PER_RUN
+                ));
+            };
+            asker.relay(question, deadline).await
+        };
+        // The callback may come before the client's answer does.
+        let reply = tokio::select! {
+            r = &mut done => return r.map(|_| ()).map_err(NotSignedIn::from),
+            reply = asking => reply,
+        };
+        match reply {
+            Reply::Accept(_) => done.await.map(|_| ()).map_err(NotSignedIn::from),
+            Reply::Decline => Err(NotSignedIn::Declined),
+            Reply::Cancel => Err(NotSignedIn::Cancelled),
+            Reply::Unavailable(why) => Err(NotSignedIn::Unavailable(why)),
+            Reply::TimedOut => Err(NotSignedIn::TimedOut(secs)),
+        }
+    }
+}
