@@ -97,7 +97,7 @@ pub struct Upstream {
     /// The calls in flight, whose runs the server's questions go to.
     flights: Arc<Flights>,
     /// Sign-ins inside runs: one at a time, its outcome shared (`sign_in.rs`).
-    pub(super) signing: super::sign_in::SignIns,
+    pub(super) signing: super::sign_ins::SignIns,
 }
 
 impl Upstream {

@@ -33,6 +33,7 @@ mod remote_headers;
 mod result;
 pub mod search;
 mod sign_in;
+mod sign_ins;
 mod sse;
 mod start;
 mod start_error;

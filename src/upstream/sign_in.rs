@@ -9,7 +9,7 @@
 //! a failed sign-in: [`UpstreamError::AuthRequired`] (naming `login`); the reason is logged
 //! (redacted, never a secret), nothing is stored.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use tokio::time::Instant;
 
@@ -18,17 +18,6 @@ use super::oauth::{browser, login};
 use super::UpstreamError;
 use crate::calls::{QuestionKind, Reply, RunScope, ServerQuestion, SignInWay};
 use crate::shown::Shown;
-
-/// One server's sign-ins inside runs: one at a time, the last one's outcome shared with the
-/// calls that waited for it.
-#[derive(Debug, Default)]
-pub struct SignIns {
-    one: tokio::sync::Mutex<()>,
-    /// Sign-ins finished (either way).
-    finished: AtomicU64,
-    /// Whether the last one signed in.
-    last_ok: AtomicBool,
-}
 
 /// Why a sign-in inside a run did not happen (logged; the call gets `AuthRequired`).
 #[derive(Debug, thiserror::Error)]
