@@ -60,4 +60,6 @@ pub mod sandbox;
 pub mod server;
 pub mod shown;
 pub mod shutdown;
+#[cfg(test)]
+mod test_support;
 pub mod upstream;

@@ -344,36 +344,15 @@ mod tests {
         }
     }
 
-    /// The log lines written while `f` runs on this thread.
-    #[derive(Clone, Default)]
-    struct Log(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Log {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().expect("log lock").extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
     #[tokio::test]
     async fn a_failed_removal_is_a_warning_only_when_the_container_is_still_there() {
-        let log = Log::default();
-        let writer = log.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .finish();
-        let _guard = tracing::subscriber::set_default(subscriber);
+        let (log, _guard) = crate::test_support::capture_logs();
         let engine = Racing {
             listed: vec!["left".into(), "busy".into()],
         };
         let ids = ["gone".to_string(), "left".to_string(), "busy".to_string()];
         assert_eq!(remove_each(&engine, &ids, "a bridge that is gone").await, 1);
-        let text = String::from_utf8(log.0.lock().expect("log lock").clone()).expect("utf-8");
+        let text = log.text();
         let lines = |level: &str, id: &str| {
             text.lines()
                 .filter(|l| l.contains(level) && l.contains(&format!("container={id}")))

@@ -290,7 +290,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_http_server_is_told_the_bridges_name_and_version() {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        use tokio::io::AsyncWriteExt;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -298,30 +298,12 @@ mod tests {
         // A "server" that keeps the body of the first request, then refuses it.
         let kept = tokio::spawn(async move {
             let (mut conn, _) = listener.accept().await.expect("accept");
-            let mut got = Vec::new();
-            let mut buf = [0u8; 4096];
-            loop {
-                let n = conn.read(&mut buf).await.expect("read");
-                assert!(n > 0, "the request ended early");
-                got.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&got).to_string();
-                let Some(end) = text.find("\r\n\r\n") else {
-                    continue;
-                };
-                let length = text[..end]
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse::<usize>().ok())?
-                    })
-                    .expect("a content-length");
-                if got.len() >= end + 4 + length {
-                    let reply = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
-                    conn.write_all(reply.as_bytes()).await.expect("write");
-                    return text[end + 4..end + 4 + length].to_string();
-                }
-            }
+            let (text, body, length) = crate::test_support::read_http_request(&mut conn).await;
+            assert!(length > 0, "a content-length");
+            let reply =
+                "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+            conn.write_all(reply.as_bytes()).await.expect("write");
+            text[body..body + length].to_string()
         });
         let server = starter(Transport::Http {
             url,

@@ -35,12 +35,11 @@ except Exception as e:
 CALL_WAIT = 120.0
 
 
-class Approver:
-    """An elicitation callback: answers `action` with `content`, recording each question."""
+class Answerer:
+    """An elicitation callback answering `action` (with `content` for a form), recording each."""
 
-    def __init__(self, action: str = "accept", approve: bool = True, for_run: bool = False):
-        self.action = action
-        self.content = {"approve": approve, "for_run": for_run}
+    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None):
+        self.action, self.content = action, content
         self.questions: list[Any] = []
 
     async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
@@ -48,6 +47,14 @@ class Approver:
         if self.action != "accept":
             return types.ElicitResult(action=self.action)
         return types.ElicitResult(action="accept", content=self.content)
+
+
+class Approver(Answerer):
+    """An elicitation callback answering approval questions: `action`, and when it accepts,
+    `approve` and `for_run`."""
+
+    def __init__(self, action: str = "accept", approve: bool = True, for_run: bool = False):
+        super().__init__(action, {"approve": approve, "for_run": for_run})
 
 
 def workdir(tmp: Path, servers: dict[str, dict[str, Any]]) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from bridge_driver import BRIDGE_BIN
 from helpers_cli import cli_env_for
-from helpers_policy import approval_session, text_of, workdir
+from helpers_policy import Answerer, approval_session, text_of, workdir
 from mcp import types
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.host_only]
@@ -27,20 +27,6 @@ SERVER = Path(__file__).with_name("elicit_server.py")
 
 def asker_entry() -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(SERVER)]}
-
-
-class Answerer:
-    """An elicitation callback answering `action` (with `content` for a form), recording each."""
-
-    def __init__(self, action: str = "accept", content: dict[str, Any] | None = None):
-        self.action, self.content = action, content
-        self.questions: list[Any] = []
-
-    async def __call__(self, context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        self.questions.append(params)
-        if self.action != "accept":
-            return types.ElicitResult(action=self.action)
-        return types.ElicitResult(action="accept", content=self.content)
 
 
 def call(tool: str, **args: Any) -> str:

@@ -8,7 +8,7 @@ use rmcp::model::JsonRpcMessage;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 use rmcp::transport::{DynamicTransportError, Transport};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::*;
@@ -18,28 +18,7 @@ const STREAM_HEAD: &str =
 
 /// Reads one request's head (and a body of its content-length); returns them as text.
 async fn read_request(conn: &mut TcpStream) -> String {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        let n = conn.read(&mut buf).await.expect("read");
-        assert!(n > 0, "the request ended early");
-        got.extend_from_slice(&buf[..n]);
-        let text = String::from_utf8_lossy(&got).to_string();
-        let Some(end) = text.find("\r\n\r\n") else {
-            continue;
-        };
-        let length = text[..end]
-            .lines()
-            .find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse::<usize>().ok())?
-            })
-            .unwrap_or(0);
-        if got.len() >= end + 4 + length {
-            return text;
-        }
-    }
+    crate::test_support::read_http_request(conn).await.0
 }
 
 /// A server that answers the GET with `STREAM_HEAD` then `first`, answers every POST with
@@ -250,30 +229,9 @@ fn only_a_4xx_other_than_sign_in_asks_for_the_legacy_transport() {
     )));
 }
 
-/// The log lines written while a test runs on this thread.
-#[derive(Clone, Default)]
-struct Log(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Log {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("log lock").extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn stray_events_cost_a_bounded_number_of_log_lines_and_a_malformed_reply_fails_its_call() {
-    let log = Log::default();
-    let writer = log.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (log, _guard) = crate::test_support::capture_logs();
     let mut stray = b"event: message\ndata: not json\n\nevent: other\ndata: x\n\n".repeat(500);
     stray.extend_from_slice(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"error\":7}\n\n");
     let s = scripted(b"event: endpoint\ndata: /m\n\n", stray).await;
@@ -286,7 +244,7 @@ async fn stray_events_cost_a_bounded_number_of_log_lines_and_a_malformed_reply_f
         }
         other => panic!("expected an error for the call, got {other:?}"),
     }
-    let text = String::from_utf8(log.0.lock().expect("log lock").clone()).expect("utf-8");
+    let text = log.text();
     let lines = text.lines().filter(|l| l.contains("ignored")).count();
     assert!(
         (1..=crate::log_limit::LogLimit::PER_WINDOW as usize).contains(&lines),
