@@ -201,6 +201,7 @@ impl Settings {
                 paths.docker_host.as_deref(),
                 private_dir_in(paths.xdg_runtime_dir.as_deref()),
             ),
+            runtime_folder: Some(private_dir_in(paths.xdg_runtime_dir.as_deref())),
             home: paths.home.clone(),
             sandbox_uid: container_user
                 .split(':')

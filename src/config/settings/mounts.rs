@@ -58,6 +58,9 @@ pub struct HostRules {
     pub home: Option<PathBuf>,
     /// The sandbox user's uid, when numeric (a folder it owns needs no `o+rx`).
     pub sandbox_uid: Option<u32>,
+    /// The bridge's per-user private folder by name: its fallback folders (`NAME-<random>`
+    /// beside it, made when another user holds the name) hold the same sockets.
+    pub runtime_folder: Option<PathBuf>,
 }
 
 /// Parses and checks `HOST_DIR:SANDBOX_DIR[,HOST_DIR:SANDBOX_DIR...]`.
@@ -167,6 +170,18 @@ fn host_dir(text: &str, rules: &HostRules, sockets: &[PathBuf]) -> Result<PathBu
     }
     std::fs::read_dir(&host)
         .map_err(|e| format!("the host folder {} is not readable: {e}", host.display()))?;
+    if let Some(fallback) = rules
+        .runtime_folder
+        .as_deref()
+        .and_then(|named| in_fallback_runtime_folder(&host, named))
+    {
+        return Err(format!(
+            "the host folder {} is or is inside {}, a private folder of the bridge (its engine \
+             service's socket, the sandbox's channels); sharing it would hand the sandbox the engine",
+            host.display(),
+            fallback.display()
+        ));
+    }
     if let Some(socket) = sockets
         .iter()
         .find(|s| s.starts_with(&host) || host.starts_with(s))
@@ -189,6 +204,23 @@ fn host_dir(text: &str, rules: &HostRules, sockets: &[PathBuf]) -> Result<PathBu
         ));
     }
     Ok(host)
+}
+
+/// The fallback runtime folder (`NAME-<anything>` beside the per-user folder `named`) that
+/// `host` is or is inside, if any.
+fn in_fallback_runtime_folder(host: &Path, named: &Path) -> Option<PathBuf> {
+    let parent = named.parent()?;
+    let parent = std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf());
+    let mut prefix = named.file_name()?.to_os_string();
+    prefix.push("-");
+    let prefix = prefix.as_encoded_bytes();
+    host.ancestors()
+        .find(|a| {
+            a.parent() == Some(parent.as_path())
+                && a.file_name()
+                    .is_some_and(|n| n.as_encoded_bytes().starts_with(prefix))
+        })
+        .map(Path::to_path_buf)
 }
 
 /// Container engine sockets and socket directories a mounted folder must keep clear of:
@@ -234,6 +266,7 @@ mod tests {
             sockets,
             home: None,
             sandbox_uid: Some(65534),
+            runtime_folder: None,
         }
     }
 
@@ -401,6 +434,36 @@ mod tests {
         };
         let m = parse_mounts("~/d:/data", &r).expect("valid");
         assert!(m[0].host.ends_with("d"), "{m:?}");
+    }
+
+    #[test]
+    fn a_fallback_runtime_folder_and_what_is_inside_it_are_refused() {
+        let base = tempfile::tempdir().expect("temp dir");
+        let named = base.path().join("mcp-code-bridge-1000");
+        let fallback = base.path().join("mcp-code-bridge-1000-a1b2c3d4e5f6");
+        let inside = fallback.join("podman");
+        let beside = base.path().join("mcp-code-bridge-1000x");
+        for d in [&inside, &beside] {
+            std::fs::create_dir_all(d).expect("mkdir");
+        }
+        for d in [
+            base.path(),
+            fallback.as_path(),
+            inside.as_path(),
+            beside.as_path(),
+        ] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        let r = HostRules {
+            runtime_folder: Some(named),
+            ..rules(vec![])
+        };
+        for shared in [&fallback, &inside] {
+            let err = parse_mounts(&format!("{}:/data", shared.display()), &r)
+                .expect_err("a folder of the bridge");
+            assert!(err.contains("private folder of the bridge"), "{err}");
+        }
+        parse_mounts(&format!("{}:/data", beside.display()), &r).expect("another name");
     }
 
     #[test]
