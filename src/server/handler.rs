@@ -23,7 +23,7 @@ use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::router::{SandboxRouter, SessionTie, Who};
 use super::tool::{self, TOOL_NAME};
-use crate::calls::{Asker, Caller, RunScope};
+use crate::calls::{Asker, Caller, RunScope, SignInWay};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
@@ -186,8 +186,16 @@ impl BridgeServer {
             }
         };
         let capped = self.settings.timeout_capped_note(args.timeout);
+        // Under `serve` the token store is the operator's: a caller's sign-in would become every
+        // caller's identity upstream, so a caller is not asked to sign in (issue 32 point 7).
+        let sign_in = match dest.caller {
+            Some(_) => SignInWay::Nobody,
+            None => SignInWay::Ask,
+        };
         let scope = Arc::new(
-            RunScope::new(&args.code, args.narrowing, asker).with_caller(dest.caller.clone()),
+            RunScope::new(&args.code, args.narrowing, asker)
+                .with_caller(dest.caller.clone())
+                .signing_in(sign_in),
         );
         let req = RunRequest {
             code: args.code,
