@@ -305,6 +305,22 @@ def test_a_callback_port_makes_the_redirect_uri_exactly_claude_codes(tmp_path, a
     assert f"redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback&" in first, first
 
 
+def test_cursors_static_oauth_client_is_the_one_signed_in_with(tmp_path, auth_server):
+    """Cursor's `"auth": {"CLIENT_ID", "CLIENT_SECRET", "scopes": [...]}` means a pre-registered
+    client, as Claude Code's `"oauth"` does: the sign-in link names that client and those scopes
+    (this test server knows no such client, so the sign-in then runs out of time, storing nothing)."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url, auth={"CLIENT_ID": "cursor-app-id", "CLIENT_SECRET": "cursor-secret",
+                                         "scopes": ["read", "write"]})
+    p = home.run("login", "remote", MCP_BRIDGE_LOGIN_TIMEOUT="5")
+    assert p.returncode != 0, p.stdout
+    first = home.browser_log.read_text().splitlines()[0]
+    assert "client_id=cursor-app-id&" in first, first
+    assert "scope=read+write" in first or "scope=read%20write" in first, first
+    assert "cursor-secret" not in p.stdout + p.stderr
+    assert_nothing_stored(home)
+
+
 def test_the_entrys_authorization_server_metadata_url_is_used_and_checked(tmp_path, auth_server):
     srv = auth_server()
     base = srv.url.rsplit("/mcp", 1)[0]

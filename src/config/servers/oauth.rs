@@ -1,7 +1,9 @@
-//! A remote entry's `"oauth"` field, in the shape Claude Code writes: `{"clientId",
-//! "clientSecret"?, "callbackPort"?, "scopes"?, "authServerMetadataUrl"?}`, `scopes` one
-//! space-separated string. Every string has the file's variables expanded; the secret is kept
-//! out of messages (`Debug` hides it, and it joins the entry's redacted values).
+//! A remote entry's pre-registered OAuth client: the `"oauth"` field in the shape Claude Code
+//! writes (`{"clientId", "clientSecret"?, "callbackPort"?, "scopes"?, "authServerMetadataUrl"?}`,
+//! `scopes` one space-separated string), or Cursor's static-OAuth `"auth"` field (`{"CLIENT_ID",
+//! "CLIENT_SECRET"?, "scopes"?}`, `scopes` an array), read as the same [`OAuthEntry`]. Every
+//! string has the file's variables expanded; the secret is kept out of messages (`Debug` hides
+//! it, and it joins the entry's redacted values).
 
 use serde_json::{Map, Value};
 
@@ -46,10 +48,19 @@ pub fn parse_oauth(
     obj: &Map<String, Value>,
     expand: &mut impl FnMut(&str, String) -> Result<String, String>,
 ) -> Result<Option<OAuthEntry>, String> {
-    let oauth = match obj.get("oauth") {
-        None | Some(Value::Null) => return Ok(None),
-        Some(Value::Object(o)) => o,
-        Some(_) => return Err("\"oauth\" must be an object".into()),
+    let oauth = match (obj.get("oauth"), obj.get("auth")) {
+        (None | Some(Value::Null), None | Some(Value::Null)) => return Ok(None),
+        (None | Some(Value::Null), Some(Value::Object(auth))) => {
+            return parse_cursor_auth(auth, expand).map(Some)
+        }
+        (None | Some(Value::Null), Some(_)) => return Err("\"auth\" must be an object".into()),
+        (Some(_), Some(a)) if !a.is_null() => {
+            return Err(
+                "an entry has \"oauth\" (Claude Code's) or \"auth\" (Cursor's), not both".into(),
+            )
+        }
+        (Some(Value::Object(o)), _) => o,
+        (Some(_), _) => return Err("\"oauth\" must be an object".into()),
     };
     let mut string = |key: &str| -> Result<Option<String>, String> {
         match oauth.get(key) {
@@ -115,6 +126,59 @@ pub fn parse_oauth(
     }))
 }
 
+/// Cursor's `"auth"`: `CLIENT_ID` (needed), `CLIENT_SECRET`, `scopes` (an array of strings).
+fn parse_cursor_auth(
+    auth: &Map<String, Value>,
+    expand: &mut impl FnMut(&str, String) -> Result<String, String>,
+) -> Result<OAuthEntry, String> {
+    let mut string = |key: &str| -> Result<Option<String>, String> {
+        match auth.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) if s.len() <= MAX_FIELD => {
+                let v = expand(&format!("auth.{key}"), s.clone())?;
+                Ok(Some(v).filter(|v| !v.trim().is_empty()))
+            }
+            Some(Value::String(_)) => Err(format!(
+                "\"auth.{key}\" is longer than {MAX_FIELD} characters"
+            )),
+            Some(_) => Err(format!("\"auth.{key}\" must be a string")),
+        }
+    };
+    let client_id = string("CLIENT_ID")?;
+    let client_secret = string("CLIENT_SECRET")?;
+    if client_id.is_none() {
+        return Err("\"auth\" needs \"CLIENT_ID\" (Cursor's static OAuth client)".into());
+    }
+    let scopes = match auth.get("scopes") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.len() <= 256 => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) if s.len() <= MAX_FIELD && !s.contains(char::is_whitespace) => {
+                    Ok(s.clone())
+                }
+                _ => Err("\"auth.scopes\" must be an array of scope names".to_string()),
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err("\"auth.scopes\" must be an array of scope names".into()),
+    };
+    if let Some(unknown) = auth
+        .keys()
+        .find(|k| !["CLIENT_ID", "CLIENT_SECRET", "scopes"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "\"auth\" has an unknown field {:?} (known: CLIENT_ID, CLIENT_SECRET, scopes)",
+            crate::shown::Shown(unknown).to_string()
+        ));
+    }
+    Ok(OAuthEntry {
+        client_id,
+        client_secret,
+        scopes,
+        ..OAuthEntry::default()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +241,42 @@ mod tests {
             let err = parse(entry.clone()).expect_err(&entry.to_string());
             assert!(err.contains(words), "{err}");
             assert!(!err.contains("topsecret"), "{err}");
+        }
+    }
+
+    #[test]
+    fn cursors_static_oauth_reads_as_the_same_client() {
+        let e = parse(json!({"auth": {"CLIENT_ID": "abc", "CLIENT_SECRET": "shh",
+            "scopes": ["read", "write"]}}))
+        .expect("valid")
+        .expect("some");
+        assert_eq!(e.client_id.as_deref(), Some("abc"));
+        assert_eq!(e.client_secret.as_deref(), Some("shh"));
+        assert_eq!(e.scopes, ["read", "write"]);
+        assert_eq!(e.callback_port, None);
+        assert!(!format!("{e:?}").contains("shh"));
+        for (v, words) in [
+            (
+                json!({"auth": {"CLIENT_SECRET": "s"}}),
+                "needs \"CLIENT_ID\"",
+            ),
+            (
+                json!({"auth": {"CLIENT_ID": "a", "scopes": "read"}}),
+                "array of scope names",
+            ),
+            (
+                json!({"auth": {"CLIENT_ID": "a", "scopes": ["a b"]}}),
+                "array of scope names",
+            ),
+            (json!({"auth": {"CLIENT_ID": "a", "x": 1}}), "unknown field"),
+            (json!({"auth": "x"}), "must be an object"),
+            (
+                json!({"oauth": {"clientId": "a"}, "auth": {"CLIENT_ID": "b"}}),
+                "not both",
+            ),
+        ] {
+            let err = parse(v).expect_err("refused");
+            assert!(err.contains(words), "{err}");
         }
     }
 }
