@@ -17,7 +17,8 @@ use rmcp::transport::auth::{AuthorizationRequest, AuthorizationSession, StoredCr
 
 use super::browser::{self, Opened};
 use super::callback::Listener;
-use super::store::{canonical_resource, Record, ServerTokens, TokenFile};
+use super::server_tokens::ServerTokens;
+use super::store::{canonical_resource, Record, TokenFile};
 use super::{http_client, manager, plain, remote_url, vouched, OAuthError};
 use crate::config::ServerSpec;
 

@@ -13,6 +13,7 @@ mod authorizer;
 pub mod browser;
 pub mod callback;
 pub mod login;
+pub mod server_tokens;
 pub mod store;
 
 use std::time::Duration;
@@ -23,7 +24,8 @@ use rmcp::transport::auth::{
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::config::ServerSpec;
-use store::{canonical_resource, ServerTokens, StoreError, TokenFile};
+use server_tokens::ServerTokens;
+use store::{canonical_resource, StoreError, TokenFile};
 
 /// How long one OAuth HTTP exchange of the bridge's own (the probe, metadata named by the
 /// entry, revocation) may take.
