@@ -62,19 +62,7 @@ pub fn parse_oauth(
         (Some(Value::Object(o)), _) => o,
         (Some(_), _) => return Err("\"oauth\" must be an object".into()),
     };
-    let mut string = |key: &str| -> Result<Option<String>, String> {
-        match oauth.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.len() <= MAX_FIELD => {
-                let v = expand(&format!("oauth.{key}"), s.clone())?;
-                Ok(Some(v).filter(|v| !v.trim().is_empty()))
-            }
-            Some(Value::String(_)) => Err(format!(
-                "\"oauth.{key}\" is longer than {MAX_FIELD} characters"
-            )),
-            Some(_) => Err(format!("\"oauth.{key}\" must be a string")),
-        }
-    };
+    let mut string = |key: &str| string_field(oauth, "oauth", key, expand);
     let client_id = string("clientId")?;
     let client_secret = string("clientSecret")?;
     let scopes = string("scopes")?
@@ -126,24 +114,32 @@ pub fn parse_oauth(
     }))
 }
 
+/// The string `field.key` of `obj`, its variables expanded (`None` when absent, null or blank).
+fn string_field(
+    obj: &Map<String, Value>,
+    field: &str,
+    key: &str,
+    expand: &mut impl FnMut(&str, String) -> Result<String, String>,
+) -> Result<Option<String>, String> {
+    match obj.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if s.len() <= MAX_FIELD => {
+            let v = expand(&format!("{field}.{key}"), s.clone())?;
+            Ok(Some(v).filter(|v| !v.trim().is_empty()))
+        }
+        Some(Value::String(_)) => Err(format!(
+            "\"{field}.{key}\" is longer than {MAX_FIELD} characters"
+        )),
+        Some(_) => Err(format!("\"{field}.{key}\" must be a string")),
+    }
+}
+
 /// Cursor's `"auth"`: `CLIENT_ID` (needed), `CLIENT_SECRET`, `scopes` (an array of strings).
 fn parse_cursor_auth(
     auth: &Map<String, Value>,
     expand: &mut impl FnMut(&str, String) -> Result<String, String>,
 ) -> Result<OAuthEntry, String> {
-    let mut string = |key: &str| -> Result<Option<String>, String> {
-        match auth.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) if s.len() <= MAX_FIELD => {
-                let v = expand(&format!("auth.{key}"), s.clone())?;
-                Ok(Some(v).filter(|v| !v.trim().is_empty()))
-            }
-            Some(Value::String(_)) => Err(format!(
-                "\"auth.{key}\" is longer than {MAX_FIELD} characters"
-            )),
-            Some(_) => Err(format!("\"auth.{key}\" must be a string")),
-        }
-    };
+    let mut string = |key: &str| string_field(auth, "auth", key, expand);
     let client_id = string("CLIENT_ID")?;
     let client_secret = string("CLIENT_SECRET")?;
     if client_id.is_none() {
