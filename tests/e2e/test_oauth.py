@@ -378,6 +378,21 @@ def test_exec_signs_in_through_the_browser_and_the_call_goes_on(tmp_path, auth_s
         assert s not in seen, "a token or code reached an output, a log or the audit log"
 
 
+def test_listing_a_servers_tools_signs_in_as_a_call_would(tmp_path, auth_server, stub_ready):
+    """Discovery first, as models (and the conformance suite's client) do: `runtime.list_tools` and
+    `query_tool_docs` of a server that needs sign-in sign in inside the run, then answer."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    code = ("from mcp import runtime\n"
+            "print([t['name'] for t in runtime.list_tools('remote')])\n"
+            "print(len(runtime.query_tool_docs('remote')) > 0)\n")
+    p = home.run("exec", "--servers", "remote", code)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "echo" in p.stdout.splitlines()[0], p.stdout
+    assert "Opened the sign-in page for 'remote'" in p.stderr, p.stderr[-3000:]
+    assert home.record(), "signed in"
+
+
 class LinkFollower:
     """An elicitation callback that opens a sign-in link with the test browser (or answers
     `action`), recording each question."""

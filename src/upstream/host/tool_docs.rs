@@ -1,5 +1,8 @@
 //! `list_tools` and `query_tool_docs`: one server's tools, listed or documented.
 
+use std::sync::Arc;
+
+use rmcp::model::Tool;
 use serde_json::{json, Value};
 
 use super::{caller, visible, UpstreamHostCalls};
@@ -14,10 +17,7 @@ impl UpstreamHostCalls {
         ctx: &CallContext,
         server: &str,
     ) -> Result<Value, CallError> {
-        let tools = self
-            .pool
-            .tools_for(server, caller(ctx), ctx.deadline)
-            .await?;
+        let tools = self.tools_signed_in(ctx, server).await?;
         Ok(Value::Array(
             tools
                 .iter()
@@ -33,6 +33,24 @@ impl UpstreamHostCalls {
         ))
     }
 
+    /// `server`'s tools; a remote server that needs sign-in is signed in to inside the run
+    /// first, as a call to it would be (`sign_in.rs`), when the run can sign in.
+    async fn tools_signed_in(
+        &self,
+        ctx: &CallContext,
+        server: &str,
+    ) -> Result<Arc<Vec<Tool>>, UpstreamError> {
+        match self.pool.tools_for(server, caller(ctx), ctx.deadline).await {
+            Err(UpstreamError::AuthRequired { .. }) if ctx.run.can_sign_in() => {
+                let up = self.pool.upstream(server, caller(ctx))?;
+                Box::pin(up.sign_in_for(&ctx.run)).await?;
+                let deadline = ctx.run.waits.extended(ctx.deadline);
+                self.pool.tools_for(server, caller(ctx), deadline).await
+            }
+            listed => listed,
+        }
+    }
+
     /// `query_tool_docs`: the docs of `tool` of `server`, or of all its tools.
     pub(super) async fn query_tool_docs(
         &self,
@@ -41,10 +59,7 @@ impl UpstreamHostCalls {
         tool: Option<&str>,
         detail: Detail,
     ) -> Result<Value, CallError> {
-        let all = self
-            .pool
-            .tools_for(server, caller(ctx), ctx.deadline)
-            .await?;
+        let all = self.tools_signed_in(ctx, server).await?;
         let narrowed: Vec<rmcp::model::Tool>;
         let tools: &[rmcp::model::Tool] = match &ctx.run.narrowing {
             None => &all,
