@@ -88,4 +88,10 @@ pub trait Asker: Send + Sync + 'static {
         let _ = (question, deadline);
         Reply::Unavailable("this client cannot be asked".into())
     }
+
+    /// Tells the user's client that the link question `id` it was asked (URL mode) is done
+    /// (MCP's `notifications/elicitation/complete`). An asker without URL mode does nothing.
+    async fn completed(&self, id: &str) {
+        let _ = id;
+    }
 }

@@ -33,7 +33,9 @@ pub use host_calls::{CallContext, HostCalls, NoHostCalls, ToolFacts};
 pub use host_method::HostMethod;
 pub use loaded::LoadedTools;
 pub use person_wait::{PersonWait, PersonWaits};
-pub use relay::{QuestionGate, QuestionKind, Reply, ServerQuestion, MAX_QUESTIONS_PER_RUN};
+pub use relay::{
+    QuestionGate, QuestionKind, Reply, ServerQuestion, LINK_DONE, MAX_QUESTIONS_PER_RUN,
+};
 pub use request::{BackendCall, Detail, HostRequest, ToolCall, MAX_SEARCH_LIMIT};
 pub use run_scope::{
     Caller, Narrowing, RunBudgets, RunScope, ServerUse, SignInWay, Tally, MAX_ALLOWED_TOOLS,

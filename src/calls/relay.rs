@@ -7,6 +7,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Map, Value};
 
+/// MCP's notification that a URL-mode question is done, `{"elicitationId"}` (rmcp 3.9 has no
+/// type for it): relayed from a server to the user's client, and sent by the bridge itself
+/// when a sign-in it asked for lands.
+pub const LINK_DONE: &str = "notifications/elicitation/complete";
+
 /// Questions one run may relay at most; later ones are declined at once.
 pub const MAX_QUESTIONS_PER_RUN: u32 = 16;
 

@@ -12,10 +12,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, FormElicitationCapability, Implementation, UrlElicitationCapability,
+    ClientCapabilities, ClientConfig, CustomNotification, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, FormElicitationCapability, Implementation,
+    UrlElicitationCapability,
 };
-use rmcp::service::{RequestContext, RoleClient};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient};
 use rmcp::{ClientHandler, ErrorData};
 use tokio::time::Instant;
 
@@ -79,6 +80,18 @@ impl Flights {
     }
 }
 
+/// Link questions of a server's accepted and not yet said done, kept at most: an older one
+/// is forgotten (its `notifications/elicitation/complete` is then dropped).
+const MAX_OPEN_LINKS: usize = 16;
+
+/// A link question the user's client accepted: the server's id for it, the id the client
+/// was given (the bridge's own, so a server cannot name another's question), whose run.
+struct OpenLink {
+    theirs: String,
+    ours: String,
+    run: Arc<RunScope>,
+}
+
 /// The bridge's MCP client on one server connection.
 pub struct BridgeClient {
     server: String,
@@ -86,6 +99,8 @@ pub struct BridgeClient {
     timeout: Duration,
     /// Lines a server's questions cause, bounded (a flood of questions writes a few dozen).
     log: LogLimit,
+    /// Link questions accepted, awaiting the server's word that they are done.
+    links: Mutex<std::collections::VecDeque<OpenLink>>,
 }
 
 impl BridgeClient {
@@ -97,7 +112,24 @@ impl BridgeClient {
             flights,
             timeout,
             log: LogLimit::new(),
+            links: Mutex::default(),
         }
+    }
+
+    /// Keeps `link` until the server says it is done (at most [`MAX_OPEN_LINKS`]).
+    fn keep_link(&self, link: OpenLink) {
+        let mut links = self.links.lock().expect("links lock");
+        if links.len() >= MAX_OPEN_LINKS {
+            links.pop_front();
+        }
+        links.push_back(link);
+    }
+
+    /// The open link the server calls `theirs`, taken out: each is said done once.
+    fn take_link(&self, theirs: &str) -> Option<OpenLink> {
+        let mut links = self.links.lock().expect("links lock");
+        let at = links.iter().position(|l| l.theirs == theirs)?;
+        links.remove(at)
     }
 
     /// A decline, logged with why (never the question's content).
@@ -126,6 +158,30 @@ impl ClientHandler for BridgeClient {
         client_info()
     }
 
+    /// A server's word that a link question is done goes to the client that was asked it,
+    /// under the id that client knows; any other notification, or an id this connection's
+    /// server was not accepted a link under, is dropped.
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method != crate::calls::LINK_DONE {
+            return;
+        }
+        let theirs = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("elicitationId"))
+            .and_then(serde_json::Value::as_str);
+        let Some(link) = theirs.and_then(|id| self.take_link(id)) else {
+            return;
+        };
+        if let Some(asker) = link.run.asker.clone() {
+            asker.completed(&link.ours).await;
+        }
+    }
+
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
@@ -148,6 +204,15 @@ impl ClientHandler for BridgeClient {
         // The wait for the user does not count against the run's timeout (`PersonWaits`): it
         // has its own bound.
         let deadline = Instant::now() + self.timeout;
+        let mut asked = asked;
+        // A link question reaches the client under an id of the bridge's own.
+        let link_ids = match &mut asked.kind {
+            QuestionKind::Url { id, .. } if !id.is_empty() => {
+                let ours = crate::ids::random_id();
+                Some((std::mem::replace(id, ours.clone()), ours))
+            }
+            _ => None,
+        };
         let schema = match &asked.kind {
             QuestionKind::Form { schema } => Some(schema.clone()),
             QuestionKind::Url { .. } => None,
@@ -183,7 +248,12 @@ impl ClientHandler for BridgeClient {
                         .with_content(serde_json::Value::Object(content)))
                 }
                 (Some(_), None) => self.declined("the answer accepted a form without content"),
-                (None, _) => action(ElicitationAction::Accept),
+                (None, _) => {
+                    if let Some((theirs, ours)) = link_ids {
+                        self.keep_link(OpenLink { theirs, ours, run });
+                    }
+                    action(ElicitationAction::Accept)
+                }
             },
             Reply::Decline => action(ElicitationAction::Decline),
             Reply::Cancel => action(ElicitationAction::Cancel),
@@ -227,6 +297,25 @@ mod tests {
         assert_eq!(
             flights.route().expect("a again").caller,
             run(Some("a")).caller
+        );
+    }
+
+    #[test]
+    fn open_links_are_bounded_and_each_is_said_done_once() {
+        let client = BridgeClient::new("s", Arc::default(), Duration::from_secs(1));
+        for n in 0..=MAX_OPEN_LINKS {
+            client.keep_link(OpenLink {
+                theirs: format!("t{n}"),
+                ours: format!("o{n}"),
+                run: run(None),
+            });
+        }
+        assert!(client.take_link("t0").is_none(), "the oldest was forgotten");
+        assert_eq!(client.take_link("t1").expect("kept").ours, "o1");
+        assert!(client.take_link("t1").is_none(), "said done once");
+        assert!(
+            client.take_link("o2").is_none(),
+            "the bridge's own id is not the server's"
         );
     }
 

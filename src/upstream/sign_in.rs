@@ -109,6 +109,7 @@ impl Upstream {
         };
         let deadline = Instant::now() + opts.timeout;
         let pending = login::begin(&self.spec, tokens, opts).await?;
+        let link_id = crate::ids::random_id();
         let question = ServerQuestion {
             server: self.spec.name.clone(),
             message: format!(
@@ -117,7 +118,7 @@ impl Upstream {
             ),
             kind: QuestionKind::Url {
                 url: pending.url.clone(),
-                id: crate::ids::random_id(),
+                id: link_id.clone(),
             },
         };
         let mut done = Box::pin(pending.finish(deadline, secs));
@@ -135,11 +136,19 @@ impl Upstream {
         };
         // The callback may come before the client's answer does.
         let reply = tokio::select! {
-            r = &mut done => return r.map(|_| ()).map_err(NotSignedIn::from),
+            r = &mut done => {
+                asker.completed(&link_id).await;
+                return r.map(|_| ()).map_err(NotSignedIn::from);
+            }
             reply = asking => reply,
         };
         match reply {
-            Reply::Accept(_) => done.await.map(|_| ()).map_err(NotSignedIn::from),
+            Reply::Accept(_) => {
+                let signed_in = done.await;
+                // The client may show the link as pending until told it is done.
+                asker.completed(&link_id).await;
+                signed_in.map(|_| ()).map_err(NotSignedIn::from)
+            }
             Reply::Decline => Err(NotSignedIn::Declined),
             Reply::Cancel => Err(NotSignedIn::Cancelled),
             Reply::Unavailable(why) => Err(NotSignedIn::Unavailable(why)),

@@ -52,6 +52,18 @@ async def ask_link(ctx: Context) -> str:
 
 
 @server.tool()
+async def ask_link_done(ctx: Context) -> str:
+    """Asks the user to open a link, then says it is done: first for an id it never asked
+    under (to be dropped), then twice for its own (said once)."""
+    r = await ctx.elicit_url("Please sign the form", "https://example.com/sign?id=8", "el-8")
+    if r.action == "accept":
+        await ctx.session.send_elicit_complete("el-forged")
+        await ctx.session.send_elicit_complete("el-8")
+        await ctx.session.send_elicit_complete("el-8")
+    return r.action
+
+
+@server.tool()
 async def slow_ask(tag: str, ctx: Context) -> str:
     """Asks a form whose message names `tag`."""
     r = await ctx.elicit(f"question for {tag}", Person)

@@ -68,13 +68,16 @@ def workdir(tmp: Path, servers: dict[str, dict[str, Any]]) -> Path:
 
 @contextlib.asynccontextmanager
 async def approval_session(
-    d: Path, mode: str, approver: Approver | None, env: dict[str, str] | None = None
+    d: Path, mode: str, approver: Approver | None, env: dict[str, str] | None = None,
+    message_handler: Any = None,
 ) -> AsyncIterator[Client]:
-    """The official client connected to a bridge over `d` (see `workdir`)."""
+    """The official client connected to a bridge over `d` (see `workdir`); `message_handler`
+    sees the bridge's notifications."""
     full_env = base_env(d)
     full_env.update(env or {})
     params = StdioServerParameters(command=BRIDGE_BIN, args=["run"], env=full_env, cwd=str(d / "cwd"))
-    client = Client(params, mode=mode, elicitation_callback=approver, read_timeout_seconds=CALL_WAIT)
+    client = Client(params, mode=mode, elicitation_callback=approver, read_timeout_seconds=CALL_WAIT,
+                    message_handler=message_handler)
     async with client:
         yield client
 

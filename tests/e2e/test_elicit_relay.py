@@ -95,6 +95,34 @@ def test_a_link_is_relayed_in_url_mode_as_sent(d):
     assert q.mode == "url" and q.url == "https://example.com/sign?id=7", q
 
 
+def test_a_servers_word_that_a_link_is_done_reaches_the_client_once_under_the_id_it_was_asked(d):
+    done: list[str] = []
+
+    async def notes(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            done.append(message.params.elicitation_id)
+
+    async def go_() -> str:
+        a = Answerer(content=None)
+        async with approval_session(d, "legacy", a, message_handler=notes) as client:
+            r = await client.call_tool("run_python", {"code": call("ask_link_done"), "servers": ["asker"]})
+            for _ in range(50):
+                if done:
+                    break
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.3)
+            asked = a.questions[0]
+            assert asked.mode == "url", asked
+            return text_of(r)[0], asked.elicitation_id
+
+    text, asked_id = asyncio.run(go_())
+    assert "accept" in text, text
+    # The bridge's own id (a server cannot name another's question); the forged id and the
+    # repeat are dropped.
+    assert asked_id != "el-8"
+    assert done == [asked_id], done
+
+
 def test_a_2026_07_28_client_gets_a_link_in_a_forms_message(d):
     a = Answerer(content={})
     text, _ = go(d, a, call("ask_link"), mode="2026-07-28")

@@ -423,9 +423,10 @@ class LinkFollower:
 
 
 def run_in_client(home: Home, code: str, follower: LinkFollower | None, mode: str = "legacy",
-                  timeout: int | None = None, **env: str) -> tuple[str, bool]:
+                  timeout: int | None = None, done: list | None = None, **env: str) -> tuple[str, bool]:
     """run_python(code) through `mcp-code-bridge run` behind the official Python client (protocol
-    `mode`), whose elicitation callback is `follower` (none: a client without elicitation)."""
+    `mode`), whose elicitation callback is `follower` (none: a client without elicitation); the
+    ids of the link questions the bridge says are done go to `done`."""
     import asyncio
 
     from helpers_policy import text_of
@@ -437,7 +438,14 @@ def run_in_client(home: Home, code: str, follower: LinkFollower | None, mode: st
 
     async def go() -> tuple[str, bool]:
         args = {"code": code, "servers": ["remote", "stub"], **({"timeout": timeout} if timeout else {})}
-        async with Client(params, mode=mode, elicitation_callback=follower, read_timeout_seconds=120) as c:
+        async def notes(message) -> None:
+            from mcp import types
+
+            if done is not None and isinstance(message, types.ElicitCompleteNotification):
+                done.append(message.params.elicitation_id)
+
+        async with Client(params, mode=mode, elicitation_callback=follower, read_timeout_seconds=120,
+                          message_handler=notes) as c:
             r = await c.call_tool("run_python", args)
             return text_of(r)
 
@@ -458,11 +466,14 @@ def test_a_run_asks_its_client_to_sign_in_and_the_call_goes_on(tmp_path, auth_se
     code = ("import asyncio\n"
             "print(await asyncio.gather(mcp_remote.echo(text='a'), mcp_remote.echo(text='b')))\n"
             + CALL_REMOTE)
-    text, is_error = run_in_client(home, code, follower, MCP_BRIDGE_TIMEOUT="60")
+    done: list = []
+    text, is_error = run_in_client(home, code, follower, MCP_BRIDGE_TIMEOUT="60", done=done)
     assert not is_error and "in run" in text and "'a'" in text and "'b'" in text, text
     assert len(follower.questions) == 1, follower.questions
     q = follower.questions[0]
     assert q.mode == "url" and "'remote'" in q.message and "sign in" in q.message, q
+    # The client is told the link question is done once the sign-in landed.
+    assert done == [q.elicitation_id], done
     assert "code_challenge_method=S256" in q.url, q.url
     rec = home.record()
     assert rec and rec["credentials"]["token_response"]["access_token"], rec

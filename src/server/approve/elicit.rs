@@ -3,7 +3,10 @@
 //! questions relayed (their form as sent, their link in URL mode when the client declared it,
 //! else in a form's message).
 
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    CustomNotification, ElicitRequestParams, ElicitationAction, ElicitationSchema,
+    ServerNotification,
+};
 use rmcp::service::{Peer, ServiceError};
 use rmcp::RoleServer;
 use serde_json::Value;
@@ -101,6 +104,23 @@ impl Asker for ElicitAsker {
                 Reply::Unavailable("the client did not take the question".into())
             }
             Ok(Ok(result)) => reply_of(result.action, result.content),
+        }
+    }
+
+    async fn completed(&self, id: &str) {
+        if !self.takes_links() {
+            return;
+        }
+        let note = CustomNotification::new(
+            crate::calls::LINK_DONE,
+            Some(serde_json::json!({ "elicitationId": id })),
+        );
+        if let Err(e) = self
+            .peer
+            .send_notification(ServerNotification::CustomNotification(note))
+            .await
+        {
+            tracing::debug!(error = %e, "notifications/elicitation/complete was not sent");
         }
     }
 }
