@@ -363,7 +363,11 @@ impl ServerHandler for BridgeServer {
         let caller = who.as_ref().map(Who::binding).unwrap_or_default();
         // A retry of a 2026-07-28 client answering an approval question.
         if request.request_state.is_some() || request.input_responses.is_some() {
-            return self.rounds.resume(&caller, &request, context.ct).await;
+            let links = approve::takes_links(&context);
+            return self
+                .rounds
+                .resume(&caller, links, &request, context.ct)
+                .await;
         }
         let token = context.meta.get_progress_token();
         let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
@@ -375,13 +379,14 @@ impl ServerHandler for BridgeServer {
                 // the client during this first round only.
                 let me = self.clone();
                 let arguments = request.arguments.clone();
+                let links = approve::takes_links(&context);
                 let run = move |asker, stop| async move {
                     me.run_python(arguments, who.as_ref(), stop, progress, Some(asker))
                         .await
                 };
                 let response = self
                     .rounds
-                    .start(&caller, request.arguments.as_ref(), run, context.ct)
+                    .start(&caller, links, request.arguments.as_ref(), run, context.ct)
                     .await;
                 forwarder.finish().await;
                 return response;

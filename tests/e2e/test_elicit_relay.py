@@ -123,12 +123,14 @@ def test_a_servers_word_that_a_link_is_done_reaches_the_client_once_under_the_id
     assert done == [asked_id], done
 
 
-def test_a_2026_07_28_client_gets_a_link_in_a_forms_message(d):
-    a = Answerer(content={})
+def test_a_2026_07_28_client_gets_a_link_in_url_mode_in_its_input_request(d):
+    # The client declared URL-mode elicitation in the request (a client that did not gets the
+    # link in a form's message: server::approve::elicit's unit tests).
+    a = Answerer(content=None)
     text, _ = go(d, a, call("ask_link"), mode="2026-07-28")
     assert "accept" in text, text
     q = a.questions[0]
-    assert "Open this link: https://example.com/sign?id=7" in q.message, q
+    assert q.mode == "url" and q.url == "https://example.com/sign?id=7", q
 
 
 @pytest.mark.parametrize("kind", ["huge", "bad_schema", "bad_link"])

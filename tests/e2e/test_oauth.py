@@ -507,14 +507,14 @@ def test_a_client_without_elicitation_gets_auth_required_at_once(tmp_path, auth_
     assert_nothing_stored(home)
 
 
-def test_a_2026_07_28_client_gets_the_link_in_a_forms_message(tmp_path, auth_server, stub_ready):
+def test_a_2026_07_28_client_gets_the_link_in_url_mode_in_its_input_request(tmp_path, auth_server, stub_ready):
     srv = auth_server()
     home = Home(tmp_path, srv.url)
     follower = LinkFollower(home)
     text, is_error = run_in_client(home, CALL_REMOTE, follower, mode="2026-07-28")
     assert not is_error and "in run" in text, text
     q = follower.questions[0]
-    assert "Open this link: http://127.0.0.1:" in q.message and "'remote'" in q.message, q
+    assert q.mode == "url" and q.url.startswith("http://127.0.0.1:") and "'remote'" in q.message, q
 
 
 def test_the_wait_for_the_sign_in_does_not_count_against_the_runs_timeout(tmp_path, auth_server, stub_ready):

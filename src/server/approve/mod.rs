@@ -50,6 +50,14 @@ pub fn face(context: &RequestContext<RoleServer>) -> Face {
     }
 }
 
+/// Whether the client of `context`'s request declared URL-mode elicitation.
+pub fn takes_links(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| e.url.is_some())
+}
+
 /// Tools listed by name in a question at most; the rest are counted.
 const MAX_TOOLS: usize = 10;
 /// Argument previews shown per tool at most.

@@ -119,6 +119,7 @@ impl Rounds {
     pub async fn start<F, Fut>(
         &self,
         caller: &str,
+        links: bool,
         arguments: Option<&rmcp::model::JsonObject>,
         run: F,
         ct: CancellationToken,
@@ -139,7 +140,7 @@ impl Rounds {
             done,
             _stop: stop.drop_guard(),
         };
-        self.drive(flight, caller, arguments, ct).await
+        self.drive(flight, caller, links, arguments, ct).await
     }
 
     /// A retry from `caller`: checks its `requestState`, hands its answer to the waiting run,
@@ -149,6 +150,7 @@ impl Rounds {
     pub async fn resume(
         &self,
         caller: &str,
+        links: bool,
         request: &CallToolRequestParams,
         ct: CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -187,14 +189,16 @@ impl Rounds {
                 let _ = tx.send(reply);
             }
         }
-        self.drive(parked.run, caller, arguments, ct).await
+        self.drive(parked.run, caller, links, arguments, ct).await
     }
 
     /// Waits for the run's end or its next question (parked, and returned as input required).
+    /// `links`: this request's client declared URL-mode elicitation.
     async fn drive(
         &self,
         mut flight: InFlight,
         caller: &str,
+        links: bool,
         arguments: Option<&rmcp::model::JsonObject>,
         ct: CancellationToken,
     ) -> Result<CallToolResponse, ErrorData> {
@@ -226,8 +230,8 @@ impl Rounds {
                     (question.run, Waiting::Approval(reply))
                 }
                 Asking::Relay(question, run, reply) => {
-                    // The client's URL-mode support is not known here: a link goes in a form.
-                    let Some(params) = super::elicit::request(&question, false) else {
+                    // A link in URL mode where this request's client declared it, else in a form.
+                    let Some(params) = super::elicit::request(&question, links) else {
                         let why = "the form could not be put to the client".to_string();
                         Waiting::Relay(reply).unavailable(why);
                         continue;
