@@ -24,6 +24,7 @@ HOST_METHODS = (
     "discovered_servers",
     "list_tools",
     "query_tool_docs",
+    "stubs",
     "search_tool_docs",
     "describe_server",
     "list_loaded_server_metadata",
@@ -199,6 +200,14 @@ def query_tool_docs(server, tool=None, detail="summary"):
     return {"server": server, "tool": tool, "detail": detail}, (server, tool)
 
 
+@_helper("stubs")
+def stubs(server):
+    """Typed Python stubs of `server`'s tools, as text: one `async def` per tool with typed
+    parameters (enums as Literal, objects as TypedDict) and return type (a TypedDict from the
+    tool's output schema; str for a text-only tool), its description as the docstring."""
+    return {"server": server}, (server, None)
+
+
 def _search_results(reply):
     """The hits of a search reply; servers it could not search are named on stderr."""
     if not isinstance(reply, dict):
@@ -263,6 +272,7 @@ config_problems_sync = config_problems.sync
 list_servers_sync = list_servers.sync
 list_tools_sync = list_tools.sync
 query_tool_docs_sync = query_tool_docs.sync
+stubs_sync = stubs.sync
 search_tool_docs_sync = search_tool_docs.sync
 describe_server_sync = describe_server.sync
 list_loaded_server_metadata_sync = list_loaded_server_metadata.sync
@@ -272,7 +282,8 @@ reset_sync = reset.sync
 
 EXPORTS = (ping, ping_sync, discovered_servers, discovered_servers_sync, config_problems,
            config_problems_sync, list_servers, list_servers_sync, list_tools, list_tools_sync,
-           query_tool_docs, query_tool_docs_sync, search_tool_docs, search_tool_docs_sync,
+           query_tool_docs, query_tool_docs_sync, stubs, stubs_sync, search_tool_docs,
+           search_tool_docs_sync,
            describe_server, describe_server_sync, list_loaded_server_metadata,
            list_loaded_server_metadata_sync, capability_summary, capability_summary_sync,
            call_tool, call_tool_sync, reset, reset_sync)

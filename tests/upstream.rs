@@ -354,7 +354,7 @@ async fn arguments_are_checked_against_the_schema_before_the_call(lane: bool) {
     assert_eq!(err.kind.as_str(), "invalid_arguments");
     assert_eq!(
         err.message,
-        "mcp_my_stub.add(a: float, b: float) -> dict:\n  missing required argument 'b'\n  \
+        "mcp_my_stub.add(a: float, b: float) -> str:\n  missing required argument 'b'\n  \
          argument 'a' must be number, got string \"1\"\n  unknown argument 'bb' (did you mean 'b'?)"
     );
     let err = call("ad", json!({})).await.expect_err("unknown tool");

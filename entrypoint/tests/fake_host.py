@@ -11,6 +11,7 @@ CANNED = {
         "errors": [{"source": "/cfg/bad.json", "message": "invalid JSON"}]},
     "list_tools": [{"name": "echo", "description": "Echo the arguments."}],
     "query_tool_docs": [{"server": "alpha", "name": "echo", "description": "Echo."}],
+    "stubs": "from typing import Any\n\n\nasync def echo(*, text: str) -> str:\n    ...\n",
     "search_tool_docs": {"results": [{"server": "alpha", "tool": "echo", "toolAlias": "echo",
                                       "name": "echo", "description": "Echo.", "score": 0.9}],
                          "not_indexed": [{"server": "beta", "reason": "could not be started"}]},

@@ -246,6 +246,7 @@ class RuntimeHelperTest(McpCase):
               {"server": "alpha", "tool": None, "detail": "summary"}),
              ("query_tool_docs('alpha', 'echo', detail='full')", "query_tool_docs",
               {"server": "alpha", "tool": "echo", "detail": "full"}),
+             ("stubs('alpha')", "stubs", {"server": "alpha"}),
              ("search_tool_docs('issue')", "search_tool_docs",
               {"query": "issue", "limit": 5, "detail": "summary"}),
              ("search_tool_docs('x', 2, 'full')", "search_tool_docs",
@@ -295,7 +296,7 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "40 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
+            "42 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
             "'MCPError', "
             "'NotApprovedError', 'PolicyDeniedError', 'ServerError', "
             "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "

@@ -16,6 +16,8 @@ pub enum HostMethod {
     ListTools,
     /// `query_tool_docs`.
     QueryToolDocs,
+    /// `stubs`: a server's typed stubs.
+    Stubs,
     /// `search_tool_docs`.
     SearchToolDocs,
     /// `describe_server`.
@@ -39,6 +41,7 @@ impl HostMethod {
         HostMethod::DiscoveredServers,
         HostMethod::ListTools,
         HostMethod::QueryToolDocs,
+        HostMethod::Stubs,
         HostMethod::SearchToolDocs,
         HostMethod::DescribeServer,
         HostMethod::ListLoadedServerMetadata,
@@ -55,6 +58,7 @@ impl HostMethod {
             HostMethod::DiscoveredServers => "discovered_servers",
             HostMethod::ListTools => "list_tools",
             HostMethod::QueryToolDocs => "query_tool_docs",
+            HostMethod::Stubs => "stubs",
             HostMethod::SearchToolDocs => "search_tool_docs",
             HostMethod::DescribeServer => "describe_server",
             HostMethod::ListLoadedServerMetadata => "list_loaded_server_metadata",

@@ -47,6 +47,11 @@ pub enum BackendCall {
         /// How much of each tool.
         detail: Detail,
     },
+    /// `stubs(server)`: the server's tools as typed Python stubs.
+    Stubs {
+        /// The server.
+        server: String,
+    },
     /// `search_tool_docs(query, limit=5, detail="summary")`.
     SearchToolDocs {
         /// Words to look for.
@@ -128,6 +133,9 @@ impl HostRequest {
                 detail: detail(&mut params)?,
                 tool: optional_string(&mut params, "tool")?,
             },
+            HostMethod::Stubs => BackendCall::Stubs {
+                server: string(&mut params, "server")?,
+            },
             HostMethod::SearchToolDocs => BackendCall::SearchToolDocs {
                 query: string(&mut params, "query")?,
                 limit: params
@@ -165,6 +173,7 @@ impl BackendCall {
             BackendCall::DiscoveredServers => HostMethod::DiscoveredServers,
             BackendCall::ListTools { .. } => HostMethod::ListTools,
             BackendCall::QueryToolDocs { .. } => HostMethod::QueryToolDocs,
+            BackendCall::Stubs { .. } => HostMethod::Stubs,
             BackendCall::SearchToolDocs { .. } => HostMethod::SearchToolDocs,
             BackendCall::DescribeServer { .. } => HostMethod::DescribeServer,
             BackendCall::ListLoadedServerMetadata => HostMethod::ListLoadedServerMetadata,

@@ -31,6 +31,7 @@ says so when it does). Top-level `await` works. pandas, numpy and matplotlib are
 ## Discovery (`from mcp import runtime`; each has a `_sync` twin)
 - `discovered_servers()`, `list_servers()`, `list_tools(server)`
 - `query_tool_docs(server, tool=None, detail=\"summary\"|\"full\")`
+- `stubs(server)`: the server's tools as typed Python stubs (results as TypedDicts)
 - `search_tool_docs(query, limit=5)`: fuzzy search across all configured servers
 - `describe_server(name)`, `list_loaded_server_metadata()`, `capability_summary()`
 - `call_tool(server, tool, args)`

@@ -2,7 +2,10 @@
 //! Python-style signature. Pure functions.
 
 use rmcp::model::Tool;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+
+use super::pytypes::alias;
+use super::stubs::{self, ToolTypes};
 
 pub use crate::calls::Detail;
 
@@ -15,26 +18,6 @@ pub fn one_line(tool: &Tool) -> String {
     } else {
         line.to_string()
     }
-}
-
-/// The Python identifier for a server or tool name: every character outside `[A-Za-z0-9_]`
-/// becomes `_`, and a leading `_` is added when it starts with a digit (`my-server.v2` →
-/// `my_server_v2`). The entrypoint's `proxies.alias` is the same function.
-pub fn alias(name: &str) -> String {
-    let mut a: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if a.starts_with(|c: char| c.is_ascii_digit()) {
-        a.insert(0, '_');
-    }
-    a
 }
 
 /// Docs for one tool at `detail`, in the shape both bridges document: `server`, `serverAlias`,
@@ -84,75 +67,23 @@ pub fn find<'a>(tools: &'a [Tool], wanted: &str) -> Option<&'a Tool> {
         })
 }
 
-/// One parameter of a tool, as its Python signature shows it.
-struct Param<'a> {
-    name: &'a str,
-    schema: &'a Value,
-    required: bool,
-}
-
-/// The tool's parameters: required ones first, then the optional ones, each group in the order
-/// the schema declares them.
-fn params(tool: &Tool) -> Vec<Param<'_>> {
-    let schema = tool.input_schema.as_ref();
-    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
-        return Vec::new();
-    };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let (mut first, rest): (Vec<_>, Vec<_>) = props
-        .iter()
-        .map(|(name, p)| Param {
-            name,
-            schema: p,
-            required: required.contains(&name.as_str()),
-        })
-        .partition(|p| p.required);
-    first.extend(rest);
-    first
-}
-
-/// The Python return annotation of a tool: its output schema's type, else `dict`.
-fn returns(tool: &Tool) -> String {
-    match tool.output_schema.as_deref() {
-        Some(out) => py_type(&Value::Object(out.clone())),
-        None => "dict".into(),
-    }
-}
-
-/// A Python-style signature: `create_issue(repo: str, title: str, body: str = None) -> dict`.
+/// A Python-style signature: `create_issue(repo: str, title: str, body: str | None = None) -> str`,
+/// typed as the server's stubs type it (`stubs.rs`).
 pub fn signature(tool: &Tool) -> String {
-    let shown: Vec<String> = params(tool)
-        .iter()
-        .map(|p| {
-            let ty = py_type(p.schema);
-            if p.required {
-                format!("{}: {ty}", p.name)
-            } else {
-                let default = p
-                    .schema
-                    .get("default")
-                    .map(py_literal)
-                    .unwrap_or_else(|| "None".into());
-                format!("{}: {ty} = {default}", p.name)
-            }
-        })
-        .collect();
-    format!("{}({}) -> {}", tool.name, shown.join(", "), returns(tool))
+    ToolTypes::of(tool).signature(&tool.name)
 }
 
 /// What the sandbox needs to give a tool's proxy function its real signature and help text:
 /// `{"name", "doc", "params": [[name, type, required, default?]], "returns"}` (the default
-/// only when the schema declares one).
+/// only when the schema declares one), typed as the server's stubs type it.
 pub fn proxy_entry(tool: &Tool) -> Value {
-    let params: Vec<Value> = params(tool)
+    let types = ToolTypes::of(tool);
+    let params: Vec<Value> = types
+        .params
         .iter()
         .map(|p| {
-            let mut v = vec![json!(p.name), json!(py_type(p.schema)), json!(p.required)];
-            if let Some(d) = p.schema.get("default").filter(|_| !p.required) {
+            let mut v = vec![json!(p.name), json!(p.annotation()), json!(p.required)];
+            if let Some(d) = p.default.as_ref().filter(|_| !p.required) {
                 v.push(d.clone());
             }
             Value::Array(v)
@@ -160,64 +91,10 @@ pub fn proxy_entry(tool: &Tool) -> Value {
         .collect();
     json!({
         "name": tool.name,
-        "doc": tool.description.as_deref().unwrap_or(""),
+        "doc": stubs::doc_text(tool, &types),
         "params": params,
-        "returns": returns(tool),
+        "returns": types.returns,
     })
-}
-
-fn py_type(schema: &Value) -> String {
-    let one = |t: &str, s: &Map<String, Value>| -> String {
-        match t {
-            "string" => "str".into(),
-            "integer" => "int".into(),
-            "number" => "float".into(),
-            "boolean" => "bool".into(),
-            "null" => "None".into(),
-            "array" => match s.get("items") {
-                Some(items) => format!("list[{}]", py_type(items)),
-                None => "list".into(),
-            },
-            "object" => "dict".into(),
-            _ => "Any".into(),
-        }
-    };
-    let Some(s) = schema.as_object() else {
-        return "Any".into();
-    };
-    if let Some(e) = s.get("enum").and_then(Value::as_array) {
-        let lits: Vec<String> = e.iter().take(8).map(py_literal).collect();
-        return format!("Literal[{}]", lits.join(", "));
-    }
-    match s.get("type") {
-        Some(Value::String(t)) => one(t, s),
-        Some(Value::Array(ts)) => {
-            let parts: Vec<String> = ts
-                .iter()
-                .filter_map(Value::as_str)
-                .map(|t| one(t, s))
-                .collect();
-            parts.join(" | ")
-        }
-        _ => {
-            for key in ["anyOf", "oneOf"] {
-                if let Some(alts) = s.get(key).and_then(Value::as_array) {
-                    return alts.iter().map(py_type).collect::<Vec<_>>().join(" | ");
-                }
-            }
-            "Any".into()
-        }
-    }
-}
-
-fn py_literal(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]
@@ -261,7 +138,7 @@ mod tests {
         // Optional parameters keep the order the schema declares them in.
         assert_eq!(
             signature(&t),
-            "create_issue(repo: str, title: str, body: str = None, labels: list[str] = None, draft: bool = False, state: Literal[\"open\", \"closed\"] = None, n: int | None = None) -> dict"
+            "create_issue(repo: str, title: str, body: str | None = None, labels: list[str] | None = None, draft: bool = False, state: Literal['open', 'closed'] | None = None, n: int | None = None) -> str"
         );
         assert_eq!(one_line(&t), "Create an issue.");
         let full = doc("gh", &t, Detail::Full);
@@ -274,8 +151,11 @@ mod tests {
         let entry = proxy_entry(&t);
         assert_eq!(entry["params"][0], json!(["repo", "str", true]));
         assert_eq!(entry["params"][4], json!(["draft", "bool", false, false]));
-        assert_eq!(entry["params"][3], json!(["labels", "list[str]", false]));
-        assert_eq!(entry["returns"], "dict");
+        assert_eq!(
+            entry["params"][3],
+            json!(["labels", "list[str] | None", false])
+        );
+        assert_eq!(entry["returns"], "str");
         let summary = doc("my-gh", &t, Detail::Summary);
         assert!(summary.get("input_schema").is_none());
         assert_eq!(summary["tool"], "create_issue");

@@ -26,6 +26,7 @@ pub mod oauth;
 mod owner;
 mod per_client;
 mod pool;
+pub mod pytypes;
 mod question;
 mod read_chunk;
 mod remote;
@@ -37,6 +38,7 @@ mod sign_ins;
 mod sse;
 mod start;
 mod start_error;
+pub mod stubs;
 mod transport;
 mod validate;
 

@@ -45,24 +45,30 @@ pub fn maybe_wrapped(value: &Value) -> bool {
 /// property; the standalone fastmcp 2.x marks it `"x-fastmcp-wrap-result": true`. Any other
 /// value is returned as it is.
 pub fn unwrap_fastmcp(value: Value, tool: Option<&Tool>) -> Value {
-    let Some(schema) = tool.and_then(|t| t.output_schema.as_deref()) else {
+    if !tool.is_some_and(wraps_result) {
         return value;
-    };
-    let marked = schema.get("x-fastmcp-wrap-result") == Some(&Value::Bool(true));
-    let titled = tool.is_some_and(|t| {
-        schema.get("title").and_then(Value::as_str) == Some(&format!("{}Output", t.name))
-            && schema.get("required") == Some(&serde_json::json!(["result"]))
-            && schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .is_some_and(|p| p.len() == 1 && p.contains_key("result"))
-    });
+    }
     match value {
-        Value::Object(mut m) if (marked || titled) && m.len() == 1 && m.contains_key("result") => {
+        Value::Object(mut m) if m.len() == 1 && m.contains_key("result") => {
             m.remove("result").unwrap_or(Value::Null)
         }
         other => other,
     }
+}
+
+/// Whether `tool`'s output schema is FastMCP's wrap of a plain value (see [`unwrap_fastmcp`]).
+pub fn wraps_result(tool: &Tool) -> bool {
+    let Some(schema) = tool.output_schema.as_deref() else {
+        return false;
+    };
+    let marked = schema.get("x-fastmcp-wrap-result") == Some(&Value::Bool(true));
+    marked
+        || (schema.get("title").and_then(Value::as_str) == Some(&format!("{}Output", tool.name))
+            && schema.get("required") == Some(&serde_json::json!(["result"]))
+            && schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .is_some_and(|p| p.len() == 1 && p.contains_key("result")))
 }
 
 /// The error text of a result with `isError`.

@@ -67,17 +67,17 @@ await attempt("ok", lambda: mcp_stub.add(a=1, b=2))
         servers=["stub", "my-stub"],
     )
     msg = _invalid(got["missing"])
-    assert msg == "mcp_stub.add(a: float, b: float) -> dict: missing required argument 'b'", msg
+    assert msg == "mcp_stub.add(a: float, b: float) -> str: missing required argument 'b'", msg
     # The server's alias, as written in the sandbox.
     msg = _invalid(got["dash"])
-    assert msg.startswith("mcp_my_stub.echo(text: str) -> dict:") and "'text'" in msg, msg
+    assert msg.startswith("mcp_my_stub.echo(text: str) -> str:") and "'text'" in msg, msg
     assert got["ok"] == ["no error", {"sum": 3}], got
 
 
 def test_a_misspelt_argument_gets_did_you_mean(ab):
     got = _outcomes(ab, 'await attempt("typo", lambda: mcp_stub.echo(txet="hi"))', servers=["stub"])
     msg = _invalid(got["typo"])
-    assert msg.startswith("mcp_stub.echo(text: str) -> dict:\n"), msg
+    assert msg.startswith("mcp_stub.echo(text: str) -> str:\n"), msg
     lines = msg.splitlines()[1:]
     # Several problems: one per line.
     assert sorted(line.strip() for line in lines) == [
@@ -98,7 +98,7 @@ await attempt("call_tool", lambda: runtime.call_tool("stub", "big", {"bytes": 1.
     )
     msg = _invalid(got["str_for_number"])
     assert msg.endswith(": argument 'a' must be number, got string \"5\""), msg
-    assert "mcp_stub.add(a: float, b: float) -> dict" in msg, msg
+    assert "mcp_stub.add(a: float, b: float) -> str" in msg, msg
     msg = _invalid(got["negative"])
     assert "argument 'bytes'" in msg and "minimum" in msg, msg
     msg = _invalid(got["call_tool"])

@@ -67,7 +67,7 @@ print(json.dumps(out))
     assert [(h["server"], h["name"]) for h in got["async"]] == [(h["server"], h["name"]) for h in hits]
     full = got["full"]
     assert len(full) == 1 and (full[0]["server"], full[0]["name"]) == ("calsrv", "tool_0"), full
-    assert full[0]["signature"] == "tool_0(query: str, limit: int = 10) -> dict", full
+    assert full[0]["signature"] == "tool_0(query: str, limit: int = 10) -> str", full
     assert full[0]["input_schema"]["required"] == ["query"], full
     assert set(full[0]["input_schema"]["properties"]) == {"query", "limit"}, full
     assert (got["weather"][0]["server"], got["weather"][0]["name"]) == ("calsrv", "tool_2"), got["weather"]
@@ -132,7 +132,7 @@ print(json.dumps(out))
             "description": ADD_DESCRIPTION,
             "input_schema": ADD_SCHEMA,
             "inputSchema": ADD_SCHEMA,
-            "signature": "add(a: float, b: float) -> dict",
+            "signature": "add(a: float, b: float) -> str",
         }
     ], got["full"]
     assert got["full_async"] == got["full"]
@@ -143,13 +143,13 @@ print(json.dumps(out))
     assert all(set(d) == summary_keys and d["description"] for d in got["all"]), got["all"]
     sigs = {d["name"]: d["signature"] for d in got["all_full"]}
     assert sigs == {
-        "echo": "echo(text: str) -> dict",
-        "add": "add(a: float, b: float) -> dict",
-        "slow": "slow(seconds: float) -> dict",
-        "crash": "crash() -> dict",
-        "big": "big(bytes: int) -> dict",
-        "fail": "fail(message: str) -> dict",
-        "whoami": "whoami() -> dict",
+        "echo": "echo(text: str) -> str",
+        "add": "add(a: float, b: float) -> str",
+        "slow": "slow(seconds: float) -> str",
+        "crash": "crash() -> str",
+        "big": "big(bytes: int) -> str",
+        "fail": "fail(message: str) -> str",
+        "whoami": "whoami() -> str",
     }
     assert got["tools"] == got["tools_sync"] == [
         {"name": d["name"], "alias": d["toolAlias"], "description": d["description"]} for d in got["all"]

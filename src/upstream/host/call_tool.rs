@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{caller, visible, UpstreamHostCalls};
 use crate::calls::{CallContext, CallError, ToolCall};
-use crate::upstream::docs::alias;
+use crate::upstream::pytypes::alias;
 use crate::upstream::validate::Rejection;
 use crate::upstream::{result, UpstreamError};
 

@@ -99,6 +99,7 @@ impl HostCalls for UpstreamHostCalls {
                 tool,
                 detail,
             } => Box::pin(self.query_tool_docs(ctx, &server, tool.as_deref(), detail)).await,
+            BackendCall::Stubs { server } => Box::pin(self.stubs(ctx, &server)).await,
             BackendCall::SearchToolDocs {
                 query,
                 limit,
@@ -213,7 +214,7 @@ mod tests {
 
     #[test]
     fn aliases() {
-        assert_eq!(super::super::docs::alias("my-server.v2"), "my_server_v2");
-        assert_eq!(super::super::docs::alias("1st"), "_1st");
+        assert_eq!(super::super::pytypes::alias("my-server.v2"), "my_server_v2");
+        assert_eq!(super::super::pytypes::alias("1st"), "_1st");
     }
 }

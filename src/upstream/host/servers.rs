@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use super::{caller, visible, UpstreamHostCalls};
 use crate::calls::{CallContext, CallError};
 use crate::config::ServerSpec;
-use crate::upstream::docs::{self, alias};
+use crate::upstream::docs;
+use crate::upstream::pytypes::alias;
 
 impl UpstreamHostCalls {
     /// `list_servers`: the configured servers' names.

@@ -1,4 +1,5 @@
-//! `list_tools` and `query_tool_docs`: one server's tools, listed or documented.
+//! `list_tools`, `query_tool_docs` and `stubs`: one server's tools, listed, documented or
+//! typed.
 
 use std::sync::Arc;
 
@@ -7,8 +8,9 @@ use serde_json::{json, Value};
 
 use super::{caller, visible, UpstreamHostCalls};
 use crate::calls::{CallContext, CallError, Detail};
-use crate::upstream::docs::{self, alias};
+use crate::upstream::docs;
 use crate::upstream::error::UpstreamError;
+use crate::upstream::pytypes::alias;
 
 impl UpstreamHostCalls {
     /// `list_tools`: name, alias and one line of each tool of `server`.
@@ -49,6 +51,17 @@ impl UpstreamHostCalls {
             }
             listed => listed,
         }
+    }
+
+    /// `stubs`: the typed stubs of `server`'s tools (those the run may see), as text.
+    pub(super) async fn stubs(&self, ctx: &CallContext, server: &str) -> Result<Value, CallError> {
+        let all = self.tools_signed_in(ctx, server).await?;
+        let seen: Vec<Tool> = all
+            .iter()
+            .filter(|t| visible(ctx, server, &t.name))
+            .cloned()
+            .collect();
+        Ok(Value::String(crate::upstream::stubs::stubs(server, &seen)))
     }
 
     /// `query_tool_docs`: the docs of `tool` of `server`, or of all its tools.
