@@ -58,6 +58,13 @@ pub struct RunReport {
     /// only: not serialized, so `run_python`'s results stay as they were.
     #[serde(skip)]
     pub exit: Option<SystemExit>,
+    /// What the run did through the bridge (`calls::Trace`), for the result's `_meta`; not
+    /// serialized with the report.
+    #[serde(skip)]
+    pub trace: Option<serde_json::Value>,
+    /// The trace's token estimate, for the audit log's run line.
+    #[serde(skip)]
+    pub tokens: Option<crate::calls::Tokens>,
 }
 
 /// A file copied out of the sandbox into this session's folder on the host.

@@ -186,6 +186,8 @@ mod tests {
             refused: 0,
             bytes_in: 10,
             bytes_out: 15,
+            tokens_direct: None,
+            tokens_run: None,
             dropped: 0,
         }
     }

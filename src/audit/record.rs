@@ -76,6 +76,13 @@ pub struct RunRecord {
     pub bytes_in: u64,
     /// Bytes of results received.
     pub bytes_out: u64,
+    /// The run trace's estimate of the tokens the same work would have cost as direct tool
+    /// calls (`calls::Trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_direct: Option<u64>,
+    /// The estimate of the tokens the run cost (its code and output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_run: Option<u64>,
     /// Audit lines dropped because the queue was full since the last run line.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped: u64,
@@ -258,6 +265,8 @@ mod tests {
             refused: 0,
             bytes_in: 0,
             bytes_out: 0,
+            tokens_direct: None,
+            tokens_run: None,
             dropped: 0,
         };
         let cut = run.bounded().token.expect("a token");

@@ -17,8 +17,9 @@ use super::host_calls::{CallContext, HostCalls};
 use super::host_method::HostMethod;
 use super::loaded::LoadedTools;
 use super::names;
-use super::request::HostRequest;
+use super::request::{BackendCall, HostRequest};
 use super::run_scope::RunScope;
+use super::trace::{self, RunSize, Tokens, TracedCall};
 use crate::report::RunReport;
 
 /// What `reset` drops: the namespace snapshot kept for an idle stop. The snapshot feature's
@@ -77,6 +78,31 @@ impl Dispatcher {
         self.backend.load(servers, scope, deadline).await
     }
 
+    /// The run's trace (`trace.rs`) as the result's `_meta` carries it, with its token
+    /// estimate: `code_bytes` of code ran and gave back `report`.
+    pub fn trace(
+        &self,
+        scope: &RunScope,
+        code_bytes: usize,
+        report: &RunReport,
+    ) -> (Value, Tokens) {
+        let listings = scope
+            .trace
+            .servers()
+            .iter()
+            .map(|s| self.backend.listing_bytes(s))
+            .sum();
+        let output =
+            report.stdout.len() + report.stderr.len() + report.error.as_deref().map_or(0, str::len);
+        let size = RunSize {
+            code: code_bytes as u64,
+            output: output as u64,
+            listings,
+            elapsed: scope.arrived.elapsed(),
+        };
+        (scope.trace.to_json(size), scope.trace.tokens(size))
+    }
+
     /// Tells the hook (if any) that the run of `scope` ended with `report`.
     pub fn run_ended(&self, scope: &RunScope, report: &RunReport) {
         if let Some(hook) = &self.hook {
@@ -98,21 +124,54 @@ impl Dispatcher {
     ) -> Result<Value, CallError> {
         let request = parse(method, params)?;
         let kind = request.method();
-        let Some(hook) = &self.hook else {
-            return self.answer(ctx, request).await;
+        // A tool call is traced (`trace.rs`): its names and its arguments' size, before the
+        // arguments move to the backend.
+        let traced = match &request {
+            HostRequest::Backend(BackendCall::CallTool(c)) => Some((
+                c.server.clone(),
+                c.tool.clone(),
+                trace::json_bytes(&c.arguments),
+            )),
+            _ => None,
         };
         let began = Instant::now();
-        let mut admission = hook.before(ctx, &request).await;
-        let outcome = match admission.refusal.take() {
-            Some(err) => Err(err),
-            None => self.answer(ctx, request).await,
+        let (outcome, measured) = match &self.hook {
+            None => {
+                let outcome = self.answer(ctx, request).await;
+                let measured = traced.as_ref().map(|_| result_bytes(&outcome));
+                (outcome, measured)
+            }
+            Some(hook) => {
+                let mut admission = hook.before(ctx, &request).await;
+                let outcome = match admission.refusal.take() {
+                    Some(err) => Err(err),
+                    None => self.answer(ctx, request).await,
+                };
+                let measured = traced.as_ref().map(|_| result_bytes(&outcome));
+                let answered = Answered {
+                    method: kind,
+                    outcome: &outcome,
+                    elapsed: began.elapsed(),
+                    measured,
+                };
+                hook.after(ctx, admission, &answered);
+                (outcome, measured)
+            }
         };
-        let answered = Answered {
-            method: kind,
-            outcome: &outcome,
-            elapsed: began.elapsed(),
-        };
-        hook.after(ctx, admission, &answered);
+        if let Some((server, tool, bytes_in)) = traced {
+            ctx.run.trace.record(TracedCall {
+                server,
+                tool,
+                start: trace::offset(ctx.run.arrived, began),
+                duration: began.elapsed(),
+                bytes_in,
+                bytes_out: measured.unwrap_or(0),
+                outcome: match &outcome {
+                    Ok(_) => "ok",
+                    Err(e) => e.kind.as_str(),
+                },
+            });
+        }
         outcome
     }
 
@@ -128,6 +187,11 @@ impl Dispatcher {
             HostRequest::Backend(call) => self.backend.call(ctx, call).await,
         }
     }
+}
+
+/// Bytes of an answer's value as JSON; 0 for an error.
+fn result_bytes(outcome: &Result<Value, CallError>) -> u64 {
+    outcome.as_ref().map_or(0, trace::json_bytes)
 }
 
 /// The request a `call` frame makes. `ping` echoes anything; every other request is checked

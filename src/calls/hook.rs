@@ -4,7 +4,6 @@
 //! run ends. No policy lives here.
 
 use std::any::Any;
-use std::io::Write;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -93,31 +92,21 @@ pub struct Answered<'a> {
     pub outcome: &'a Result<Value, CallError>,
     /// Time from routing to the answer.
     pub elapsed: Duration,
+    /// Bytes of the outcome's value as JSON, when the dispatcher measured them already (a
+    /// tool call's, for the run's trace).
+    pub measured: Option<u64>,
 }
 
 impl Answered<'_> {
-    /// Bytes of the outcome's value as JSON (0 for an error); measured only when asked.
+    /// Bytes of the outcome's value as JSON (0 for an error); measured only when asked, unless
+    /// they were already.
     pub fn bytes(&self) -> usize {
         let Ok(value) = self.outcome else {
             return 0;
         };
-        let mut counter = Counter(0);
-        // Writing to a counter cannot fail, and a JSON value always serializes.
-        let _ = serde_json::to_writer(&mut counter, value);
-        counter.0
-    }
-}
-
-/// Counts the bytes written to it.
-struct Counter(usize);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
+        let n = self
+            .measured
+            .unwrap_or_else(|| super::trace::json_bytes(value));
+        usize::try_from(n).unwrap_or(usize::MAX)
     }
 }

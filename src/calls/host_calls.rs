@@ -53,6 +53,13 @@ pub trait HostCalls: Send + Sync + 'static {
         ToolFacts::default()
     }
 
+    /// Bytes of `server`'s `tools/list` result as JSON, as a client connected to it directly
+    /// would read it (the run trace's estimate); 0 when the list is not known. 0 by default.
+    fn listing_bytes(&self, server: &str) -> u64 {
+        let _ = server;
+        0
+    }
+
     /// Signs in to `server`, which needs it, for `ctx`'s call (the person asked through the
     /// run's client, or the link opened): whether it is signed in and connected now. `false`
     /// by default.

@@ -23,6 +23,7 @@ mod person_wait;
 mod relay;
 mod request;
 mod run_scope;
+mod trace;
 
 pub use ask::{Answer, ApprovalReason, AskedCall, Asker, Question};
 pub use dispatcher::{Dispatcher, SavedNamespace};
@@ -40,3 +41,4 @@ pub use request::{BackendCall, Detail, HostRequest, ToolCall, MAX_SEARCH_LIMIT};
 pub use run_scope::{
     Caller, Narrowing, RunBudgets, RunScope, ServerUse, SignInWay, Tally, MAX_ALLOWED_TOOLS,
 };
+pub use trace::{json_bytes, RunSize, Tokens, Trace, TracedCall, BYTES_PER_TOKEN, MAX_TRACED};

@@ -56,6 +56,8 @@ pub struct RunScope {
     /// Set by the policy hook once it heard of the run's end (lines of calls answered later
     /// are written at once).
     pub ended: AtomicBool,
+    /// The run's tool calls, for the result's trace (`trace.rs`).
+    pub trace: super::trace::Trace,
 }
 
 /// How a run signs in to a server that needs it (`upstream/sign_in.rs`).
@@ -99,6 +101,7 @@ impl RunScope {
             stop_reason: OnceLock::new(),
             ended: AtomicBool::new(false),
             sign_in: SignInWay::Ask,
+            trace: Default::default(),
         }
     }
 

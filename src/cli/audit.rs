@@ -326,6 +326,8 @@ mod tests {
             refused: 0,
             bytes_in: 10,
             bytes_out: 20,
+            tokens_direct: None,
+            tokens_run: None,
             dropped: 0,
         }));
         let out = readable(Path::new("/a.log"), &tail);

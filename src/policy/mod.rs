@@ -326,6 +326,8 @@ impl CallHook for Policy {
             refused: Tally::get(&t.refused),
             bytes_in: Tally::get(&t.argument_bytes),
             bytes_out: Tally::get(&t.result_bytes),
+            tokens_direct: report.tokens.map(|t| t.direct),
+            tokens_run: report.tokens.map(|t| t.run),
             dropped: 0,
         });
     }
@@ -381,6 +383,7 @@ mod tests {
                 method: HostMethod::CallTool,
                 outcome: &outcome,
                 elapsed: Duration::from_millis(1),
+                measured: None,
             };
             policy.after(&ctx, admission, &answered);
             policy.run_ended(
@@ -436,6 +439,7 @@ mod tests {
                 method: HostMethod::CallTool,
                 outcome: &outcome,
                 elapsed: Duration::from_millis(1),
+                measured: None,
             };
             policy.after(&ctx, admission, &answered);
             assert_eq!(scope.stopped.is_cancelled(), messages.len() > 5);

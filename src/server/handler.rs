@@ -238,6 +238,11 @@ impl BridgeServer {
                 .insert(SANDBOX_META.into(), serde_json::Value::String(handle));
             result.meta = Some(meta);
         }
+        if let Some(trace) = report.trace.take() {
+            let mut meta = result.meta.take().unwrap_or_default();
+            meta.0.insert(TRACE_META.into(), trace);
+            result.meta = Some(meta);
+        }
         Ok(result)
     }
 
@@ -309,6 +314,9 @@ const RELEASED: &str = "The sandbox was released: its variables and files are go
 
 /// The result `_meta` key carrying a handle minted for a stateless client.
 pub const SANDBOX_META: &str = "mcp-code-bridge/sandbox";
+
+/// The result `_meta` key carrying the run's trace (`calls::Trace`).
+pub const TRACE_META: &str = "mcp-code-bridge/trace";
 
 /// Why a run was not sent to a sandbox.
 enum Refused {

@@ -369,17 +369,18 @@ impl UpstreamPool {
 
     /// Every server's tools known without starting anything (live, else cached).
     pub fn known_tools(&self) -> Vec<(String, Arc<Vec<Tool>>)> {
-        let mut out = Vec::new();
-        for (name, up) in &self.upstreams {
-            let tools = match up.live_now() {
-                Some(l) => Some(l.tools),
-                None => self.cache.get(&up.spec),
-            };
-            if let Some(t) = tools {
-                out.push((name.clone(), t));
-            }
-        }
-        out
+        self.upstreams
+            .keys()
+            .filter_map(|name| Some((name.clone(), self.tools_now(name)?)))
+            .collect()
+    }
+
+    /// `name`'s tools known without starting anything (live, else cached).
+    pub fn tools_now(&self, name: &str) -> Option<Arc<Vec<Tool>>> {
+        let up = self.upstreams.get(name)?;
+        up.live_now()
+            .map(|l| l.tools)
+            .or_else(|| self.cache.get(&up.spec))
     }
 
     /// `tool`'s (`destructiveHint`, `readOnlyHint`) in the cached list of `spec`; `None` when

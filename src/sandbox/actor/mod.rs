@@ -201,8 +201,12 @@ impl Sandbox {
     /// actor goes on serving (`image/provision/`).
     pub async fn run(&self, req: RunRequest) -> RunReport {
         let scope = req.scope.clone();
-        let report = self.run_queued(req).await;
+        let code_bytes = req.code.len();
+        let mut report = self.run_queued(req).await;
         scope.finished.cancel();
+        let (trace, tokens) = self.dispatcher.trace(&scope, code_bytes, &report);
+        report.trace = Some(trace);
+        report.tokens = Some(tokens);
         self.dispatcher.run_ended(&scope, &report);
         report
     }

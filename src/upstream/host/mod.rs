@@ -127,6 +127,13 @@ impl HostCalls for UpstreamHostCalls {
                 .is_ok()
     }
 
+    fn listing_bytes(&self, server: &str) -> u64 {
+        // As `tools/list` answers: `{"tools": [...]}`.
+        self.pool
+            .tools_now(server)
+            .map_or(0, |tools| crate::calls::json_bytes(&*tools) + 11)
+    }
+
     fn facts(&self, server: &str, tool: &str) -> ToolFacts {
         let Ok(up) = self.pool.get(server) else {
             return ToolFacts::default();
