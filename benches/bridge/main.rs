@@ -23,6 +23,7 @@ mod serve;
 mod serve_first;
 mod served;
 mod stats;
+mod trace;
 
 use std::path::PathBuf;
 use std::time::Instant;

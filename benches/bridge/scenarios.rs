@@ -38,6 +38,7 @@ pub const ALL: &[(&str, Scenario)] = &[
         Box::pin(crate::serve::stateless(t, q))
     }),
     ("preload", |t, q| Box::pin(crate::preload::preload(t, q))),
+    ("trace", |t, q| Box::pin(crate::trace::trace(t, q))),
 ];
 
 fn tokens(bytes: usize) -> f64 {
