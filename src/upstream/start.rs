@@ -90,6 +90,26 @@ impl Starter {
         }
     }
 
+    /// A remote entry's headers for this connection: its static `headers`, with those of its
+    /// `headersHelper` (run afresh now, as Claude Code runs it on every connection) over them.
+    async fn entry_headers(
+        &self,
+        fixed: &std::collections::BTreeMap<String, String>,
+        url: &str,
+    ) -> Result<RemoteHeaders, StartError> {
+        let all = match &self.spec.headers_helper {
+            None => return RemoteHeaders::from_entry(fixed).map_err(StartError::Header),
+            Some(helper) => {
+                let timeout = super::headers_helper::HELPER_TIMEOUT;
+                let dynamic = super::headers_helper::run(helper, &self.spec.name, url, timeout)
+                    .await
+                    .map_err(StartError::HeadersHelper)?;
+                super::headers_helper::merged(fixed, dynamic)
+            }
+        };
+        RemoteHeaders::from_entry(&all).map_err(StartError::Header)
+    }
+
     /// What connecting to a remote server needs of this starter.
     fn remote(&self) -> RemoteStart<'_> {
         RemoteStart {
@@ -166,7 +186,7 @@ impl Starter {
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Http { url, headers } => {
-                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                let headers = self.entry_headers(headers, url).await?;
                 // With stored credentials, rmcp's authorizing client (refresh ahead of expiry
                 // and on a 401), also for the legacy transport a fallback may take; without, a
                 // 401 means the server needs sign-in.
@@ -184,7 +204,7 @@ impl Starter {
                 }
             }
             Transport::Sse { url, headers } => {
-                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                let headers = self.entry_headers(headers, url).await?;
                 let headers = match self.authorized(url).await? {
                     Some(client) => headers.with_authorizer(Arc::new(client)),
                     None => headers,

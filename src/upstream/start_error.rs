@@ -20,6 +20,9 @@ pub(super) enum StartError {
     /// A configured HTTP header is no valid header.
     #[error(transparent)]
     Header(HeaderError),
+    /// The entry's `headersHelper` gave no headers (its output is never in the text).
+    #[error(transparent)]
+    HeadersHelper(super::headers_helper::HelperError),
     /// The legacy SSE transport could not connect.
     #[error("legacy SSE: {0}")]
     Sse(#[source] SseError),
