@@ -399,7 +399,10 @@ mod tests {
         assert_eq!(run(Syntax::Cursor, "${TOKEN}").expect("test"), "${TOKEN}");
         assert_eq!(
             run(Syntax::VsCode, "${input:api-key}"),
-            Err(ExpandError::Unsupported("${input:api-key}".into()))
+            Err(ExpandError::Input {
+                id: "api-key".into(),
+                declared: None
+            })
         );
         assert_eq!(
             run(Syntax::Windsurf, "${env:TOKEN}").expect("test"),
@@ -443,6 +446,40 @@ mod tests {
         assert!(variable_forms(Syntax::Literal, text).is_empty());
         assert_eq!(variable_forms(Syntax::ClaudeCode, "a ${OPEN"), ["a ${OPEN"]);
         assert!(variable_forms(Syntax::ClaudeCode, "plain").is_empty());
+    }
+
+    #[test]
+    fn an_input_is_named_by_its_declaration_and_gets_an_env_name() {
+        let inputs = vs_inputs(
+            serde_json::json!({"inputs": [
+                {"type": "promptString", "id": "gh-pat", "description": "GitHub PAT", "password": true},
+                {"type": "promptString", "id": "9lives"},
+                {"type": "pickString"},
+                "junk"
+            ]})
+            .as_object()
+            .expect("object"),
+        );
+        assert_eq!(inputs.len(), 2, "{inputs:?}");
+        let no_env = |_: &str| None;
+        let mut x = Expander::new(Syntax::VsCode, &no_env, None, None).with_inputs(inputs);
+        let err = x.expand("Bearer ${input:gh-pat}").expect_err("a prompt");
+        assert_eq!(
+            err.to_string(),
+            "${input:gh-pat} is a password prompt (\"GitHub PAT\") that VS Code shows and answers \
+             from its own secret storage, which the bridge does not read; write \"${env:GH_PAT}\" in \
+             its place (VS Code reads that form too) and set GH_PAT in the environment the bridge starts in"
+        );
+        assert!(x
+            .expand("${input:9lives}")
+            .expect_err("a prompt")
+            .to_string()
+            .contains("is a prompt that VS Code shows"));
+        assert_eq!(input_env_name("9lives"), "INPUT_9LIVES");
+        assert_eq!(input_env_name(""), "INPUT_");
+        // Cursor keeps the text as written, as Cursor does.
+        let mut c = Expander::new(Syntax::Cursor, &no_env, None, None);
+        assert_eq!(c.expand("${input:x}").expect("kept"), "${input:x}");
     }
 
     #[test]
