@@ -197,6 +197,29 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_servers_name_and_url_are_data_never_command_text() {
+        let d = tempfile::tempdir().expect("tempdir");
+        let planted = d.path().join("planted");
+        let name = format!(
+            "x$(touch {})`touch {}`;touch {}",
+            planted.display(),
+            planted.display(),
+            planted.display()
+        );
+        let url = format!("http://127.0.0.1:1/mcp?$(touch {})", planted.display());
+        let got = run(
+            r#"printf '{"X-Name": "%s"}' "$CLAUDE_CODE_MCP_SERVER_NAME""#,
+            &name,
+            &url,
+            Duration::from_secs(3),
+        )
+        .await
+        .expect("valid");
+        assert_eq!(got["X-Name"], name);
+        assert!(!planted.exists(), "a field became shell text");
+    }
+
+    #[tokio::test]
     async fn failures_name_the_cause_and_never_the_output() {
         let secret = "tok-9f1e2d";
         let cases: Vec<(String, &str)> = vec![
