@@ -84,15 +84,8 @@ pub(super) async fn run(
         .kill_on_drop(true)
         .process_group(0);
     let mut child = cmd.spawn().map_err(HelperError::Spawn)?;
-    let group = child.id().and_then(|p| i32::try_from(p).ok());
-    let kill_group = || {
-        if let Some(pgid) = group {
-            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-    };
+    // Killed however this ends: done, failed, timed out, or the start abandoned (dropped).
+    let _group = KillGroup(child.id().and_then(|p| i32::try_from(p).ok()));
     let mut stdout = child.stdout.take().ok_or(HelperError::NotObject)?;
     let finished = async {
         let mut out = Vec::new();
@@ -107,19 +100,9 @@ pub(super) async fn run(
         let status = child.wait().await.map_err(HelperError::Spawn)?;
         Ok((status, out))
     };
-    let (status, out) = match tokio::time::timeout(timeout, finished).await {
-        Ok(Ok(done)) => done,
-        Ok(Err(e)) => {
-            kill_group();
-            return Err(e);
-        }
-        Err(_) => {
-            kill_group();
-            return Err(HelperError::Timeout(timeout));
-        }
-    };
-    // Whatever it left behind in its group goes with it.
-    kill_group();
+    let (status, out) = tokio::time::timeout(timeout, finished)
+        .await
+        .map_err(|_| HelperError::Timeout(timeout))??;
     if !status.success() {
         use std::os::unix::process::ExitStatusExt;
         return Err(match (status.code(), status.signal()) {
@@ -129,6 +112,20 @@ pub(super) async fn run(
         });
     }
     parse(&out)
+}
+
+/// The helper's process group, sent SIGKILL when dropped: whatever it started goes with it.
+struct KillGroup(Option<i32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 /// The helper's stdout as headers: one JSON object of valid header names to string values.
@@ -281,6 +278,22 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert!(!late.exists(), "a child of the helper outlived the timeout");
+
+        // A start abandoned while the helper runs (its future dropped) stops it all the same.
+        let dropped = d.path().join("dropped");
+        let abandoned = tokio::time::timeout(
+            Duration::from_millis(300),
+            run(
+                &format!("(sleep 2; touch {}) & sleep 30", dropped.display()),
+                "s",
+                "http://127.0.0.1:1/mcp",
+                Duration::from_secs(20),
+            ),
+        )
+        .await;
+        assert!(abandoned.is_err(), "still running when dropped");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        assert!(!dropped.exists(), "a child of an abandoned helper lived on");
     }
 
     #[test]
