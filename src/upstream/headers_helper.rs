@@ -153,6 +153,24 @@ fn parse(out: &[u8]) -> Result<BTreeMap<String, String>, HelperError> {
     Ok(headers)
 }
 
+/// The texts to keep out of messages for these headers: each value, and the part after its
+/// scheme (`Bearer <token>`: the token alone too); parts under 4 bytes are left (they would
+/// blank ordinary words).
+pub(super) fn secret_parts(headers: &BTreeMap<String, String>) -> Vec<String> {
+    let mut parts = Vec::new();
+    for v in headers.values() {
+        let tail = v.split_once(' ').map(|(_, t)| t.trim());
+        for part in [Some(v.as_str()), tail].into_iter().flatten() {
+            if part.len() >= 4 && !parts.iter().any(|p| p == part) {
+                parts.push(part.to_string());
+            }
+        }
+    }
+    // Longest first, so a value is replaced whole before a part of it.
+    parts.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    parts
+}
+
 /// The entry's static `headers` with the helper's over them: a helper's header replaces a
 /// static one of the same name, whatever its case.
 pub(super) fn merged(
@@ -294,6 +312,16 @@ mod tests {
         assert!(abandoned.is_err(), "still running when dropped");
         tokio::time::sleep(Duration::from_secs(3)).await;
         assert!(!dropped.exists(), "a child of an abandoned helper lived on");
+    }
+
+    #[test]
+    fn secret_parts_are_the_values_and_their_credentials() {
+        let h = BTreeMap::from([
+            ("Authorization".to_string(), "Bearer tok-123".to_string()),
+            ("X-A".to_string(), "abc".to_string()),
+            ("X-Key".to_string(), "k3y-value".to_string()),
+        ]);
+        assert_eq!(secret_parts(&h), ["Bearer tok-123", "k3y-value", "tok-123"]);
     }
 
     #[test]

@@ -18,7 +18,8 @@ Modes (hostile authorization servers):
   http-endpoint  the metadata names a plain-http token endpoint off loopback
   open           no authorization at all (the same tools, for measuring what sign-in costs)
   static-bearer  no OAuth routes: /mcp answers 401 unless `Authorization: Bearer <--token>`
-                 (for headers a client config supplies, e.g. Claude Code's headersHelper)
+                 (for headers a client config supplies, e.g. Claude Code's headersHelper); the
+                 401's body echoes the Authorization it got, as a careless server would
 """
 
 from __future__ import annotations
@@ -165,7 +166,8 @@ def main() -> None:
 
 def static_bearer(app, token: str, log: Path | None):
     """Wraps the app so every HTTP request needs `Authorization: Bearer <token>` (a 401 without
-    any OAuth challenge otherwise); `log` gets `ok` or `refused` per request, never the token."""
+    any OAuth challenge otherwise, its body echoing what was sent); `log` gets `ok` or `refused`
+    per request, never the token."""
     want = f"Bearer {token}".encode()
 
     async def wrapped(scope, receive, send):
@@ -176,7 +178,7 @@ def static_bearer(app, token: str, log: Path | None):
                 with log.open("a") as f:
                     f.write(("ok" if ok else "refused") + "\n")
             if not ok:
-                return await Response(b"unauthorized", status_code=401)(scope, receive, send)
+                return await Response(b"unauthorized: " + got[:200], status_code=401)(scope, receive, send)
         return await app(scope, receive, send)
 
     return wrapped

@@ -112,6 +112,17 @@ def test_a_headers_helper_supplies_the_bearer_once_its_project_entry_is_allowed(
     assert token not in "\n".join(outputs) + (audit.read_text() if audit.exists() else ""), \
         "the helper's header reached an output or the audit log"
 
+    # A helper's bearer the server refuses and echoes in its error body: kept out of the error.
+    wrong = "wrong-" + secrets.token_hex(8)
+    _write(repo / ".mcp.json", {"mcpServers": {"docs": {
+        "type": "http", "url": srv.url, "headersHelper": f"echo '{{\"Authorization\": \"Bearer {wrong}\"}}'"}}})
+    assert _run(env, repo, "servers", "--allow", "docs", "--yes").returncode == 0
+    p = _run(env, repo, "exec", "--servers", "docs", code)
+    said = p.stdout + p.stderr
+    assert p.returncode != 0 and "'docs'" in said and "401" in said, said
+    assert "unauthorized: [redacted]" in said, said
+    assert wrong not in said, [line for line in said.splitlines() if wrong in line]
+
     # A failing helper: named with its exit code, its output not echoed.
     _write(repo / ".mcp.json", {"mcpServers": {"docs": {
         "type": "http", "url": srv.url, "headersHelper": f"echo 'leak-{token}'; exit 7"}}})
