@@ -53,6 +53,7 @@ pub mod ids;
 pub mod image;
 pub mod lines;
 pub mod log_limit;
+pub mod log_secrets;
 pub mod outbox;
 pub mod policy;
 pub mod report;

@@ -420,3 +420,80 @@ fn a_fifo_or_an_endless_config_file_is_a_problem_not_a_hang() {
     let listed = text(&out.stdout);
     assert_eq!(listed.matches("not a regular file").count(), 2, "{said}");
 }
+
+/// `connect` for `name`: `Ok`, or the error's text (a refusal or a failed start).
+async fn connect_text(s: &Setup, servers: &Servers, name: &str) -> Result<(), String> {
+    let pool = UpstreamPool::new(Arc::new(servers.clone()), &s.root.join("state"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let got = pool
+        .connect(name, deadline)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string());
+    pool.shutdown().await;
+    got
+}
+
+#[tokio::test]
+async fn a_projects_headers_helper_runs_only_once_this_exact_entry_is_allowed() {
+    let s = Setup::new();
+    // Claude Code's own records approve `docs` by name in this trusted folder: enough for
+    // Claude Code, not for a command the repository may have edited since.
+    s.write(
+        &s.home.join(".claude.json"),
+        json!({"projects": {s.repo.display().to_string(): {"hasTrustDialogAccepted": true,
+            "enabledMcpjsonServers": ["docs"]}}}),
+    );
+    let mcp_json = s.repo.join(".mcp.json");
+    let helper = |exit: u8| {
+        format!(
+            "date >> {}; echo '{{\"Authorization\": \"Bearer x\"}}'; exit {exit}",
+            s.marker.display()
+        )
+    };
+    let write_entry = |exit: u8| {
+        s.write(
+            &mcp_json,
+            json!({"mcpServers": {"docs": {"type": "http", "url": "http://127.0.0.1:9/mcp",
+                "headersHelper": helper(exit)}}}),
+        )
+    };
+    write_entry(3);
+    let found = s.discover();
+    let docs = found.get("docs").expect("docs");
+    assert_eq!(docs.consent, Consent::Needed);
+    assert_eq!(docs.headers_helper.as_deref(), Some(helper(3).as_str()));
+    assert!(
+        found.notes.iter().any(|n| n
+            .message
+            .contains("names the server, not its headersHelper command")),
+        "{:?}",
+        found.notes
+    );
+    let refused = connect_text(&s, &found, "docs").await.expect_err("refused");
+    assert!(refused.contains("servers --allow docs"), "{refused}");
+    assert!(!s.marker.exists(), "the repository's headersHelper ran");
+
+    // `servers --allow` shows the command and pins it; then it runs (and its failure is named).
+    let out = s.run(&["servers", "--allow", "docs", "--yes"]);
+    let shown = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(shown.contains("headersHelper: \"date >> "), "{shown}");
+    let found = s.discover();
+    assert!(found.get("docs").expect("docs").consent.permits());
+    let failed = connect_text(&s, &found, "docs").await.expect_err("exit 3");
+    assert!(
+        failed.contains("'docs'") && failed.contains("its headersHelper exited with code 3"),
+        "{failed}"
+    );
+    assert!(!failed.contains("Bearer x"), "{failed}");
+    assert!(s.marker.exists(), "the allowed headersHelper did not run");
+
+    // An edited helper needs consent again.
+    std::fs::remove_file(&s.marker).expect("rm");
+    write_entry(4);
+    let found = s.discover();
+    assert_eq!(found.get("docs").expect("docs").consent, Consent::Needed);
+    connect_text(&s, &found, "docs").await.expect_err("refused");
+    assert!(!s.marker.exists(), "the edited headersHelper ran");
+}

@@ -2,7 +2,8 @@
 //! through [`crate::shown`], or should have) printed with any control, bidirectional or
 //! invisible character that is still in it escaped. Backslashes are left as they are, so text
 //! already escaped with `Shown` is unchanged; a piece someone forgot to escape can at worst look
-//! like an escape, never act as one. [`SafeStderr`] applies it to every log line.
+//! like an escape, never act as one. [`SafeStderr`] applies it to every log line, after
+//! replacing the values registered in [`crate::log_secrets`].
 
 use std::borrow::Cow;
 use std::io::Write;
@@ -63,7 +64,8 @@ impl EventLine {
     fn line(&self) -> String {
         let text = String::from_utf8_lossy(&self.0);
         let body = text.strip_suffix('\n').unwrap_or(&text);
-        let mut line = safe_line(body).into_owned();
+        let body = crate::log_secrets::redact(body);
+        let mut line = safe_line(&body).into_owned();
         line.push('\n');
         line
     }

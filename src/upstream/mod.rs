@@ -4,7 +4,8 @@
 //! `"perClient"` server, one per client: `per_client.rs`), whose connection one
 //! task owns (`owner.rs`, starting it through `start.rs`; `transport.rs` its stdio pipes,
 //! `lane/` the fast `tools/call` path on them; `sse/` the legacy HTTP+SSE transport,
-//! `remote_headers.rs` the headers of remote servers); `host/` answers the
+//! `remote_headers.rs` the headers of remote servers, `headers_helper.rs` Claude Code's
+//! `headersHelper` command that adds to them); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
 //! you mean") are pure; `validate/` checks arguments against input schemas before a call; `read_chunk.rs` sizes
 //! the buffers a server's pipes are read into by what they carry. `elicit.rs` is the bridge's
@@ -18,6 +19,7 @@ pub mod docs;
 mod elicit;
 mod error;
 mod handshake;
+mod headers_helper;
 mod host;
 mod lane;
 mod live;

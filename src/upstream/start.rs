@@ -90,6 +90,31 @@ impl Starter {
         }
     }
 
+    /// A remote entry's headers for this connection: its static `headers`, with those of its
+    /// `headersHelper` (run afresh now, as Claude Code runs it on every connection) over them.
+    async fn entry_headers(
+        &self,
+        fixed: &std::collections::BTreeMap<String, String>,
+        url: &str,
+        helper_values: &mut Vec<String>,
+    ) -> Result<RemoteHeaders, StartError> {
+        let all = match &self.spec.headers_helper {
+            None => return RemoteHeaders::from_entry(fixed).map_err(StartError::Header),
+            Some(helper) => {
+                let timeout = super::headers_helper::HELPER_TIMEOUT;
+                let dynamic = super::headers_helper::run(helper, &self.spec.name, url, timeout)
+                    .await
+                    .map_err(StartError::HeadersHelper)?;
+                for part in super::headers_helper::secret_parts(&dynamic) {
+                    crate::log_secrets::register(&part);
+                    helper_values.push(part);
+                }
+                super::headers_helper::merged(fixed, dynamic)
+            }
+        };
+        RemoteHeaders::from_entry(&all).map_err(StartError::Header)
+    }
+
     /// What connecting to a remote server needs of this starter.
     fn remote(&self) -> RemoteStart<'_> {
         RemoteStart {
@@ -102,10 +127,22 @@ impl Starter {
     }
 
     /// Starts the server. The process group of a stdio server is put in `group` as soon as it
-    /// exists, so an abandoned start can be killed.
+    /// exists, so an abandoned start can be killed. A failure's text never holds a value a
+    /// `headersHelper` gave (a server may echo a header in its error body).
     pub(super) async fn start(
         &self,
         group: &OnceLock<ProcessGroup>,
+    ) -> Result<Started, StartError> {
+        let mut helper_values = Vec::new();
+        self.start_with(group, &mut helper_values)
+            .await
+            .map_err(|e| StartError::without(e, &helper_values))
+    }
+
+    async fn start_with(
+        &self,
+        group: &OnceLock<ProcessGroup>,
+        helper_values: &mut Vec<String>,
     ) -> Result<Started, StartError> {
         self.starts.fetch_add(1, Ordering::Relaxed);
         tracing::info!(server = %crate::shown::Shown(&self.spec.name), "starting MCP server");
@@ -166,7 +203,7 @@ impl Starter {
                     .map_err(|e| StartError::Initialize(Box::new(e)))?
             }
             Transport::Http { url, headers } => {
-                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                let headers = self.entry_headers(headers, url, helper_values).await?;
                 // With stored credentials, rmcp's authorizing client (refresh ahead of expiry
                 // and on a 401), also for the legacy transport a fallback may take; without, a
                 // 401 means the server needs sign-in.
@@ -184,7 +221,7 @@ impl Starter {
                 }
             }
             Transport::Sse { url, headers } => {
-                let headers = RemoteHeaders::from_entry(headers).map_err(StartError::Header)?;
+                let headers = self.entry_headers(headers, url, helper_values).await?;
                 let headers = match self.authorized(url).await? {
                     Some(client) => headers.with_authorizer(Arc::new(client)),
                     None => headers,

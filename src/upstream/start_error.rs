@@ -20,6 +20,9 @@ pub(super) enum StartError {
     /// A configured HTTP header is no valid header.
     #[error(transparent)]
     Header(HeaderError),
+    /// The entry's `headersHelper` gave no headers (its output is never in the text).
+    #[error(transparent)]
+    HeadersHelper(super::headers_helper::HelperError),
     /// The legacy SSE transport could not connect.
     #[error("legacy SSE: {0}")]
     Sse(#[source] SseError),
@@ -47,7 +50,26 @@ pub(super) enum StartError {
     /// The stored sign-in could not be used (the token store, or discovery).
     #[error("OAuth: {0}")]
     OAuth(#[source] super::oauth::OAuthError),
+    /// Another failure whose text held a value a `headersHelper` gave, with it replaced by
+    /// `[redacted]`.
+    #[error("{0}")]
+    Redacted(String),
     /// The server did not list its tools.
     #[error("tools/list failed: {0}")]
     ListTools(#[source] rmcp::ServiceError),
+}
+
+impl StartError {
+    /// `err`, or its text with every one of `secrets` replaced by `[redacted]` when it holds one.
+    pub(super) fn without(err: StartError, secrets: &[String]) -> StartError {
+        let text = err.to_string();
+        if !secrets.iter().any(|s| text.contains(s.as_str())) {
+            return err;
+        }
+        let mut text = text;
+        for s in secrets {
+            text = text.replace(s.as_str(), "[redacted]");
+        }
+        StartError::Redacted(text)
+    }
 }

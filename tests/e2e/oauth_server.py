@@ -17,6 +17,9 @@ Modes (hostile authorization servers):
   far-callback   authorize redirects to a non-loopback callback, never to the bridge's
   http-endpoint  the metadata names a plain-http token endpoint off loopback
   open           no authorization at all (the same tools, for measuring what sign-in costs)
+  static-bearer  no OAuth routes: /mcp answers 401 unless `Authorization: Bearer <--token>`
+                 (for headers a client config supplies, e.g. Claude Code's headersHelper); the
+                 401's body echoes the Authorization it got, as a careless server would
 """
 
 from __future__ import annotations
@@ -122,6 +125,7 @@ def main() -> None:
     ap.add_argument("--mode", default="normal")
     ap.add_argument("--log")
     ap.add_argument("--honour", type=int)
+    ap.add_argument("--token", help="static-bearer: the one bearer token accepted")
     args = ap.parse_args()
 
     import socket
@@ -134,7 +138,7 @@ def main() -> None:
         issuer_url=base, resource_server_url=f"{base}/mcp", validate_token_resource=False,
         client_registration_options=ClientRegistrationOptions(enabled=True),
         revocation_options=RevocationOptions(enabled=True))
-    if args.mode == "open":
+    if args.mode in ("open", "static-bearer"):
         server = MCPServer("oauth-test")
     else:
         server = MCPServer("oauth-test", auth_server_provider=provider, auth=auth)
@@ -150,12 +154,34 @@ def main() -> None:
         return "signed-in"
 
     app = server.streamable_http_app()
-    if args.mode not in ("normal", "open"):
+    if args.mode == "static-bearer":
+        app = static_bearer(app, args.token or "", Path(args.log) if args.log else None)
+    elif args.mode not in ("normal", "open"):
         app = hostile(app, args.mode, base)
     Path(args.port_file).write_text(str(port))
     sys.stdout.flush()
     config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def static_bearer(app, token: str, log: Path | None):
+    """Wraps the app so every HTTP request needs `Authorization: Bearer <token>` (a 401 without
+    any OAuth challenge otherwise, its body echoing what was sent); `log` gets `ok` or `refused`
+    per request, never the token."""
+    want = f"Bearer {token}".encode()
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] == "http":
+            got = dict(scope.get("headers") or []).get(b"authorization", b"")
+            ok = bool(token) and secrets.compare_digest(got, want)
+            if log:
+                with log.open("a") as f:
+                    f.write(("ok" if ok else "refused") + "\n")
+            if not ok:
+                return await Response(b"unauthorized: " + got[:200], status_code=401)(scope, receive, send)
+        return await app(scope, receive, send)
+
+    return wrapped
 
 
 def hostile(app, mode: str, base: str):

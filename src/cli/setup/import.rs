@@ -86,6 +86,7 @@ pub fn plan(sources: &[Source], dir: &Path) -> ImportPlan {
                 Portability::Unreadable(why) => {
                     Some(format!("the bridge would not read it: {why}"))
                 }
+                Portability::MoreThere(why) => Some(why),
                 Portability::Variables(forms) => Some(format!(
                     "uses {}: {label} expands it, the bridge's own files do not (copy it by hand with the value in place, or keep it in {label} and set MCP_BRIDGE_IMPORT_CLIENT_CONFIGS=1)",
                     forms.join(", "),

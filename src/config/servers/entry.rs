@@ -4,7 +4,8 @@
 //! `serverUrl`, `disabled`, and the policy keys (`entry_policy.rs`: `allowedTools`,
 //! `disabledTools`, `requireApproval`, `autoApprove`, `callsPerMinute`, `maxCallsPerRun`,
 //! `maxResultBytesPerRun`), and `perClient` (one process per client under `serve --http`; a
-//! project's file may set it too: it only adds isolation, and its approval pins it).
+//! project's file may set it too: it only adds isolation, and its approval pins it), and
+//! Claude Code's `headersHelper` on remote entries (in Claude Code's files and the user's own).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::clients::Origin;
+use super::clients::{Client, Origin};
 use super::consent::{entry_hash, Consent};
 use super::entry_policy::parse_policy;
 use super::expand::{ExpandError, Expander};
@@ -125,7 +126,12 @@ pub fn parse_entry(
             "\"{f}\" is not supported by the bridge; put the variables in \"env\""
         )));
     }
+    let headers_helper = match &transport {
+        Transport::Stdio { .. } => None,
+        _ => headers_helper(origin, &fields)?,
+    };
     let mut spec = ServerSpec::new(name, transport, file);
+    spec.headers_helper = headers_helper;
     spec.disabled = disabled;
     spec.per_client = per_client;
     spec.oauth = oauth.map(Arc::new);
@@ -139,6 +145,35 @@ pub fn parse_entry(
         Consent::Own
     };
     Ok(spec)
+}
+
+/// The longest `headersHelper` command accepted.
+const MAX_HELPER: usize = 4096;
+
+/// A remote entry's `"headersHelper"`, in the files where it means something: Claude Code's
+/// (which defines it) and the user's own. Other clients do not run it, so neither does the
+/// bridge for their files. Kept as written: the shell it runs in expands `$VAR`, `${VAR}` and
+/// `${VAR:-default}` itself, so no value of the environment is put into the command text.
+fn headers_helper<E: Fn(String) -> ConfigIssue>(
+    origin: Origin,
+    fields: &Fields<'_, E>,
+) -> Result<Option<String>, ConfigIssue> {
+    let honoured = matches!(origin, Origin::Own | Origin::Client(Client::ClaudeCode, _));
+    if !honoured {
+        return Ok(None);
+    }
+    let Some(helper) = fields.string("headersHelper")? else {
+        return Ok(None);
+    };
+    if helper.trim().is_empty() {
+        return Err((fields.err)("\"headersHelper\" is empty".into()));
+    }
+    if helper.len() > MAX_HELPER || helper.contains('\0') {
+        return Err((fields.err)(format!(
+            "\"headersHelper\" must be a command of at most {MAX_HELPER} bytes without NUL"
+        )));
+    }
+    Ok(Some(helper))
 }
 
 fn expand_headers(

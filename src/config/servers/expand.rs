@@ -4,7 +4,7 @@
 //! |---|---|
 //! | Claude Code | `${VAR}`, `${VAR:-default}` |
 //! | Cursor | `${env:VAR}`, `${userHome}`, `${workspaceFolder}`, `${workspaceFolderBasename}`, `${pathSeparator}`, `${/}` |
-//! | VS Code | Cursor's forms and `${cwd}`; `${input:id}`, `${config:...}`, `${command:...}` and the editor's file variables need the editor: a config problem here |
+//! | VS Code | Cursor's forms and `${cwd}`; `${input:id}`, `${config:...}`, `${command:...}` and the editor's file variables need the editor: a config problem here (for `${input:id}`, one that gives the `${env:...}` text to write instead) |
 //! | Windsurf | `${env:VAR}` (its `${file:...}` is a config problem here) |
 //! | none | the bridge's own files and Claude Desktop: values are literal |
 //!
@@ -42,6 +42,98 @@ pub enum ExpandError {
     /// A `${` without its closing `}`.
     #[error("unterminated ${{...}} in {0:?}")]
     Unterminated(String),
+    /// VS Code's `${input:ID}`: a prompt VS Code shows, whose answer it keeps in its own secret
+    /// storage (which the bridge never reads). The text says what to write instead.
+    #[error("{}", input_problem(.id, .declared.as_ref()))]
+    Input {
+        /// The input's id.
+        id: String,
+        /// Its declaration in the file's `inputs`, when there is one.
+        declared: Option<VsInput>,
+    },
+}
+
+/// One of VS Code's `inputs` (a prompt VS Code shows before it starts a server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VsInput {
+    /// Its `id`, as `${input:ID}` names it.
+    pub id: String,
+    /// Its `description` (the prompt's text), cut to 80 characters.
+    pub description: Option<String>,
+    /// `"password": true`: VS Code masks the answer.
+    pub password: bool,
+}
+
+/// The `inputs` array of a VS Code `mcp.json` (entries that are not objects with an `id` are
+/// skipped; at most 100 are read).
+pub fn vs_inputs(root: &serde_json::Map<String, serde_json::Value>) -> Vec<VsInput> {
+    let Some(list) = root.get("inputs").and_then(|v| v.as_array()) else {
+        return Vec::new();
+    };
+    list.iter()
+        .take(100)
+        .filter_map(|i| {
+            let id = i.get("id")?.as_str()?.to_string();
+            let description = i
+                .get("description")
+                .and_then(|d| d.as_str())
+                .map(|d| d.chars().take(80).collect());
+            let password = i.get("password").and_then(|p| p.as_bool()) == Some(true);
+            Some(VsInput {
+                id,
+                description,
+                password,
+            })
+        })
+        .collect()
+}
+
+/// The environment variable suggested in place of `${input:id}`: the id in upper case, other
+/// characters than letters, digits and `_` as `_`.
+pub fn input_env_name(id: &str) -> String {
+    let mut name: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        name.insert_str(0, "INPUT_");
+    }
+    name
+}
+
+fn input_problem(id: &str, declared: Option<&VsInput>) -> String {
+    let shown: String = crate::shown::Shown(id)
+        .to_string()
+        .chars()
+        .take(64)
+        .collect();
+    let what = match declared {
+        Some(d) => {
+            let kind = if d.password {
+                "a password prompt"
+            } else {
+                "a prompt"
+            };
+            match &d.description {
+                Some(text) => format!("{kind} (\"{}\")", crate::shown::Shown(text)),
+                None => kind.to_string(),
+            }
+        }
+        None => "a prompt (not declared in the file's \"inputs\")".to_string(),
+    };
+    let env = input_env_name(id);
+    format!(
+        "${{input:{shown}}} is {what} that VS Code shows and answers from its own secret storage, \
+         which the bridge does not read; write \"${{env:{env}}}\" in its place (VS Code reads that form too) \
+         and set {env} in the environment the bridge starts in"
+    )
 }
 
 /// What expansion may read: the environment, the home folder and the workspace folder.
@@ -50,6 +142,8 @@ pub struct Expander<'a> {
     env: &'a dyn Fn(&str) -> Option<String>,
     home: Option<&'a Path>,
     workspace: Option<&'a Path>,
+    /// VS Code's `inputs` of the file, for the message about `${input:ID}`.
+    inputs: Vec<VsInput>,
     /// Values substituted from the environment, kept for redaction.
     pub secrets: Vec<String>,
 }
@@ -67,8 +161,15 @@ impl<'a> Expander<'a> {
             env,
             home,
             workspace,
+            inputs: Vec::new(),
             secrets: Vec::new(),
         }
+    }
+
+    /// The same expander, knowing the file's VS Code `inputs`.
+    pub fn with_inputs(mut self, inputs: Vec<VsInput>) -> Self {
+        self.inputs = inputs;
+        self
     }
 
     /// `text` with every variable of this syntax replaced.
@@ -126,8 +227,14 @@ impl<'a> Expander<'a> {
                 if let Some(name) = body.strip_prefix("env:") {
                     return self.required_env(name).map(Some);
                 }
-                if body.starts_with("input:") && self.syntax == Syntax::VsCode {
-                    return Err(ExpandError::Unsupported(format!("${{{body}}}")));
+                if let Some(id) = body.strip_prefix("input:") {
+                    if self.syntax == Syntax::VsCode {
+                        let declared = self.inputs.iter().find(|i| i.id == id).cloned();
+                        return Err(ExpandError::Input {
+                            id: id.to_string(),
+                            declared,
+                        });
+                    }
                 }
                 let path = |p: Option<&Path>, what: &str| {
                     p.map(|p| p.display().to_string())
@@ -292,7 +399,10 @@ mod tests {
         assert_eq!(run(Syntax::Cursor, "${TOKEN}").expect("test"), "${TOKEN}");
         assert_eq!(
             run(Syntax::VsCode, "${input:api-key}"),
-            Err(ExpandError::Unsupported("${input:api-key}".into()))
+            Err(ExpandError::Input {
+                id: "api-key".into(),
+                declared: None
+            })
         );
         assert_eq!(
             run(Syntax::Windsurf, "${env:TOKEN}").expect("test"),
@@ -336,6 +446,40 @@ mod tests {
         assert!(variable_forms(Syntax::Literal, text).is_empty());
         assert_eq!(variable_forms(Syntax::ClaudeCode, "a ${OPEN"), ["a ${OPEN"]);
         assert!(variable_forms(Syntax::ClaudeCode, "plain").is_empty());
+    }
+
+    #[test]
+    fn an_input_is_named_by_its_declaration_and_gets_an_env_name() {
+        let inputs = vs_inputs(
+            serde_json::json!({"inputs": [
+                {"type": "promptString", "id": "gh-pat", "description": "GitHub PAT", "password": true},
+                {"type": "promptString", "id": "9lives"},
+                {"type": "pickString"},
+                "junk"
+            ]})
+            .as_object()
+            .expect("object"),
+        );
+        assert_eq!(inputs.len(), 2, "{inputs:?}");
+        let no_env = |_: &str| None;
+        let mut x = Expander::new(Syntax::VsCode, &no_env, None, None).with_inputs(inputs);
+        let err = x.expand("Bearer ${input:gh-pat}").expect_err("a prompt");
+        assert_eq!(
+            err.to_string(),
+            "${input:gh-pat} is a password prompt (\"GitHub PAT\") that VS Code shows and answers \
+             from its own secret storage, which the bridge does not read; write \"${env:GH_PAT}\" in \
+             its place (VS Code reads that form too) and set GH_PAT in the environment the bridge starts in"
+        );
+        assert!(x
+            .expand("${input:9lives}")
+            .expect_err("a prompt")
+            .to_string()
+            .contains("is a prompt that VS Code shows"));
+        assert_eq!(input_env_name("9lives"), "INPUT_9LIVES");
+        assert_eq!(input_env_name(""), "INPUT_");
+        // Cursor keeps the text as written, as Cursor does.
+        let mut c = Expander::new(Syntax::Cursor, &no_env, None, None);
+        assert_eq!(c.expand("${input:x}").expect("kept"), "${input:x}");
     }
 
     #[test]

@@ -280,6 +280,126 @@ mod tests {
         assert!(!problem.contains("secret-path"), "{problem}");
     }
 
+    fn client_file(client: Client, scope: Scope, path: PathBuf) -> ClientFile {
+        ClientFile {
+            client,
+            scope,
+            path,
+        }
+    }
+
+    #[test]
+    fn headers_helper_is_read_from_claude_codes_files_and_the_users_own_only() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // As Claude Code's docs write it, and the same entry in Cursor's file (Cursor does not
+        // run it, so neither does the bridge for that file).
+        let entry = r#"{"type": "http", "url": "https://mcp.internal.example.com",
+                        "headersHelper": "/opt/bin/get-mcp-auth-headers.sh"}"#;
+        let claude = write(
+            d.path(),
+            ".claude.json",
+            &format!(r#"{{"mcpServers": {{"internal-api": {entry}}}}}"#),
+        );
+        let cursor = write(
+            d.path(),
+            "cursor.json",
+            &format!(r#"{{"mcpServers": {{"cursor-api": {entry}}}}}"#),
+        );
+        let own = write(
+            d.path(),
+            "own.json",
+            &format!(
+                r#"{{"mcpServers": {{"own-api": {entry},
+                   "local": {{"command": "x", "headersHelper": "ignored for stdio"}},
+                   "empty": {{"type": "sse", "url": "http://127.0.0.1:1/sse", "headersHelper": " "}}}}}}"#
+            ),
+        );
+        let s = discover(&Sources {
+            extra_file: Some(own),
+            client_files: vec![
+                client_file(Client::ClaudeCode, Scope::User, claude),
+                client_file(Client::Cursor, Scope::User, cursor),
+            ],
+            ..Default::default()
+        });
+        let helper = |n: &str| s.get(n).expect(n).headers_helper.clone();
+        assert_eq!(
+            helper("internal-api").as_deref(),
+            Some("/opt/bin/get-mcp-auth-headers.sh")
+        );
+        assert_eq!(
+            helper("own-api").as_deref(),
+            Some("/opt/bin/get-mcp-auth-headers.sh")
+        );
+        assert_eq!(helper("cursor-api"), None);
+        assert_eq!(helper("local"), None);
+        assert_eq!(s.issues.len(), 1, "{:?}", s.issues);
+        assert!(
+            s.issues[0].message.contains("\"headersHelper\" is empty")
+                && s.issues[0].source.contains("server 'empty'"),
+            "{:?}",
+            s.issues
+        );
+    }
+
+    #[test]
+    fn a_vs_code_input_is_a_problem_that_gives_the_env_text_to_write_instead() {
+        let d = tempfile::tempdir().expect("tempdir");
+        // The shape of VS Code's docs: a password prompt in "inputs", used in a remote entry's
+        // header, and one used without being declared.
+        let text = r#"{
+          // Remote servers
+          "inputs": [
+            {"type": "promptString", "id": "api-token", "description": "Docs API token", "password": true},
+          ],
+          "servers": {
+            "docs": {"type": "http", "url": "https://docs.example.test/mcp",
+                     "headers": {"Authorization": "Bearer ${input:api-token}"}},
+            "other": {"type": "http", "url": "https://${input:host}/mcp"},
+            "fine": {"type": "http", "url": "https://docs.example.test/mcp",
+                     "headers": {"Authorization": "Bearer ${env:DOCS_TOKEN}", "X-Dir": "${workspaceFolder}"}},
+          },
+        }"#;
+        let vscode = write(d.path(), "mcp.json", text);
+        let s = discover_with_env(
+            &Sources {
+                client_files: vec![client_file(Client::VsCode, Scope::User, vscode)],
+                project: Some(PathBuf::from("/work/proj")),
+                ..Default::default()
+            },
+            &|k| (k == "DOCS_TOKEN").then(|| "tok-5e2a".to_string()),
+        );
+        assert_eq!(s.names(), ["fine"]);
+        let Transport::Http { headers, .. } = &s.get("fine").expect("fine").transport else {
+            panic!("http")
+        };
+        assert_eq!(headers["Authorization"], "Bearer tok-5e2a");
+        assert_eq!(headers["X-Dir"], "/work/proj");
+        let problem = |server: &str| {
+            s.issues
+                .iter()
+                .find(|i| i.source.contains(&format!("server '{server}'")))
+                .map(|i| i.message.clone())
+                .expect(server)
+        };
+        let docs = problem("docs");
+        for needle in [
+            "in \"headers.Authorization\"",
+            "${input:api-token} is a password prompt (\"Docs API token\")",
+            "its own secret storage, which the bridge does not read",
+            "write \"${env:API_TOKEN}\" in its place",
+            "set API_TOKEN in the environment",
+        ] {
+            assert!(docs.contains(needle), "missing {needle:?} in {docs}");
+        }
+        let other = problem("other");
+        assert!(
+            other.contains("${input:host} is a prompt (not declared in the file's \"inputs\")")
+                && other.contains("\"${env:HOST}\""),
+            "{other}"
+        );
+    }
+
     #[test]
     fn config_examples_parse() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config-examples");

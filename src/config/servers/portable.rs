@@ -19,6 +19,8 @@ pub enum Portability {
     Bridge,
     /// The bridge would not read it from `~/MCPs`: the reason.
     Unreadable(String),
+    /// It would do more in `~/MCPs` than in its client: the reason.
+    MoreThere(String),
     /// It uses variables the client expands and `~/MCPs` files would not: the forms as written.
     Variables(Vec<String>),
     /// It means the same in `~/MCPs`.
@@ -33,6 +35,12 @@ pub fn portability(client: Client, name: &str, entry: &Value) -> Portability {
     };
     if launches_self(&spec) {
         return Portability::Bridge;
+    }
+    if client != Client::ClaudeCode && spec.headers_helper.is_some() {
+        return Portability::MoreThere(format!(
+            "its \"headersHelper\" is Claude Code's: {} does not run that command, the bridge's own files would",
+            client.label()
+        ));
     }
     let forms = expanded_values(entry)
         .into_iter()
@@ -133,6 +141,20 @@ mod tests {
             portability(Client::ClaudeCode, "h", &headers),
             Portability::Variables(vec!["${TOKEN:-none}".into()])
         );
+    }
+
+    #[test]
+    fn a_headers_helper_is_copied_only_from_claude_code() {
+        let entry = json!({"type": "http", "url": "https://x.test/mcp",
+            "headersHelper": "/opt/bin/get-mcp-auth-headers.sh"});
+        assert_eq!(
+            portability(Client::ClaudeCode, "h", &entry),
+            Portability::Portable
+        );
+        let Portability::MoreThere(why) = portability(Client::Cursor, "h", &entry) else {
+            panic!("Cursor does not run a headersHelper")
+        };
+        assert!(why.contains("Cursor does not run that command"), "{why}");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::clients::{Client, ClientFile, Origin, Scope};
 use super::consent::{entry_hash, ClaudeRecords, Consent};
 use super::entry::parse_entry;
 use super::entry_policy::{for_project, over_users};
-use super::expand::{Expander, Syntax};
+use super::expand::{vs_inputs, Expander, Syntax, VsInput};
 use super::spec::{ConfigIssue, ProjectEntry, ServerSpec, Sources, Transport};
 use crate::shown::{Shown, ShownPath};
 
@@ -92,7 +92,7 @@ impl Reader<'_> {
         }
         let description = root.get("description").and_then(Value::as_str);
         for table in tables {
-            self.read_table(file, Origin::Own, Syntax::Literal, table, description);
+            self.read_table(file, Origin::Own, Syntax::Literal, table, description, &[]);
         }
     }
 
@@ -105,9 +105,15 @@ impl Reader<'_> {
         };
         let origin = Origin::Client(cf.client, cf.scope);
         let syntax = cf.client.syntax();
+        let inputs = match cf.client {
+            Client::VsCode => vs_inputs(&root),
+            _ => Vec::new(),
+        };
         for key in ["mcpServers", "servers"] {
             match root.get(key) {
-                Some(Value::Object(m)) => self.read_table(&cf.path, origin, syntax, m, None),
+                Some(Value::Object(m)) => {
+                    self.read_table(&cf.path, origin, syntax, m, None, &inputs)
+                }
                 Some(Value::Null) | None => {}
                 Some(_) => self.problem(&cf.path, format!("\"{key}\" must be an object")),
             }
@@ -124,7 +130,7 @@ impl Reader<'_> {
             });
             if let Some(m) = local {
                 let local = Origin::Client(Client::ClaudeCode, Scope::Local);
-                self.read_table(&cf.path, local, syntax, &m, None);
+                self.read_table(&cf.path, local, syntax, &m, None, &[]);
             }
         }
     }
@@ -136,6 +142,7 @@ impl Reader<'_> {
         syntax: Syntax,
         table: &Map<String, Value>,
         file_description: Option<&str>,
+        inputs: &[VsInput],
     ) {
         for (name, entry) in table {
             let mut x = Expander::new(
@@ -143,7 +150,8 @@ impl Reader<'_> {
                 self.env,
                 self.sources.home.as_deref(),
                 self.sources.project.as_deref(),
-            );
+            )
+            .with_inputs(inputs.to_vec());
             let parsed = parse_entry(file, origin, name, entry, &mut x);
             if origin.needs_consent() {
                 self.pending.push(ProjectEntry {
@@ -240,13 +248,40 @@ fn decide_consent(reader: &mut Reader<'_>, sources: &Sources) {
         .as_deref()
         .map(AllowList::load)
         .unwrap_or_default();
-    let consent = |origin: Origin, name: &str, source: &Path, sha256: &str| {
+    // Claude Code's approvals name a server, not its text: an entry whose `headersHelper` (a
+    // command) changed since would still count. Such an entry needs `servers --allow`, which
+    // pins the entry's text; a refusal in Claude Code's records still counts.
+    let consent = |origin: Origin, name: &str, source: &Path, sha256: &str, helper: bool| {
         let by_client = match origin {
             Origin::Client(Client::ClaudeCode, Scope::Project) => claude.decide(name),
             _ => None,
         };
-        by_client.unwrap_or_else(|| allow.decide(name, source, sha256))
+        match by_client {
+            Some(Consent::Allowed(_)) if helper => allow.decide(name, source, sha256),
+            Some(decided) => decided,
+            None => allow.decide(name, source, sha256),
+        }
     };
+    for p in reader.pending.iter_mut() {
+        let helper = p.entry.get("headersHelper").is_some();
+        p.consent = consent(p.origin, &p.name, &p.source, &p.sha256, helper);
+        if helper && p.origin == Origin::Client(Client::ClaudeCode, Scope::Project) {
+            if let (Some(Consent::Allowed(why)), false) =
+                (claude.decide(&p.name), p.consent.permits())
+            {
+                reader.notes.push(issue(
+                    &p.source,
+                    format!(
+                        "server '{}': Claude Code's approval ({why}) names the server, not its headersHelper command, \
+                         which may have changed since; the bridge runs that command only once you approve this exact \
+                         entry with `mcp-code-bridge servers --allow {}`",
+                        Shown(&p.name),
+                        Shown(&p.name)
+                    ),
+                ));
+            }
+        }
+    }
     for spec in reader.found.iter_mut() {
         let Origin::Client(client, _) = spec.origin else {
             continue;
@@ -255,11 +290,21 @@ fn decide_consent(reader: &mut Reader<'_>, sources: &Sources) {
             spec.disabled = true;
         }
         if spec.origin.needs_consent() {
-            spec.consent = consent(spec.origin, &spec.name, &spec.source, &spec.entry_sha256);
+            // As the entry is written (pending holds every project entry), so that the state
+            // listed and the state started agree.
+            let helper = reader.pending.iter().any(|p| {
+                p.name == spec.name
+                    && p.source == spec.source
+                    && p.entry.get("headersHelper").is_some()
+            });
+            spec.consent = consent(
+                spec.origin,
+                &spec.name,
+                &spec.source,
+                &spec.entry_sha256,
+                helper,
+            );
         }
-    }
-    for p in reader.pending.iter_mut() {
-        p.consent = consent(p.origin, &p.name, &p.source, &p.sha256);
     }
     let claude_project = Origin::Client(Client::ClaudeCode, Scope::Project);
     if reader.pending.iter().any(|p| p.origin == claude_project) {

@@ -85,6 +85,9 @@ pub struct ServerSpec {
     pub per_client: bool,
     /// A remote entry's `"oauth"`: its pre-registered client and sign-in options.
     pub oauth: Option<Arc<super::oauth::OAuthEntry>>,
+    /// A remote entry's `"headersHelper"` (Claude Code's files and the user's own): a shell
+    /// command whose JSON output adds headers on every connection.
+    pub headers_helper: Option<String>,
 }
 
 impl ServerSpec {
@@ -103,6 +106,7 @@ impl ServerSpec {
             secrets: Vec::new(),
             per_client: false,
             oauth: None,
+            headers_helper: None,
         }
     }
 
@@ -127,6 +131,7 @@ impl ServerSpec {
             && self.policy == other.policy
             && self.per_client == other.per_client
             && self.oauth == other.oauth
+            && self.headers_helper == other.headers_helper
     }
 }
 
