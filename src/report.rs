@@ -64,7 +64,16 @@ pub struct RunReport {
     pub trace: Option<serde_json::Value>,
     /// The trace's token estimate, for the audit log's run line.
     #[serde(skip)]
-    pub tokens: Option<crate::calls::Tokens>,
+    pub tokens: Option<Tokens>,
+}
+
+/// A run's token estimate (`calls::Trace::tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tokens {
+    /// The same work as direct tool calls: the listings, the arguments, the raw results.
+    pub direct: u64,
+    /// What the run cost: its code and its output.
+    pub run: u64,
 }
 
 /// A file copied out of the sandbox into this session's folder on the host.

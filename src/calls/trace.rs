@@ -15,6 +15,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::time::Instant;
 
+pub use crate::report::Tokens;
+
 /// Calls a trace lists at most; later ones count in the totals only.
 pub const MAX_TRACED: usize = 100;
 /// Bytes of JSON per token, the estimate's one constant (benches/RESULTS.md, "trace": JSON
@@ -147,15 +149,6 @@ impl Trace {
             run: tokens(size.code + size.output),
         }
     }
-}
-
-/// A token estimate ([`Trace::tokens`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tokens {
-    /// The same work as direct tool calls: the listings, the arguments, the raw results.
-    pub direct: u64,
-    /// What the run cost: its code and its output.
-    pub run: u64,
 }
 
 fn tokens(bytes: u64) -> u64 {
