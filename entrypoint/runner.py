@@ -11,7 +11,7 @@ import sys
 import traceback
 import types
 
-from . import cell, cellprocs, protocol
+from . import cell, cellprocs, precheck, protocol
 from .inbox import TrackedSelector
 
 FILENAME = "<run_python>"
@@ -207,6 +207,7 @@ class Runner:
                 self.prepare(self.namespace, frame)
             if self.state.cancelled_before_start(frame["id"]):
                 raise KeyboardInterrupt("interrupted before it started")
+            precheck.check(code, self.namespace, cell.FLAGS)
             compiled, shows = cell.compile_cell(code, FILENAME)
             self._remember(compiled, code)
             if compiled.co_flags & inspect.CO_COROUTINE:

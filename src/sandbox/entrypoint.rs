@@ -34,6 +34,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("preload.py", include_str!("../../entrypoint/preload.py")),
     ("protocol.py", include_str!("../../entrypoint/protocol.py")),
     ("proxies.py", include_str!("../../entrypoint/proxies.py")),
+    ("precheck.py", include_str!("../../entrypoint/precheck.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),
     ("runtime.py", include_str!("../../entrypoint/runtime.py")),
     ("snapshot.py", include_str!("../../entrypoint/snapshot.py")),

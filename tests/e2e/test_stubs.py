@@ -85,3 +85,45 @@ def test_help_docs_and_search_show_the_same_signature(typed):
     assert got["stub"] == f"async def get_structured_content(*, {params_and_return}:", got
     assert got["help"] == f"(*, {params_and_return}", got
     assert "-> GetStructuredContentResult" in got["doc"] and "temperature: float" in got["text"], got
+
+
+# A fixed set of wrong calls (issue 33 point 1's optional check, measured): each cell prints
+# first, so a call caught before the cell ran leaves no output. The last two are only wrong at
+# run time (a computed value, `**kwargs`), and a call inside a `try` is left to run: the host's
+# own check catches them when made.
+WRONG = [
+    ("an unknown argument name", "await mcp_calc.add(a=1, bb=2)", True),
+    ("a missing required argument", "await mcp_calc.add(a=1)", True),
+    ("a string for an int", "await mcp_calc.add(a='1', b=2)", True),
+    ("a bool for an int", "await mcp_calc.add(a=True, b=2)", True),
+    ("a value outside an enum", "await mcp_everything.get_structured_content(location='Paris')", True),
+    ("a wrong call guarded by try", "try:\n    await mcp_calc.add(a=1)\nexcept ValueError:\n    pass", False),
+    ("a dict argument with a wrong key", "await mcp_calc.shout({'txt': 'hi'})", True),
+    ("a wrong call inside a helper", "async def go():\n    return await mcp_calc.add(a=1)\nawait go()", True),
+    ("a computed wrong value", "x = '1'\nawait mcp_calc.add(a=x, b=2)", False),
+    ("**kwargs", "args = {'a': 1}\nawait mcp_calc.add(**args)", False),
+]
+
+
+def test_wrong_calls_are_caught_before_the_cell_runs(typed):
+    caught = 0
+    for what, call, before in WRONG:
+        code = "print('started')\n" + call
+        r = typed.run(code, servers=["calc", "everything"], timeout=REAL_TIMEOUT, wait=REAL_TIMEOUT + 60)
+        out = (r.structured or {}).get("stdout", "")
+        assert r.is_error, (what, r)
+        if "started" not in out:
+            assert "Found before the cell ran" in r.text and "InvalidArgumentsError" in r.text, (what, r.text)
+            caught += 1
+        assert ("started" not in out) == before, (what, r.text)
+    print(f"caught before the cell ran: {caught} of {len(WRONG)}")
+
+
+def test_right_calls_and_uncheckable_ones_run(typed):
+    code = ("print(await mcp_calc.add(a=1, b=2), await mcp_calc.add({'a': 2, 'b': 3}),"
+            " await mcp_calc.shout(text='hi', times=2))\n"
+            "r = await mcp_everything.get_structured_content(location='Chicago')\n"
+            "print(sorted(r))")
+    out = _out(typed, code, ["calc", "everything"])
+    assert out.splitlines()[0] == "3 5 HIHI" or out.splitlines()[0].startswith("3 5 "), out
+    assert "temperature" in out, out
