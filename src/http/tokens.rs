@@ -195,6 +195,29 @@ impl Tokens {
         found
     }
 
+    /// The name and the upstream identity key
+    /// ([`caller_key`](crate::upstream::oauth::store::caller_key)) of the token `presented`,
+    /// if it is one; compared as [`Tokens::check`] compares.
+    pub fn admit(&self, presented: &str) -> Option<(Arc<str>, Arc<str>)> {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut found = None;
+        for (stored, name) in &self.entries {
+            if bool::from(stored.ct_eq(&digest)) {
+                found = Some(name.clone());
+            }
+        }
+        let key = crate::upstream::oauth::store::caller_key(&digest);
+        found.map(|name| (name, Arc::from(key)))
+    }
+
+    /// The upstream identity keys of these tokens (records of other keys are forgotten).
+    pub fn identity_keys(&self) -> HashSet<String> {
+        self.entries
+            .iter()
+            .map(|(d, _)| crate::upstream::oauth::store::caller_key(d))
+            .collect()
+    }
+
     /// The names of the tokens.
     pub fn names(&self) -> HashSet<Arc<str>> {
         self.entries.iter().map(|(_, n)| n.clone()).collect()

@@ -206,6 +206,7 @@ mod tests {
             Arc::new(Caller {
                 token: t.into(),
                 sandbox: format!("sbx-{t}"),
+                identity: None,
             })
         });
         Arc::new(RunScope::new("", None, None).with_caller(caller))

@@ -33,8 +33,11 @@ pub struct UpstreamPool {
     cache: ToolCache,
     /// Set once the first indexing pass is over: the servers it could not index, with why.
     indexed: tokio::sync::OnceCell<Arc<Vec<(String, String)>>>,
-    /// The clients' own processes of `"perClient"` servers.
+    /// The clients' own processes of `"perClient"` servers, and callers' own handles of
+    /// remote servers.
     per_client: PerClient,
+    /// Where callers' sign-ins come back to, when the gateway has a public URL.
+    public_callback: Option<super::oauth::public::PublicCallback>,
 }
 
 impl UpstreamPool {
@@ -71,6 +74,7 @@ impl UpstreamPool {
             cache: ToolCache::new(state_dir),
             indexed: tokio::sync::OnceCell::new(),
             per_client,
+            public_callback: None,
         }
     }
 
@@ -82,8 +86,27 @@ impl UpstreamPool {
         self
     }
 
+    /// The same pool with callers' sign-ins coming back to the gateway's public callback
+    /// (`MCP_BRIDGE_PUBLIC_URL`).
+    pub fn with_public_callback(
+        mut self,
+        public: Option<super::oauth::public::PublicCallback>,
+    ) -> Self {
+        self.public_callback = public;
+        self
+    }
+
+    /// The gateway's public callback, when there is one (`serve --http` routes it).
+    pub fn public_callback(&self) -> Option<&super::oauth::public::PublicCallback> {
+        self.public_callback.as_ref()
+    }
+
     fn per_client_cap(servers: &Servers, clients: usize) -> usize {
-        let marked = servers.specs.iter().filter(|s| s.per_client).count();
+        let marked = servers
+            .specs
+            .iter()
+            .filter(|s| s.per_client || s.per_caller_identity())
+            .count();
         clients.saturating_mul(marked)
     }
 
@@ -122,10 +145,10 @@ impl UpstreamPool {
         caller: Option<&Caller>,
     ) -> Result<Arc<Upstream>, UpstreamError> {
         match caller {
-            Some(c) if shared.spec.per_client => self
+            Some(c) if Self::own_handle(&shared.spec, c) => self
                 .per_client
                 .get_or_make(&c.sandbox, &shared.spec.name, || {
-                    shared.sibling(self.tasks.clone())
+                    shared.sibling(self.caller_tasks(&shared.spec, c))
                 })
                 .map_err(|()| UpstreamError::TooManyClients {
                     server: shared.spec.name.clone(),
@@ -133,6 +156,28 @@ impl UpstreamPool {
                 }),
             _ => Ok(shared.clone()),
         }
+    }
+
+    /// Whether `caller` gets a handle of its own of `spec`'s server: a `"perClient"` server,
+    /// or a remote one reached with each caller's own sign-in when the caller has an identity.
+    fn own_handle(spec: &ServerSpec, caller: &Caller) -> bool {
+        spec.per_client || (caller.identity.is_some() && spec.per_caller_identity())
+    }
+
+    /// The tasks of `caller`'s own handle of `spec`'s server: for a remote server reached with
+    /// the caller's own sign-in, the token store scoped to the caller, and the gateway's
+    /// public callback; else the pool's.
+    fn caller_tasks(&self, spec: &ServerSpec, caller: &Caller) -> UpstreamTasks {
+        let mut tasks = self.tasks.clone();
+        if let Some(key) = caller
+            .identity
+            .as_deref()
+            .filter(|_| spec.per_caller_identity())
+        {
+            tasks.tokens = tasks.tokens.map(|t| t.for_caller(key, &caller.token));
+            tasks.login.public = self.public_callback.clone();
+        }
+        tasks
     }
 
     /// The handle of `name` a run of `caller` uses ([`UpstreamPool::for_caller`]).
@@ -159,7 +204,7 @@ impl UpstreamPool {
     ) -> Result<Arc<Upstream>, UpstreamError> {
         let shared = self.get(name)?;
         let own = caller
-            .filter(|_| shared.spec.per_client)
+            .filter(|c| Self::own_handle(&shared.spec, c))
             .and_then(|c| self.per_client.get(&c.sandbox, name));
         Ok(own.unwrap_or_else(|| shared.clone()))
     }

@@ -26,6 +26,8 @@ enum NotSignedIn {
         "nobody can be asked to sign in (no client that can be asked, or no way to open a link)"
     )]
     NobodyToAsk,
+    #[error("the server's sign-in is the operator's (\"sharedCredentials\": true): only `mcp-code-bridge login` signs in to it")]
+    OperatorOnly,
     #[error("the sign-in question was declined")]
     Declined,
     #[error("the sign-in question was dismissed")]
@@ -94,6 +96,12 @@ impl Upstream {
         let secs = opts.timeout.as_secs();
         if run.sign_in == SignInWay::Nobody {
             return Err(NotSignedIn::NobodyToAsk);
+        }
+        // A `serve` caller with an identity of its own never signs in to the operator's
+        // records (a `"sharedCredentials"` server's): only the operator does, with `login`.
+        let a_caller = run.caller.as_ref().is_some_and(|c| c.identity.is_some());
+        if a_caller && tokens.caller_name().is_none() {
+            return Err(NotSignedIn::OperatorOnly);
         }
         if run.sign_in == SignInWay::Open {
             if !browser::can_open() {

@@ -12,7 +12,9 @@
 mod authorizer;
 pub mod browser;
 pub mod callback;
+pub mod departed;
 pub mod login;
+pub mod public;
 pub mod server_tokens;
 pub mod store;
 
