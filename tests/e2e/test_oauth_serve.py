@@ -107,10 +107,6 @@ def test_two_serve_callers_sign_in_each_for_itself_and_a_departed_one_is_forgott
     b, public = gateway(e2e_tmp, {"alice": alice, "bob": bob}, srv.url)
     b.start()
     try:
-        # A forged or unknown state: a plain 400, nothing else revealed.
-        status, body = http_get(f"{public}/oauth/callback?code=stolen&state=forged")
-        assert status == 400 and body.strip() == "No sign-in waits for this callback.", (status, body)
-
         a_follower = LinkFollower(home)
         first = as_caller(b, alice, WHOAMI, a_follower)
         assert not first.is_error and "signed-in as person-" in first.text, first.text + b.stderr_tail()
@@ -121,6 +117,13 @@ def test_two_serve_callers_sign_in_each_for_itself_and_a_departed_one_is_forgott
         redirect = f"redirect_uri={urllib.parse.quote(public + '/oauth/callback', safe='')}"
         assert redirect in q.url, q.url
         alice_is = first.text.strip().splitlines()[-1]
+
+        # A forged, unknown or replayed state: a plain 400, nothing else revealed.
+        status, body = http_get(f"{public}/oauth/callback?code=stolen&state=forged")
+        assert status == 400 and body.strip() == "No sign-in waits for this callback.", (status, body)
+        state = urllib.parse.parse_qs(urllib.parse.urlsplit(q.url).query)["state"][0]
+        status, body = http_get(f"{public}/oauth/callback?code=replayed&state={urllib.parse.quote(state)}")
+        assert status == 400 and body.strip() == "No sign-in waits for this callback.", (status, body)
 
         # Bob is asked before he has an identity upstream: never handed Alice's.
         b_follower = LinkFollower(home)
