@@ -16,6 +16,7 @@ import asyncio
 import json
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -161,6 +162,13 @@ def test_two_serve_callers_sign_in_each_for_itself_and_a_departed_one_is_forgott
         gone = poll(lambda: sorted(c["name"] for c in store(b).get("callers", {}).values()) == ["alice"] or None,
                     timeout=30, interval=0.1)
         assert gone, store(b)
+        # ... revoked at the server, which offers revocation (alice's are not).
+        def revoked() -> list[str]:
+            return [x for x in srv.lines() if x.startswith("revoke")]
+
+        poll(lambda: len(revoked()) >= 2 or None, timeout=30, interval=0.1)
+        time.sleep(0.5)  # nothing more comes
+        assert len(revoked()) == 2, srv.lines()  # bob's refresh and access tokens, one by one
         assert as_caller(b, alice, WHOAMI, LinkFollower(home)).text.strip().splitlines()[-1] == alice_is
     finally:
         b.close()
@@ -212,5 +220,26 @@ def test_a_caller_cannot_sign_in_to_a_shared_credentials_server(tmp_path, e2e_tm
         left = store(b)
         assert not any(r.get("credentials") for r in left.get("servers", {}).values()), left
         assert not left.get("callers"), left
+    finally:
+        b.close()
+
+
+def test_a_fixed_callback_port_keeps_its_loopback_redirect_under_a_public_url(
+        tmp_path, e2e_tmp, auth_server, stub_ready):
+    """A client registered for `http://localhost:PORT/callback` (the entry's `callbackPort`) must
+    come back there, public URL or not."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    port = free_port()
+    alice = new_token()
+    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url, oauth={"callbackPort": port})
+    b.start()
+    try:
+        follower = LinkFollower(home)
+        reply = as_caller(b, alice, WHOAMI, follower)
+        assert not reply.is_error and "signed-in as person-" in reply.text, reply.text
+        assert len(follower.questions) == 1
+        assert f"redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback&" in follower.questions[0].url
+        assert [c["name"] for c in store(b)["callers"].values()] == ["alice"], store(b)
     finally:
         b.close()
