@@ -261,6 +261,27 @@ mod tests {
     }
 
     #[test]
+    fn a_token_admitted_carries_an_identity_key_that_changes_with_its_secret() {
+        let t = Tokens::parse(&format!("{A} alice\n{B} bob\n"))
+            .expect("valid")
+            .expect("some");
+        let (name, key) = t.admit(A).expect("admitted");
+        assert_eq!(&*name, "alice");
+        assert_eq!(t.admit(A).expect("again").1, key, "stable for one secret");
+        assert_ne!(t.admit(B).expect("bob").1, key);
+        assert!(t.admit("0123456789abcdef012").is_none());
+        assert!(!key.contains(A) && key.len() == 64);
+        let keys = t.identity_keys();
+        assert!(keys.contains(&*key) && keys.len() == 2);
+        // The same name with another secret is another caller.
+        let rotated = Tokens::parse(&format!("{A}x alice\n"))
+            .expect("valid")
+            .expect("some");
+        assert_ne!(rotated.admit(&format!("{A}x")).expect("admitted").1, key);
+        assert!(!rotated.identity_keys().contains(&*key));
+    }
+
+    #[test]
     fn a_reload_ends_removed_and_rotated_tokens() {
         const C: &str = "aaaabbbbccccdddd0000";
         let old = Tokens::parse(&format!("{A} alice\n{B} bob\n{C} carol\n"))
