@@ -5,7 +5,11 @@
 //! server asked for by a run with a [`Caller`] (`serve --http`) is that client's own process
 //! instead (`per_client.rs`), made on the client's first use, closed by
 //! [`UpstreamPool::release_caller`] or shutdown; the tool cache and search stay shared (one
-//! definition, one list). Runs without a caller (stdio `run`, `exec`) always get the shared one.
+//! definition, one list). Likewise a remote server whose entry lacks `"sharedCredentials": true`,
+//! asked for by a caller with an identity (a token of the tokens file): that caller's own handle,
+//! whose token store is scoped to the caller (`TokenFile::for_caller`) and whose sign-in comes
+//! back to the gateway's public callback; the shared handle only ever holds the operator's
+//! sign-in. Runs without a caller (stdio `run`, `exec`) always get the shared one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
