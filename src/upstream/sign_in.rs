@@ -49,9 +49,7 @@ impl Upstream {
     /// # Errors
     /// [`UpstreamError::AuthRequired`] whenever no sign-in happened.
     pub(super) async fn sign_in_for(&self, run: &RunScope) -> Result<(), UpstreamError> {
-        let refused = || UpstreamError::AuthRequired {
-            server: self.spec.name.clone(),
-        };
+        let refused = || self.sign_in_refusal();
         let seen = self.signing.finished.load(Ordering::Acquire);
         let _waiting = run.waits.begin();
         let _one = tokio::select! {
@@ -85,6 +83,17 @@ impl Upstream {
                 tracing::info!(server = %Shown(&self.spec.name), "no sign-in during the run: {}", Shown(&why));
                 Err(refused())
             }
+        }
+    }
+
+    /// The error of a call that needs sign-in and got none: `AuthRequired` naming `login`, or,
+    /// for a `serve` caller's own handle (its own sign-in, which `login` does not give),
+    /// `CallerSignIn`.
+    pub(super) fn sign_in_refusal(&self) -> UpstreamError {
+        let server = self.spec.name.clone();
+        match self.tasks.tokens.as_ref().and_then(|t| t.caller_name()) {
+            Some(_) => UpstreamError::CallerSignIn { server },
+            None => UpstreamError::AuthRequired { server },
         }
     }
 

@@ -243,3 +243,25 @@ def test_a_fixed_callback_port_keeps_its_loopback_redirect_under_a_public_url(
         assert [c["name"] for c in store(b)["callers"].values()] == ["alice"], store(b)
     finally:
         b.close()
+
+
+def test_a_caller_who_declines_is_told_to_sign_in_from_its_client_not_with_login(
+        tmp_path, e2e_tmp, auth_server, stub_ready):
+    """`login` signs the operator in, which a caller's own connection never uses: the error says so."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    alice = new_token()
+    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url)
+    b.start()
+    try:
+        follower = LinkFollower(home, action="decline")
+        code = ("from mcp import AuthRequiredError\ntry:\n    print(await mcp_remote.whoami())\n"
+                "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
+        reply = as_caller(b, alice, code, follower)
+        assert "auth remote MCP server 'remote' needs you to sign in: your client is asked" in reply.text, reply.text
+        assert "mcp-code-bridge login" not in reply.text, reply.text
+        assert len(follower.questions) == 1
+        assert not any(r.get("credentials") for c in store(b).get("callers", {}).values()
+                       for r in c["servers"].values()), store(b)
+    finally:
+        b.close()

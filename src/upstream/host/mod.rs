@@ -157,12 +157,7 @@ impl HostCalls for UpstreamHostCalls {
             destructive,
             read_only,
             hints_known: hints.is_some(),
-            sign_in: up.needs_sign_in().then(|| {
-                crate::upstream::error::UpstreamError::AuthRequired {
-                    server: up.spec.name.clone(),
-                }
-                .to_string()
-            }),
+            sign_in: up.needs_sign_in().then(|| up.sign_in_refusal().to_string()),
             creds,
         }
     }
