@@ -102,16 +102,18 @@ pub async fn serve(
     let local = listener.local_addr().unwrap_or(opts.addr);
     let app = App::for_serving(settings.clone(), audit);
     app.index_in_background();
+    let tracker = TaskTracker::new();
     let departed = app.pool.clone().map(|pool| Departed {
         pool,
         tokens: crate::upstream::oauth::store::TokenFile::new(&settings.state_dir),
+        tracker: tracker.clone(),
     });
     if let (Some(d), Some(t)) = (&departed, &tokens) {
-        // Tokens removed while the bridge was down: their callers' sign-ins go now.
+        // Tokens removed while the bridge was down: their callers' sign-ins go before any
+        // request is served (revoked in the background).
         d.forget(t).await;
     }
     let hub = Hub::new(app.maker.clone(), settings.serve.clone());
-    let tracker = TaskTracker::new();
     if let Some(pool) = app.pool.clone() {
         // A forgotten client's own processes of its `perClient` servers close with it.
         let tracker = tracker.clone();
@@ -203,6 +205,8 @@ pub async fn serve(
 struct Departed {
     pool: Arc<crate::upstream::UpstreamPool>,
     tokens: crate::upstream::oauth::store::TokenFile,
+    /// Where the revocations run (each bounded; the reload and the start do not wait).
+    tracker: TaskTracker,
 }
 
 impl Departed {
@@ -213,13 +217,18 @@ impl Departed {
 
     /// Forgets the sign-ins of callers whose identity key is not in `keys`.
     async fn forget_keys(&self, keys: std::collections::HashSet<String>) {
-        use crate::upstream::oauth::departed::forget_departed;
-        match forget_departed(&self.tokens, self.pool.servers(), keys).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                callers = n,
-                "forgot the upstream sign-ins of tokens no longer in the tokens file"
-            ),
+        use crate::upstream::oauth::departed::{forget_departed, revoke_departed};
+        match forget_departed(&self.tokens, keys).await {
+            Ok(gone) if gone.is_empty() => {}
+            Ok(gone) => {
+                tracing::info!(
+                    callers = gone.len(),
+                    "forgot the upstream sign-ins of tokens no longer in the tokens file"
+                );
+                let pool = self.pool.clone();
+                self.tracker
+                    .spawn(async move { revoke_departed(gone, pool.servers()).await });
+            }
             Err(e) => tracing::warn!("could not forget departed callers' sign-ins: {e}"),
         }
     }

@@ -1,29 +1,29 @@
 //! Forgetting the upstream sign-ins of `serve` callers whose token left the tokens file (or
 //! got another secret): at `serve` start (a token removed while the bridge was down) and on
-//! each SIGHUP reload. Their records leave the token store at once; their tokens are then
-//! revoked (RFC 7009, as `logout` does) where the server's metadata names a revocation
-//! endpoint, at most [`MAX_REVOKED`] per pass, each within the OAuth HTTP timeout.
+//! each SIGHUP reload. Their records leave the token store at once ([`forget_departed`]); their
+//! tokens are then revoked ([`revoke_departed`], in the background: RFC 7009, as `logout` does)
+//! where the server's metadata names a revocation endpoint, at most [`MAX_REVOKED`] per pass,
+//! each within the OAuth HTTP timeout.
 
 use std::collections::HashSet;
 
 use super::login::{revoke_record, Revoked};
-use super::store::{StoreError, TokenFile};
+use super::store::{Forgotten, StoreError, TokenFile};
 use crate::config::Servers;
 use crate::shown::Shown;
 
 /// Revocations tried at most per pass (the rest are only forgotten).
 pub const MAX_REVOKED: usize = 64;
 
-/// Removes from `tokens` the records of every caller whose identity key is not in `keep`,
-/// then revokes what it can; returns how many callers were forgotten.
+/// Removes from `tokens` the records of every caller whose identity key is not in `keep`;
+/// returns what was removed (to revoke).
 ///
 /// # Errors
 /// The token store cannot be read or written (nothing was removed).
 pub async fn forget_departed(
     tokens: &TokenFile,
-    servers: &Servers,
     keep: HashSet<String>,
-) -> Result<usize, StoreError> {
+) -> Result<Forgotten, StoreError> {
     let file = tokens.clone();
     let gone = tokio::task::spawn_blocking(move || file.forget_callers(|k| keep.contains(k)))
         .await
@@ -34,7 +34,12 @@ pub async fn forget_departed(
                 source: std::io::Error::other(e.to_string()),
             })
         })?;
-    let callers = gone.len();
+    Ok(gone)
+}
+
+/// Revokes the tokens of `gone` where their server (in `servers`) offers revocation, at most
+/// [`MAX_REVOKED`]; a failure is logged (the records are forgotten anyway).
+pub async fn revoke_departed(gone: Forgotten, servers: &Servers) {
     let mut tried = 0;
     for (name, records) in gone {
         for (server, record) in records {
@@ -51,5 +56,4 @@ pub async fn forget_departed(
             }
         }
     }
-    Ok(callers)
 }
