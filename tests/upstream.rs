@@ -446,6 +446,7 @@ async fn a_load_is_handed_back_while_nothing_changed() {
     let other = RunScope::new("x", None, None).with_caller(Some(Arc::new(Caller {
         token: "t".into(),
         sandbox: "s2".into(),
+        identity: None,
     })));
     let theirs = host.load(&both, &other, soon(20)).await.expect("load");
     assert!(!Arc::ptr_eq(&back, &theirs));

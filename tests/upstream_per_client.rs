@@ -36,6 +36,7 @@ fn scope(client: Option<(&str, &str)>) -> Arc<RunScope> {
         Arc::new(Caller {
             token: token.into(),
             sandbox: sandbox.into(),
+            identity: None,
         })
     });
     Arc::new(RunScope::new("code", None, None).with_caller(caller))

@@ -54,7 +54,12 @@ impl HostCalls for Instant0 {
         Ok(json!({"content": [{"type": "text", "text": "x"}]}))
     }
 
-    fn facts(&self, _server: &str, _tool: &str) -> ToolFacts {
+    fn facts(
+        &self,
+        _server: &str,
+        _tool: &str,
+        _caller: Option<&mcp_code_bridge::calls::Caller>,
+    ) -> ToolFacts {
         ToolFacts {
             policy: self.policy.clone(),
             file: Arc::from("/bench/servers.json"),
@@ -62,6 +67,7 @@ impl HostCalls for Instant0 {
             read_only: false,
             hints_known: true,
             sign_in: None,
+            creds: None,
         }
     }
 }

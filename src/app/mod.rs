@@ -187,11 +187,19 @@ impl App {
             login: crate::upstream::oauth::login::LoginOptions {
                 timeout: settings.oauth.login_timeout,
                 client_metadata_url: settings.oauth.client_metadata_url.clone(),
+                public: None,
             },
         };
         let pool = Arc::new(
             UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)
-                .with_max_clients(settings.serve.max_sandboxes),
+                .with_max_clients(settings.serve.max_sandboxes)
+                .with_public_callback(
+                    settings
+                        .oauth
+                        .public_url
+                        .as_deref()
+                        .map(crate::upstream::oauth::public::PublicCallback::new),
+                ),
         );
         let backend = Arc::new(UpstreamHostCalls::new(pool.clone()));
         let mut app = App::assemble(settings, connector, backend, ct, tracker, audit);

@@ -158,6 +158,7 @@ mod tests {
             time: "2026-11-25T04:00:00.000Z".into(),
             run: "r1".into(),
             token: None,
+            creds: None,
             server: "stub".into(),
             tool: format!("echo{n}"),
             args_sha256: String::new(),

@@ -16,6 +16,11 @@ pub struct CallRecord {
     /// The name of the client's token (`serve --http`); absent for stdio `run` and `exec`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Whose credentials a call to a remote server used: the caller's token name (its own
+    /// sign-in, `serve --http`), or `operator` (the operator's `login`); absent for a local
+    /// (stdio) server. Never a secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub creds: Option<String>,
     /// The server.
     pub server: String,
     /// The tool.
@@ -131,9 +136,14 @@ impl CallRecord {
         for name in [&mut self.run, &mut self.server, &mut self.tool] {
             cut(name, MAX_NAME);
         }
-        for name in [&mut self.token, &mut self.rule, &mut self.error_kind]
-            .into_iter()
-            .flatten()
+        for name in [
+            &mut self.token,
+            &mut self.creds,
+            &mut self.rule,
+            &mut self.error_kind,
+        ]
+        .into_iter()
+        .flatten()
         {
             cut(name, MAX_NAME);
         }
@@ -181,6 +191,9 @@ pub struct RotatedRecord {
 pub const MAX_DROPPED_RUNS: usize = 64;
 
 /// A line of the audit log.
+// A `Record` lives only while one line is written or read; boxing the call line would cost an
+// allocation per call for the few bytes `creds` added.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {
@@ -201,6 +214,7 @@ mod tests {
             time: "t".into(),
             run: "r".into(),
             token: None,
+            creds: None,
             server: "s".into(),
             tool,
             args_sha256: "h".into(),

@@ -46,10 +46,11 @@ pub trait HostCalls: Send + Sync + 'static {
     /// A [`CallError`] raised in the sandbox as an exception of its kind.
     async fn call(&self, ctx: &CallContext, call: BackendCall) -> Result<Value, CallError>;
 
-    /// What the backend knows of `server`'s `tool` that the policy needs: the operator's
-    /// rules for the server and the tool's behaviour hints. Nothing by default.
-    fn facts(&self, server: &str, tool: &str) -> ToolFacts {
-        let _ = (server, tool);
+    /// What the backend knows of `server`'s `tool` that the policy needs, for a run of
+    /// `caller` (its own handle of a server when it has one): the operator's rules for the
+    /// server and the tool's behaviour hints. Nothing by default.
+    fn facts(&self, server: &str, tool: &str, caller: Option<&super::Caller>) -> ToolFacts {
+        let _ = (server, tool, caller);
         ToolFacts::default()
     }
 
@@ -86,6 +87,9 @@ pub struct ToolFacts {
     /// The server needs sign-in (its last start met a 401): the message naming the command,
     /// raised as `AuthRequiredError` before approval is asked for a call that cannot run.
     pub sign_in: Option<String>,
+    /// Whose credentials a call to a remote server uses (the audit line's `creds`): the
+    /// caller's token name, or `operator`; `None` for a local (stdio) server.
+    pub creds: Option<String>,
 }
 
 /// A backend with no servers and no methods beyond the built-ins.

@@ -81,6 +81,10 @@ pub struct Caller {
     pub token: String,
     /// The client's sandbox: a key unique in this bridge process (never the handle itself).
     pub sandbox: String,
+    /// The token's upstream identity key (`store::caller_key`): the caller's own sign-ins to
+    /// remote servers are kept under it. `None` for the loopback `local` caller without a
+    /// tokens file, who is the operator and uses the operator's sign-ins.
+    pub identity: Option<String>,
 }
 
 impl RunScope {

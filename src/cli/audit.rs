@@ -261,6 +261,7 @@ mod tests {
             time: "2026-11-25T04:00:00.000Z".into(),
             run: "0123456789abcdef".into(),
             token: None,
+            creds: None,
             server: "stub".into(),
             tool: tool.into(),
             args_sha256: "h".into(),

@@ -55,6 +55,7 @@ pub async fn login(settings: &Settings, name: &str) -> ExitCode {
     let opts = LoginOptions {
         timeout: settings.oauth.login_timeout,
         client_metadata_url: settings.oauth.client_metadata_url.clone(),
+        public: None,
     };
     // The link goes to stderr (stdout stays the answer): a line the server shaped is escaped.
     let mut tell = |line: &str| eprintln!("{}", safe_line(line));

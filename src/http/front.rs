@@ -28,6 +28,7 @@ use super::origin::Origins;
 use super::sessions::SessionBook;
 use super::tokens::Tokens;
 use crate::server::{Authenticated, BridgeServer};
+use crate::upstream::oauth::public::{PublicCallback, Undelivered, PUBLIC_PATH};
 
 /// The MCP endpoint's path.
 pub const MCP_PATH: &str = "/mcp";
@@ -57,6 +58,8 @@ pub struct Front {
     origins: Origins,
     /// This endpoint's URL, for the metadata.
     resource: String,
+    /// Callers' sign-ins waiting at `/oauth/callback` (`MCP_BRIDGE_PUBLIC_URL` set).
+    public: Option<(PublicCallback, String)>,
 }
 
 /// The header carrying a session id.
@@ -83,6 +86,35 @@ impl Front {
             book: Arc::new(Mutex::new(SessionBook::default())),
             origins,
             resource,
+            public: None,
+        }
+    }
+
+    /// The same front answering callers' sign-in callbacks at `/oauth/callback` (and at the
+    /// path of `public`'s redirect URI, when a proxy passes its prefix on).
+    pub fn with_public_callback(mut self, public: Option<PublicCallback>) -> Self {
+        self.public = public.map(|p| {
+            let path = url::Url::parse(p.redirect_uri())
+                .map(|u| u.path().to_string())
+                .unwrap_or_else(|_| PUBLIC_PATH.to_string());
+            (p, path)
+        });
+        self
+    }
+
+    /// A sign-in callback: handed to the caller's sign-in waiting for its `state`, or a plain
+    /// 400 that says nothing more. Needs no bearer token (the browser has none).
+    fn callback(&self, public: &PublicCallback, req_query: Option<&str>) -> Reply {
+        match public.deliver(req_query.unwrap_or_default()) {
+            Ok(()) => plain(
+                StatusCode::OK,
+                "The sign-in came back to mcp-code-bridge. You can close this tab.",
+            ),
+            Err(Undelivered::TooLong) => plain(StatusCode::BAD_REQUEST, "The request is too long."),
+            Err(Undelivered::NoneWaits) => plain(
+                StatusCode::BAD_REQUEST,
+                "No sign-in waits for this callback.",
+            ),
         }
     }
 
@@ -161,6 +193,14 @@ impl Front {
         if METADATA_PATHS.contains(&path) {
             return self.metadata();
         }
+        if let Some((public, own)) = &self.public {
+            if path == PUBLIC_PATH || path == own {
+                if req.method() != http::Method::GET {
+                    return plain(StatusCode::METHOD_NOT_ALLOWED, "GET only");
+                }
+                return self.callback(public, req.uri().query());
+            }
+        }
         if path != MCP_PATH {
             return plain(StatusCode::NOT_FOUND, "not found: the MCP endpoint is /mcp");
         }
@@ -171,8 +211,8 @@ impl Front {
                 "this Origin is not allowed (MCP_BRIDGE_HTTP_ALLOWED_ORIGINS)",
             );
         }
-        let token = match self.current() {
-            None if conn.own_user() => Arc::from(LOCAL_TOKEN),
+        let (token, identity) = match self.current() {
+            None if conn.own_user() => (Arc::from(LOCAL_TOKEN), None),
             None => {
                 return plain(
                     StatusCode::FORBIDDEN,
@@ -185,8 +225,8 @@ impl Front {
                     .get(header::AUTHORIZATION)
                     .and_then(|v| v.to_str().ok())
                     .and_then(bearer);
-                match presented.and_then(|p| tokens.check(p)) {
-                    Some(name) => name,
+                match presented.and_then(|p| tokens.admit(p)) {
+                    Some((name, key)) => (name, Some(key)),
                     None => return self.unauthorized(presented.is_some()),
                 }
             }
@@ -222,6 +262,7 @@ impl Front {
         };
         req.extensions_mut().insert(Authenticated {
             token: token.clone(),
+            identity,
         });
         let mut reply = self.mcp.handle(req).await;
         match &session {

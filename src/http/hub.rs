@@ -398,6 +398,7 @@ impl SandboxRouter for Arc<Hub> {
                 let caller = Arc::new(Caller {
                     token: who.token.to_string(),
                     sandbox: slot,
+                    identity: who.identity.as_deref().map(str::to_string),
                 });
                 tracing::info!(token = %crate::shown::Shown(&who.token), sandbox = %caller.sandbox, pooled = took_from_pool, "client sandbox assigned");
                 slots.insert(

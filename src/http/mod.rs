@@ -102,8 +102,18 @@ pub async fn serve(
     let local = listener.local_addr().unwrap_or(opts.addr);
     let app = App::for_serving(settings.clone(), audit);
     app.index_in_background();
-    let hub = Hub::new(app.maker.clone(), settings.serve.clone());
     let tracker = TaskTracker::new();
+    let departed = app.pool.clone().map(|pool| Departed {
+        pool,
+        tokens: crate::upstream::oauth::store::TokenFile::new(&settings.state_dir),
+        tracker: tracker.clone(),
+    });
+    if let (Some(d), Some(t)) = (&departed, &tokens) {
+        // Tokens removed while the bridge was down: their callers' sign-ins go before any
+        // request is served (revoked in the background).
+        d.forget(t).await;
+    }
+    let hub = Hub::new(app.maker.clone(), settings.serve.clone());
     if let Some(pool) = app.pool.clone() {
         // A forgotten client's own processes of its `perClient` servers close with it.
         let tracker = tracker.clone();
@@ -128,14 +138,17 @@ pub async fn serve(
     let sessions = Arc::new(sessions);
     let mcp = StreamableHttpService::new(move || Ok(template.fresh()), sessions.clone(), config);
     let resource = format!("http://{local}{MCP_PATH}");
-    let front = Arc::new(Front::new(
-        tokens.clone(),
-        settings.serve.requests_per_token,
-        mcp,
-        sessions,
-        Origins::new(local, &settings.serve.allowed_origins),
-        resource.clone(),
-    ));
+    let front = Arc::new(
+        Front::new(
+            tokens.clone(),
+            settings.serve.requests_per_token,
+            mcp,
+            sessions,
+            Origins::new(local, &settings.serve.allowed_origins),
+            resource.clone(),
+        )
+        .with_public_callback(app.pool.as_ref().and_then(|p| p.public_callback().cloned())),
+    );
     let stops = (CancellationToken::new(), CancellationToken::new());
     tracker.spawn(listen::accept(
         listener,
@@ -153,7 +166,13 @@ pub async fn serve(
     ));
     tracker.spawn(reap(hub.clone(), stops.0.clone()));
     if let Some(path) = opts.token_file.clone() {
-        tracker.spawn(reload_on_hangup(path, front, hub.clone(), stops.0.clone()));
+        tracker.spawn(reload_on_hangup(
+            path,
+            front,
+            hub.clone(),
+            departed,
+            stops.0.clone(),
+        ));
     }
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.names().len()),
@@ -182,6 +201,39 @@ pub async fn serve(
     Ok(())
 }
 
+/// What forgetting the upstream sign-ins of departed callers needs.
+struct Departed {
+    pool: Arc<crate::upstream::UpstreamPool>,
+    tokens: crate::upstream::oauth::store::TokenFile,
+    /// Where the revocations run (each bounded; the reload and the start do not wait).
+    tracker: TaskTracker,
+}
+
+impl Departed {
+    /// Forgets the sign-ins of callers whose token is not in `tokens`.
+    async fn forget(&self, tokens: &Tokens) {
+        self.forget_keys(tokens.identity_keys()).await;
+    }
+
+    /// Forgets the sign-ins of callers whose identity key is not in `keys`.
+    async fn forget_keys(&self, keys: std::collections::HashSet<String>) {
+        use crate::upstream::oauth::departed::{forget_departed, revoke_departed};
+        match forget_departed(&self.tokens, keys).await {
+            Ok(gone) if gone.is_empty() => {}
+            Ok(gone) => {
+                tracing::info!(
+                    callers = gone.len(),
+                    "forgot the upstream sign-ins of tokens no longer in the tokens file"
+                );
+                let pool = self.pool.clone();
+                self.tracker
+                    .spawn(async move { revoke_departed(gone, pool.servers()).await });
+            }
+            Err(e) => tracing::warn!("could not forget departed callers' sign-ins: {e}"),
+        }
+    }
+}
+
 /// Forgets unused sandboxes every so often until `stop`.
 async fn reap(hub: Arc<Hub>, stop: CancellationToken) {
     let mut tick = tokio::time::interval(hub.reap_every());
@@ -206,6 +258,7 @@ async fn reload_on_hangup(
     path: PathBuf,
     front: Arc<Front>,
     hub: Arc<Hub>,
+    departed: Option<Departed>,
     stop: CancellationToken,
 ) {
     use tokio::signal::unix::{signal, SignalKind};
@@ -221,8 +274,13 @@ async fn reload_on_hangup(
         match Tokens::load(&path) {
             Ok(tokens) => {
                 let count = tokens.names().len();
+                let keys = departed.as_ref().map(|_| tokens.identity_keys());
                 let ended = front.set_tokens(tokens);
+                // Their sandboxes go, and with them their own handles of remote servers.
                 let released = hub.revoke(&ended);
+                if let (Some(d), Some(keys)) = (&departed, keys) {
+                    d.forget_keys(keys).await;
+                }
                 tracing::info!(
                     tokens = count,
                     ended = ended.len(),

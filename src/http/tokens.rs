@@ -195,6 +195,29 @@ impl Tokens {
         found
     }
 
+    /// The name and the upstream identity key
+    /// ([`caller_key`](crate::upstream::oauth::store::caller_key)) of the token `presented`,
+    /// if it is one; compared as [`Tokens::check`] compares.
+    pub fn admit(&self, presented: &str) -> Option<(Arc<str>, Arc<str>)> {
+        let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
+        let mut found = None;
+        for (stored, name) in &self.entries {
+            if bool::from(stored.ct_eq(&digest)) {
+                found = Some(name.clone());
+            }
+        }
+        let key = crate::upstream::oauth::store::caller_key(&digest);
+        found.map(|name| (name, Arc::from(key)))
+    }
+
+    /// The upstream identity keys of these tokens (records of other keys are forgotten).
+    pub fn identity_keys(&self) -> HashSet<String> {
+        self.entries
+            .iter()
+            .map(|(d, _)| crate::upstream::oauth::store::caller_key(d))
+            .collect()
+    }
+
     /// The names of the tokens.
     pub fn names(&self) -> HashSet<Arc<str>> {
         self.entries.iter().map(|(_, n)| n.clone()).collect()
@@ -235,6 +258,27 @@ mod tests {
             Tokens::parse("# nothing\n").expect("valid").map(|_| ()),
             None
         );
+    }
+
+    #[test]
+    fn a_token_admitted_carries_an_identity_key_that_changes_with_its_secret() {
+        let t = Tokens::parse(&format!("{A} alice\n{B} bob\n"))
+            .expect("valid")
+            .expect("some");
+        let (name, key) = t.admit(A).expect("admitted");
+        assert_eq!(&*name, "alice");
+        assert_eq!(t.admit(A).expect("again").1, key, "stable for one secret");
+        assert_ne!(t.admit(B).expect("bob").1, key);
+        assert!(t.admit("0123456789abcdef012").is_none());
+        assert!(!key.contains(A) && key.len() == 64);
+        let keys = t.identity_keys();
+        assert!(keys.contains(&*key) && keys.len() == 2);
+        // The same name with another secret is another caller.
+        let rotated = Tokens::parse(&format!("{A}x alice\n"))
+            .expect("valid")
+            .expect("some");
+        assert_ne!(rotated.admit(&format!("{A}x")).expect("admitted").1, key);
+        assert!(!rotated.identity_keys().contains(&*key));
     }
 
     #[test]

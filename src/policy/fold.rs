@@ -102,6 +102,7 @@ mod tests {
             time: "t".into(),
             run: run.into(),
             token: None,
+            creds: None,
             server: "s".into(),
             tool: tool.into(),
             args_sha256: String::new(),

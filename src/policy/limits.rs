@@ -412,6 +412,7 @@ mod tests {
         let caller = crate::calls::Caller {
             token: token.into(),
             sandbox: sandbox.into(),
+            identity: None,
         };
         CallContext {
             run: Arc::new(RunScope::new("test", None, None).with_caller(Some(Arc::new(caller)))),

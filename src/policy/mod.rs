@@ -70,6 +70,8 @@ struct CallMemo {
     count_bytes: bool,
     /// What the call holds of the run's result-byte budgets, given back in `after`.
     reservation: Option<Reservation>,
+    /// Whose credentials a remote server's call uses ([`ToolFacts::creds`]).
+    creds: Option<String>,
 }
 
 impl Policy {
@@ -211,6 +213,7 @@ impl Policy {
                     .limits
                     .counts_bytes(facts.policy.as_deref().map(|p| &p.limits)),
             reservation,
+            creds: facts.creds.clone(),
         }
     }
 }
@@ -221,7 +224,9 @@ impl CallHook for Policy {
         let HostRequest::Backend(BackendCall::CallTool(call)) = request else {
             return Admission::go();
         };
-        let mut facts = self.backend.facts(&call.server, &call.tool);
+        let mut facts = self
+            .backend
+            .facts(&call.server, &call.tool, ctx.run.caller.as_deref());
         // A server that needs sign-in is signed in to first when the run can (the person is
         // asked, or the link opened): then its tool list, and so the call's hints, are known.
         if facts.sign_in.is_some()
@@ -229,7 +234,9 @@ impl CallHook for Policy {
             && !ctx.run.stopped.is_cancelled()
             && self.backend.sign_in(ctx, &call.server).await
         {
-            facts = self.backend.facts(&call.server, &call.tool);
+            facts = self
+                .backend
+                .facts(&call.server, &call.tool, ctx.run.caller.as_deref());
         }
         let (mut decision, reservation) = if ctx.run.stopped.is_cancelled() {
             (self.stopped(), None)
@@ -281,6 +288,7 @@ impl CallHook for Policy {
             time: now(),
             run: ctx.run.id.clone(),
             token: ctx.run.caller.as_ref().map(|c| c.token.clone()),
+            creds: memo.creds,
             server: memo.server,
             tool: memo.tool,
             args_sha256: memo.args_sha256,
@@ -364,6 +372,7 @@ mod tests {
         let caller = Caller {
             token: "ci-bot".into(),
             sandbox: "sb1".into(),
+            identity: None,
         };
         let with = RunScope::new("1", None, None).with_caller(Some(Arc::new(caller)));
         for scope in [Arc::new(with), RunScope::plain("2")] {

@@ -186,16 +186,13 @@ impl BridgeServer {
             }
         };
         let capped = self.settings.timeout_capped_note(args.timeout);
-        // Under `serve` the token store is the operator's: a caller's sign-in would become every
-        // caller's identity upstream, so a caller is not asked to sign in (issue 32 point 7).
-        let sign_in = match dest.caller {
-            Some(_) => SignInWay::Nobody,
-            None => SignInWay::Ask,
-        };
+        // Under `serve` a caller signs in for itself, to its own records (the pool gives it its
+        // own handles of remote servers); it is never signed in to the operator's
+        // (`upstream/sign_in.rs`).
         let scope = Arc::new(
             RunScope::new(&args.code, args.narrowing, asker)
                 .with_caller(dest.caller.clone())
-                .signing_in(sign_in),
+                .signing_in(SignInWay::Ask),
         );
         let req = RunRequest {
             code: args.code,

@@ -17,6 +17,9 @@ use crate::sandbox::Sandbox;
 pub struct Authenticated {
     /// The token's name.
     pub token: Arc<str>,
+    /// The token's upstream identity key; `None` for the loopback `local` caller (no tokens
+    /// file), who is the operator.
+    pub identity: Option<Arc<str>>,
 }
 
 /// Who sent a request.
@@ -24,6 +27,8 @@ pub struct Authenticated {
 pub struct Who {
     /// The token's name.
     pub token: Arc<str>,
+    /// The token's upstream identity key (`None`: the operator, on loopback).
+    pub identity: Option<Arc<str>>,
     /// The MCP session (2025-11-25 clients); `None` for stateless (2026-07-28) requests.
     pub session: Option<String>,
 }
@@ -43,6 +48,7 @@ impl Who {
             .map(str::to_string);
         Some(Who {
             token: auth.token.clone(),
+            identity: auth.identity.clone(),
             session,
         })
     }

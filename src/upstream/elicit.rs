@@ -276,6 +276,7 @@ mod tests {
             Arc::new(Caller {
                 token: t.into(),
                 sandbox: format!("sbx-{t}"),
+                identity: None,
             })
         });
         Arc::new(RunScope::new("", None, None).with_caller(caller))

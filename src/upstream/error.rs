@@ -130,6 +130,14 @@ pub enum UpstreamError {
         /// The server.
         server: String,
     },
+    /// A `serve` caller's own sign-in to the server did not happen (nobody could be asked, the
+    /// question was declined, or no callback came in time): `login` would not help it, so the
+    /// message says how the caller signs in.
+    #[error("MCP server '{server}' needs you to sign in: your client is asked to on a call to it (accept the sign-in question; a client without elicitation cannot be asked), then call again")]
+    CallerSignIn {
+        /// The server.
+        server: String,
+    },
     /// The tool ran and reported an error, or the server rejected the request.
     #[error("{server}.{tool}: {message}")]
     Tool {
@@ -157,7 +165,9 @@ impl UpstreamError {
             | UpstreamError::Timeout { .. } => ErrorKind::Server,
             UpstreamError::Tool { .. } => ErrorKind::Tool,
             UpstreamError::TooManyClients { .. } => ErrorKind::LimitExceeded,
-            UpstreamError::AuthRequired { .. } => ErrorKind::AuthRequired,
+            UpstreamError::AuthRequired { .. } | UpstreamError::CallerSignIn { .. } => {
+                ErrorKind::AuthRequired
+            }
         }
     }
 }

@@ -5,7 +5,11 @@
 //! server asked for by a run with a [`Caller`] (`serve --http`) is that client's own process
 //! instead (`per_client.rs`), made on the client's first use, closed by
 //! [`UpstreamPool::release_caller`] or shutdown; the tool cache and search stay shared (one
-//! definition, one list). Runs without a caller (stdio `run`, `exec`) always get the shared one.
+//! definition, one list). Likewise a remote server whose entry lacks `"sharedCredentials": true`,
+//! asked for by a caller with an identity (a token of the tokens file): that caller's own handle,
+//! whose token store is scoped to the caller (`TokenFile::for_caller`) and whose sign-in comes
+//! back to the gateway's public callback; the shared handle only ever holds the operator's
+//! sign-in. Runs without a caller (stdio `run`, `exec`) always get the shared one.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -33,8 +37,11 @@ pub struct UpstreamPool {
     cache: ToolCache,
     /// Set once the first indexing pass is over: the servers it could not index, with why.
     indexed: tokio::sync::OnceCell<Arc<Vec<(String, String)>>>,
-    /// The clients' own processes of `"perClient"` servers.
+    /// The clients' own processes of `"perClient"` servers, and callers' own handles of
+    /// remote servers.
     per_client: PerClient,
+    /// Where callers' sign-ins come back to, when the gateway has a public URL.
+    public_callback: Option<super::oauth::public::PublicCallback>,
 }
 
 impl UpstreamPool {
@@ -71,6 +78,7 @@ impl UpstreamPool {
             cache: ToolCache::new(state_dir),
             indexed: tokio::sync::OnceCell::new(),
             per_client,
+            public_callback: None,
         }
     }
 
@@ -82,8 +90,27 @@ impl UpstreamPool {
         self
     }
 
+    /// The same pool with callers' sign-ins coming back to the gateway's public callback
+    /// (`MCP_BRIDGE_PUBLIC_URL`).
+    pub fn with_public_callback(
+        mut self,
+        public: Option<super::oauth::public::PublicCallback>,
+    ) -> Self {
+        self.public_callback = public;
+        self
+    }
+
+    /// The gateway's public callback, when there is one (`serve --http` routes it).
+    pub fn public_callback(&self) -> Option<&super::oauth::public::PublicCallback> {
+        self.public_callback.as_ref()
+    }
+
     fn per_client_cap(servers: &Servers, clients: usize) -> usize {
-        let marked = servers.specs.iter().filter(|s| s.per_client).count();
+        let marked = servers
+            .specs
+            .iter()
+            .filter(|s| s.per_client || s.per_caller_identity())
+            .count();
         clients.saturating_mul(marked)
     }
 
@@ -122,10 +149,10 @@ impl UpstreamPool {
         caller: Option<&Caller>,
     ) -> Result<Arc<Upstream>, UpstreamError> {
         match caller {
-            Some(c) if shared.spec.per_client => self
+            Some(c) if Self::own_handle(&shared.spec, c) => self
                 .per_client
                 .get_or_make(&c.sandbox, &shared.spec.name, || {
-                    shared.sibling(self.tasks.clone())
+                    shared.sibling(self.caller_tasks(&shared.spec, c))
                 })
                 .map_err(|()| UpstreamError::TooManyClients {
                     server: shared.spec.name.clone(),
@@ -133,6 +160,28 @@ impl UpstreamPool {
                 }),
             _ => Ok(shared.clone()),
         }
+    }
+
+    /// Whether `caller` gets a handle of its own of `spec`'s server: a `"perClient"` server,
+    /// or a remote one reached with each caller's own sign-in when the caller has an identity.
+    fn own_handle(spec: &ServerSpec, caller: &Caller) -> bool {
+        spec.per_client || (caller.identity.is_some() && spec.per_caller_identity())
+    }
+
+    /// The tasks of `caller`'s own handle of `spec`'s server: for a remote server reached with
+    /// the caller's own sign-in, the token store scoped to the caller, and the gateway's
+    /// public callback; else the pool's.
+    fn caller_tasks(&self, spec: &ServerSpec, caller: &Caller) -> UpstreamTasks {
+        let mut tasks = self.tasks.clone();
+        if let Some(key) = caller
+            .identity
+            .as_deref()
+            .filter(|_| spec.per_caller_identity())
+        {
+            tasks.tokens = tasks.tokens.map(|t| t.for_caller(key, &caller.token));
+            tasks.login.public = self.public_callback.clone();
+        }
+        tasks
     }
 
     /// The handle of `name` a run of `caller` uses ([`UpstreamPool::for_caller`]).
@@ -159,7 +208,7 @@ impl UpstreamPool {
     ) -> Result<Arc<Upstream>, UpstreamError> {
         let shared = self.get(name)?;
         let own = caller
-            .filter(|_| shared.spec.per_client)
+            .filter(|c| Self::own_handle(&shared.spec, c))
             .and_then(|c| self.per_client.get(&c.sandbox, name));
         Ok(own.unwrap_or_else(|| shared.clone()))
     }
@@ -468,5 +517,103 @@ impl UpstreamPool {
         self.tasks.ct.cancel();
         let own = self.per_client.take_all();
         futures::future::join_all(self.upstreams.values().chain(&own).map(|u| u.shutdown())).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Transport;
+
+    fn remote(name: &str, shared: bool) -> ServerSpec {
+        let http = Transport::Http {
+            url: format!("https://{name}.example/mcp"),
+            headers: Default::default(),
+        };
+        let mut spec = ServerSpec::new(name, http, "/x.json".as_ref());
+        spec.shared_credentials = shared;
+        spec
+    }
+
+    fn caller(token: &str, sandbox: &str, identity: Option<&str>) -> Caller {
+        Caller {
+            token: token.into(),
+            sandbox: sandbox.into(),
+            identity: identity.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_caller_with_an_identity_gets_its_own_handle_over_its_own_records_only() {
+        let stdio = Transport::Stdio {
+            command: "x".into(),
+            args: vec![],
+            env: Default::default(),
+            cwd: None,
+        };
+        let servers = Arc::new(Servers {
+            specs: vec![
+                remote("own", false),
+                remote("shared", true),
+                ServerSpec::new("local", stdio, "/x.json".as_ref()),
+            ],
+            ..Default::default()
+        });
+        let dir = tempfile::tempdir().expect("tempdir");
+        let public = super::super::oauth::public::PublicCallback::new("https://gw.example");
+        let pool = UpstreamPool::new(servers, dir.path())
+            .with_max_clients(2)
+            .with_public_callback(Some(public));
+        assert_eq!(
+            pool.per_client.cap(),
+            2,
+            "one own handle per client of `own`"
+        );
+        let alice = caller("alice", "sa", Some("ka"));
+        let bob = caller("bob", "sb", Some("kb"));
+        let operator = caller("local", "sl", None);
+        let shared = pool.get("own").expect("configured").clone();
+        let a = pool.upstream("own", Some(&alice)).expect("made");
+        let b = pool.upstream("own", Some(&bob)).expect("made");
+        assert!(!Arc::ptr_eq(&a, &shared) && !Arc::ptr_eq(&a, &b));
+        let scope = |u: &Upstream| {
+            u.tasks
+                .tokens
+                .as_ref()
+                .and_then(|t| t.caller_name().map(str::to_string))
+        };
+        assert_eq!(scope(&a).as_deref(), Some("alice"));
+        assert_eq!(scope(&b).as_deref(), Some("bob"));
+        assert_eq!(
+            scope(&shared),
+            None,
+            "the shared handle holds the operator's records"
+        );
+        assert!(a.tasks.login.public.is_some() && shared.tasks.login.public.is_none());
+        assert!(Arc::ptr_eq(
+            &pool.peek("own", Some(&alice)).expect("known"),
+            &a
+        ));
+        // The operator (no identity), a sharedCredentials server, a local process: shared.
+        assert!(Arc::ptr_eq(
+            &pool.upstream("own", Some(&operator)).expect("x"),
+            &shared
+        ));
+        let s = pool.get("shared").expect("configured").clone();
+        assert!(Arc::ptr_eq(
+            &pool.upstream("shared", Some(&alice)).expect("x"),
+            &s
+        ));
+        let l = pool.get("local").expect("configured").clone();
+        assert!(Arc::ptr_eq(
+            &pool.upstream("local", Some(&alice)).expect("x"),
+            &l
+        ));
+        // Counted in the per-client cap: a third caller is refused, not handed another's.
+        let carol = caller("carol", "sc", Some("kc"));
+        assert!(matches!(
+            pool.upstream("own", Some(&carol)),
+            Err(UpstreamError::TooManyClients { .. })
+        ));
     }
 }

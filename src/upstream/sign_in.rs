@@ -26,6 +26,8 @@ enum NotSignedIn {
         "nobody can be asked to sign in (no client that can be asked, or no way to open a link)"
     )]
     NobodyToAsk,
+    #[error("the server's sign-in is the operator's (\"sharedCredentials\": true): only `mcp-code-bridge login` signs in to it")]
+    OperatorOnly,
     #[error("the sign-in question was declined")]
     Declined,
     #[error("the sign-in question was dismissed")]
@@ -47,9 +49,7 @@ impl Upstream {
     /// # Errors
     /// [`UpstreamError::AuthRequired`] whenever no sign-in happened.
     pub(super) async fn sign_in_for(&self, run: &RunScope) -> Result<(), UpstreamError> {
-        let refused = || UpstreamError::AuthRequired {
-            server: self.spec.name.clone(),
-        };
+        let refused = || self.sign_in_refusal();
         let seen = self.signing.finished.load(Ordering::Acquire);
         let _waiting = run.waits.begin();
         let _one = tokio::select! {
@@ -86,6 +86,17 @@ impl Upstream {
         }
     }
 
+    /// The error of a call that needs sign-in and got none: `AuthRequired` naming `login`, or,
+    /// for a `serve` caller's own handle (its own sign-in, which `login` does not give),
+    /// `CallerSignIn`.
+    pub(super) fn sign_in_refusal(&self) -> UpstreamError {
+        let server = self.spec.name.clone();
+        match self.tasks.tokens.as_ref().and_then(|t| t.caller_name()) {
+            Some(_) => UpstreamError::CallerSignIn { server },
+            None => UpstreamError::AuthRequired { server },
+        }
+    }
+
     async fn sign_in_once(&self, run: &RunScope) -> Result<(), NotSignedIn> {
         let Some(tokens) = &self.tasks.tokens else {
             return Err(NotSignedIn::NobodyToAsk);
@@ -94,6 +105,12 @@ impl Upstream {
         let secs = opts.timeout.as_secs();
         if run.sign_in == SignInWay::Nobody {
             return Err(NotSignedIn::NobodyToAsk);
+        }
+        // A `serve` caller with an identity of its own never signs in to the operator's
+        // records (a `"sharedCredentials"` server's): only the operator does, with `login`.
+        let a_caller = run.caller.as_ref().is_some_and(|c| c.identity.is_some());
+        if a_caller && tokens.caller_name().is_none() {
+            return Err(NotSignedIn::OperatorOnly);
         }
         if run.sign_in == SignInWay::Open {
             if !browser::can_open() {

@@ -1,7 +1,8 @@
 """An OAuth-protected MCP server for the sign-in tests, built with the official MCP Python SDK: its
 authorization-server routes (metadata, dynamic registration, authorize, token, revoke) over an
 in-memory provider whose authorization endpoint approves at once, and the SDK's bearer check on
-/mcp. Tools: `whoami` (the token's client), `echo`.
+/mcp. Tools: `whoami` (the person the token belongs to: each sign-in is a new person, `person-N`,
+and its refreshed tokens stay that person's), `echo`.
 
 Run: python3 oauth_server.py PORT_FILE [--lifetime SECS] [--honour SECS] [--mode MODE] [--log FILE]
 `--honour` makes access tokens stop working after SECS whatever their announced lifetime (a 401
@@ -55,6 +56,9 @@ class InstantProvider:
         self.access: dict[str, AccessToken] = {}
         self.refresh: dict[str, RefreshToken] = {}
         self.lifetime, self.mode, self.log = lifetime, mode, log
+        # Who each code and token belongs to: every authorization is a new person.
+        self.person: dict[str, str] = {}
+        self.people = 0
 
     def note(self, line: str) -> None:
         if self.log:
@@ -75,7 +79,9 @@ class InstantProvider:
             redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
             resource=params.resource)
-        self.note(f"authorize resource={params.resource}")
+        self.people += 1
+        self.person[code] = f"person-{self.people}"
+        self.note(f"authorize resource={params.resource} redirect_uri={params.redirect_uri}")
         target = "https://callback.example.invalid/callback" if self.mode == "far-callback" \
             else str(params.redirect_uri)
         return f"{target}?code={code}&state={params.state}"
@@ -83,8 +89,9 @@ class InstantProvider:
     async def load_authorization_code(self, client, authorization_code: str):
         return self.codes.get(authorization_code)
 
-    def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+    def _issue(self, client_id: str, scopes: list[str], resource: str | None, person: str = "") -> OAuthToken:
         access, refresh = "at-" + secrets.token_urlsafe(24), "rt-" + secrets.token_urlsafe(24)
+        self.person[access] = self.person[refresh] = person
         alive = self.honour if self.honour is not None else self.lifetime
         self.access[access] = AccessToken(token=access, client_id=client_id, scopes=scopes,
                                           expires_at=int(time.time()) + alive, resource=resource)
@@ -96,7 +103,8 @@ class InstantProvider:
     async def exchange_authorization_code(self, client, authorization_code: AuthorizationCode) -> OAuthToken:
         self.codes.pop(authorization_code.code, None)
         self.note(f"token authorization_code resource={authorization_code.resource}")
-        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource)
+        return self._issue(client.client_id, authorization_code.scopes, authorization_code.resource,
+                           self.person.get(authorization_code.code, ""))
 
     async def load_refresh_token(self, client, refresh_token: str):
         return self.refresh.get(refresh_token)
@@ -104,7 +112,8 @@ class InstantProvider:
     async def exchange_refresh_token(self, client, refresh_token: RefreshToken, scopes: list[str]) -> OAuthToken:
         self.refresh.pop(refresh_token.token, None)
         self.note("token refresh_token")
-        return self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource)
+        return self._issue(client.client_id, scopes or refresh_token.scopes, refresh_token.resource,
+                           self.person.get(refresh_token.token, ""))
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         t = self.access.get(token)
@@ -150,8 +159,11 @@ def main() -> None:
 
     @server.tool()
     def whoami() -> str:
-        """The client the token was issued to."""
-        return "signed-in"
+        """The person the token belongs to."""
+        from mcp.server.auth.middleware.auth_context import get_access_token
+
+        token = get_access_token()
+        return f"signed-in as {provider.person.get(token.token, '?') if token else 'nobody'}"
 
     app = server.streamable_http_app()
     if args.mode == "static-bearer":

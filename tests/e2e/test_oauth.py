@@ -7,7 +7,7 @@ once, token, revocation) and a `$BROWSER` that follows redirects (oauth_browser.
 revoking, a run in which one server needs sign-in and another works (AuthRequiredError naming
 `login`), signing in inside a run (`exec` through `$BROWSER`; `run` through the client's URL-mode
 question or a 2026-07-28 form's message, declined, never coming back, or with no client that can be
-asked; under `serve --http`), tokens absent from every output, the logs, the audit log and the sandbox; hostile
+asked; under `serve --http`: test_oauth_serve.py), tokens absent from every output, the logs, the audit log and the sandbox; hostile
 authorization servers (another issuer, a token answer missing fields, a huge one, a redirect to a
 non-loopback callback), a forged callback state, and two logins racing.
 """
@@ -535,33 +535,3 @@ def test_a_sign_in_that_never_comes_back_raises_auth_required_by_its_bound(tmp_p
     assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
     assert time.monotonic() - started < 60
     assert_nothing_stored(home)
-
-
-def test_under_serve_a_caller_is_not_asked_to_sign_in(tmp_path, e2e_tmp, auth_server, stub_ready):
-    """Under `serve`, the one token store is the operator's: a caller's sign-in would become every
-    caller's identity upstream. Until each caller signs in for itself (issue 32 point 7), a caller
-    is not asked: the call raises AuthRequiredError naming `login` (the operator's), nothing is
-    asked, nothing stored."""
-    import asyncio
-
-    from helpers_http import LEGACY, ServeBridge, connect, new_token, run
-
-    srv = auth_server()
-    home = Home(tmp_path, srv.url)  # the test browser's environment and log
-    token = new_token()
-    b = ServeBridge(e2e_tmp, {"alice": token}, name="sign-in",
-                    servers={"remote": {"type": "http", "url": srv.url}, "stub": S.stub("stub")},
-                    env={"MCP_BRIDGE_WARM_POOL": "0", "BROWSER": ""}).start()
-    try:
-        follower = LinkFollower(home)
-
-        async def body():
-            async with connect(b.url, token, LEGACY, elicitation_callback=follower) as c:
-                return await run(c, CALL_REMOTE, servers=["remote", "stub"])
-
-        reply = asyncio.run(body())
-        assert "works" in reply.text, reply.text
-        assert "auth remote" in reply.text and "mcp-code-bridge login remote" in reply.text, reply.text
-        assert follower.questions == [], follower.questions
-    finally:
-        b.close()

@@ -54,6 +54,11 @@ pub fn parse_entry(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(err("\"perClient\" must be true or false".into())),
     };
+    let shared_credentials = match obj.get("sharedCredentials") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(err("\"sharedCredentials\" must be true or false".into())),
+    };
     let policy = parse_policy(obj).map_err(&err)?;
     let kind = fields
         .string("type")?
@@ -134,6 +139,7 @@ pub fn parse_entry(
     spec.headers_helper = headers_helper;
     spec.disabled = disabled;
     spec.per_client = per_client;
+    spec.shared_credentials = shared_credentials;
     spec.oauth = oauth.map(Arc::new);
     spec.policy = Arc::new(policy);
     spec.description = fields.string("description")?;
@@ -292,6 +298,25 @@ mod tests {
         assert_eq!(bad.source, "/c.json (server 's')");
         // Part of the definition: the same entry without it is another definition.
         assert!(!on.same_definition(&off));
+    }
+
+    #[test]
+    fn shared_credentials_is_a_boolean_off_by_default_and_only_remote_entries_go_per_caller() {
+        let own = parse(json!({"type": "http", "url": "https://a/mcp"})).expect("valid");
+        assert!(!own.shared_credentials && own.per_caller_identity());
+        let shared =
+            parse(json!({"type": "sse", "url": "https://a/sse", "sharedCredentials": true}))
+                .expect("valid");
+        assert!(shared.shared_credentials && !shared.per_caller_identity());
+        assert!(!shared.same_definition(&own.clone()));
+        let stdio = parse(json!({"command": "x"})).expect("valid");
+        assert!(
+            !stdio.per_caller_identity(),
+            "a local process has no upstream identity"
+        );
+        let bad =
+            parse(json!({"url": "https://a/mcp", "sharedCredentials": 1})).expect_err("a number");
+        assert_eq!(bad.message, "\"sharedCredentials\" must be true or false");
     }
 
     #[test]

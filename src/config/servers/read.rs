@@ -338,8 +338,11 @@ pub(super) fn merge(
                 }
                 // Your own entry's `perClient` stays: a project's may only add isolation.
                 let per_client = user.per_client;
+                // Sharing the operator's sign-in needs both to say so.
+                let shared = user.shared_credentials;
                 defs[0].policy = Arc::new(policy);
                 defs[0].per_client |= per_client;
+                defs[0].shared_credentials &= shared;
             }
         }
         let mut defs = defs.into_iter();

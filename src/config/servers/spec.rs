@@ -83,6 +83,9 @@ pub struct ServerSpec {
     /// `"perClient": true`: under `serve --http`, one process of the server per client sandbox
     /// instead of one shared by every client (stdio `run` and `exec` have one client anyway).
     pub per_client: bool,
+    /// `"sharedCredentials": true`: under `serve --http`, every caller reaches this remote
+    /// server with the operator's own sign-in (from `login`) instead of each caller's own.
+    pub shared_credentials: bool,
     /// A remote entry's `"oauth"`: its pre-registered client and sign-in options.
     pub oauth: Option<Arc<super::oauth::OAuthEntry>>,
     /// A remote entry's `"headersHelper"` (Claude Code's files and the user's own): a shell
@@ -105,6 +108,7 @@ impl ServerSpec {
             entry_sha256: String::new(),
             secrets: Vec::new(),
             per_client: false,
+            shared_credentials: false,
             oauth: None,
             headers_helper: None,
         }
@@ -119,6 +123,12 @@ impl ServerSpec {
         out
     }
 
+    /// Whether a caller under `serve --http` reaches this server with its own sign-in: a
+    /// remote (`http`/`sse`) server whose entry does not say `"sharedCredentials": true`.
+    pub fn per_caller_identity(&self) -> bool {
+        !self.shared_credentials && !matches!(self.transport, Transport::Stdio { .. })
+    }
+
     /// Why `tool` is hidden and refused by the entry's `allowedTools` / `disabledTools`, if
     /// it is.
     pub fn tool_refusal(&self, tool: &str) -> Option<Refusal> {
@@ -130,6 +140,7 @@ impl ServerSpec {
         self.transport == other.transport
             && self.policy == other.policy
             && self.per_client == other.per_client
+            && self.shared_credentials == other.shared_credentials
             && self.oauth == other.oauth
             && self.headers_helper == other.headers_helper
     }

@@ -421,6 +421,7 @@ pub const ROWS: &[Row] = &[
     Row::Flag(&ALLOW_SELF_SERVER),
     Row::Number(&oauth::LOGIN_TIMEOUT),
     Row::Text(&oauth::OAUTH_CLIENT_METADATA_URL),
+    Row::Text(&oauth::PUBLIC_URL),
 ];
 
 #[cfg(test)]

@@ -134,10 +134,24 @@ impl HostCalls for UpstreamHostCalls {
             .map_or(0, |tools| crate::calls::json_bytes(&*tools) + 11)
     }
 
-    fn facts(&self, server: &str, tool: &str) -> ToolFacts {
-        let Ok(up) = self.pool.get(server) else {
+    fn facts(&self, server: &str, tool: &str, caller: Option<&Caller>) -> ToolFacts {
+        let Ok(shared) = self.pool.get(server) else {
             return ToolFacts::default();
         };
+        // The caller's own handle (made now if it has none yet: a run loads it anyway), so
+        // what it says of sign-in is the caller's; the shared one if none can be made.
+        let up = self
+            .pool
+            .for_caller(shared, caller)
+            .unwrap_or_else(|_| shared.clone());
+        let creds = crate::upstream::oauth::remote_url(&up.spec)
+            .is_ok()
+            .then(
+                || match up.tasks.tokens.as_ref().and_then(|t| t.caller_name()) {
+                    Some(name) => name.to_string(),
+                    None => OPERATOR.to_string(),
+                },
+            );
         // The running server's list; when it is not running (it stopped since the run loaded
         // it, and the call will restart it), the list cached when it last connected. Neither:
         // the hints are unknown and the policy treats the call as one that needs approval.
@@ -151,15 +165,14 @@ impl HostCalls for UpstreamHostCalls {
             destructive,
             read_only,
             hints_known: hints.is_some(),
-            sign_in: up.needs_sign_in().then(|| {
-                crate::upstream::error::UpstreamError::AuthRequired {
-                    server: up.spec.name.clone(),
-                }
-                .to_string()
-            }),
+            sign_in: up.needs_sign_in().then(|| up.sign_in_refusal().to_string()),
+            creds,
         }
     }
 }
+
+/// The audit's `creds` for a call made with the operator's own sign-in.
+pub const OPERATOR: &str = "operator";
 
 #[cfg(test)]
 mod tests {
@@ -185,11 +198,15 @@ mod tests {
             ..Default::default()
         });
         let calls = UpstreamHostCalls::new(Arc::new(UpstreamPool::new(servers, dir.path())));
-        let f = calls.facts("db", "drop_table");
+        let f = calls.facts("db", "drop_table", None);
         assert!(f.hints_known && f.destructive && !f.read_only, "{f:?}");
         // Nothing known of a tool the cached list lacks: the policy asks.
-        assert!(!calls.facts("db", "new_tool").hints_known);
-        assert!(calls.facts("nope", "x").policy.is_none());
+        assert!(!calls.facts("db", "new_tool", None).hints_known);
+        assert!(calls.facts("nope", "x", None).policy.is_none());
+        assert!(
+            f.creds.is_none(),
+            "a local process uses nobody's credentials"
+        );
     }
 
     #[test]

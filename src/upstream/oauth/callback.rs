@@ -47,6 +47,9 @@ pub enum CallbackError {
     /// The callback carried no code.
     #[error("the sign-in callback carried no authorization code; nothing was stored")]
     NoCode,
+    /// Too many sign-ins wait at the gateway's public callback already.
+    #[error("{0} sign-ins wait at the gateway's callback already; try again in a moment")]
+    Busy(usize),
     /// Too many requests that were not the callback.
     #[error(
         "more than {MAX_STRAY} requests that were not the sign-in callback; nothing was stored"
@@ -196,6 +199,12 @@ fn judge(head: &str, state: &str) -> Judged {
     if path != PATH {
         return Judged::Stray;
     }
+    Judged::Done(judge_query(query, state))
+}
+
+/// What a callback's query (`code`, `state`, `iss`, `error`) means for the sign-in waiting on
+/// `state`.
+pub(super) fn judge_query(query: &str, state: &str) -> Result<Returned, CallbackError> {
     let mut code = None;
     let mut got_state = None;
     let mut issuer = None;
@@ -218,22 +227,22 @@ fn judge(head: &str, state: &str) -> Judged {
         s.len() == state.len() && bool::from(s.as_bytes().ct_eq(state.as_bytes()))
     });
     if !state_ok {
-        return Judged::Done(Err(CallbackError::State));
+        return Err(CallbackError::State);
     }
     if let Some(error) = error {
         let mut text = short(&error);
         if let Some(d) = description {
             text = format!("{text} ({})", short(&d));
         }
-        return Judged::Done(Err(CallbackError::Refused(text)));
+        return Err(CallbackError::Refused(text));
     }
     match code.filter(|c| !c.is_empty()) {
-        Some(code) => Judged::Done(Ok(Returned {
+        Some(code) => Ok(Returned {
             code,
             state: state.to_string(),
             issuer,
-        })),
-        None => Judged::Done(Err(CallbackError::NoCode)),
+        }),
+        None => Err(CallbackError::NoCode),
     }
 }
 

@@ -34,6 +34,10 @@ pub struct LoginOptions {
     pub timeout: Duration,
     /// The Client ID Metadata Document URL (`MCP_BRIDGE_OAUTH_CLIENT_METADATA_URL`).
     pub client_metadata_url: Option<String>,
+    /// The gateway's public callback (`MCP_BRIDGE_PUBLIC_URL`, a `serve` caller's sign-in):
+    /// the redirect comes back there instead of to a loopback listener, unless the entry
+    /// fixes a `callbackPort`.
+    pub public: Option<super::public::PublicCallback>,
 }
 
 impl Default for LoginOptions {
@@ -42,6 +46,7 @@ impl Default for LoginOptions {
         LoginOptions {
             timeout: Duration::from_secs(300),
             client_metadata_url: None,
+            public: None,
         }
     }
 }
@@ -96,13 +101,21 @@ pub struct Pending {
     /// The authorization URL to open (no secret: the state and the PKCE challenge only).
     pub url: String,
     state: String,
-    listener: Listener,
+    back: Back,
     session: AuthorizationSession,
     tokens: TokenFile,
     name: String,
     resource: String,
     redirect: String,
     registered_secret: Option<String>,
+}
+
+/// Where a sign-in's redirect comes back to.
+enum Back {
+    /// A loopback listener of the bridge's own.
+    Loopback(Listener),
+    /// The gateway's public callback, the sign-in registered at it by its state.
+    Public(super::public::Awaited),
 }
 
 /// Begins signing in to `spec`'s server: discovery, the client identity, the link, the
@@ -145,8 +158,19 @@ pub async fn begin(
             wanted.push(s.to_string());
         }
     }
-    let listener = Listener::bind(oauth.callback_port).await?;
-    let redirect = listener.redirect_uri();
+    // A fixed `callbackPort` is a redirect URI registered as such: it stays loopback.
+    let route = match opts
+        .public
+        .clone()
+        .filter(|_| oauth.callback_port.is_none())
+    {
+        Some(public) => Err(public),
+        None => Ok(Listener::bind(oauth.callback_port).await?),
+    };
+    let redirect = match &route {
+        Ok(listener) => listener.redirect_uri(),
+        Err(public) => public.redirect_uri().to_string(),
+    };
     let mut request = AuthorizationRequest::new(redirect.clone()).with_client_name(CLIENT_NAME);
     request = if wanted.is_empty() {
         request.with_initial_scope_selection()
@@ -196,10 +220,14 @@ pub async fn begin(
         .find(|(k, _)| k == "state")
         .map(|(_, v)| v.into_owned())
         .ok_or_else(|| OAuthError::Auth("the authorization URL carries no state".into()))?;
+    let back = match route {
+        Ok(listener) => Back::Loopback(listener),
+        Err(public) => Back::Public(public.expect(&state)?),
+    };
     Ok(Pending {
         url: auth_url,
         state,
-        listener,
+        back,
         session,
         tokens: tokens.clone(),
         name: spec.name.clone(),
@@ -223,7 +251,7 @@ impl Pending {
         let Pending {
             url: _,
             state,
-            listener,
+            back,
             session,
             tokens,
             name,
@@ -231,7 +259,10 @@ impl Pending {
             redirect,
             registered_secret,
         } = self;
-        let returned = listener.wait(&state, deadline, secs).await?;
+        let returned = match back {
+            Back::Loopback(listener) => listener.wait(&state, deadline, secs).await?,
+            Back::Public(mut awaited) => awaited.wait(deadline, secs).await?,
+        };
         let response = session
             .handle_callback_with_issuer(
                 &returned.code,
@@ -348,6 +379,15 @@ pub async fn logout(spec: &ServerSpec, tokens: &TokenFile) -> Result<LoggedOut, 
         .await
         .map_err(|e| OAuthError::Auth(e.to_string()))??;
     Ok(LoggedOut::Forgot { revoked })
+}
+
+/// Revokes `record`'s tokens (RFC 7009) where `spec`'s authorization server names a
+/// revocation endpoint, as `logout` does.
+pub(crate) async fn revoke_record(spec: &ServerSpec, record: &Record) -> Revoked {
+    match &record.credentials {
+        Some(c) if c.token_response.is_some() => revoke(spec, record, c).await,
+        _ => Revoked::NotOffered,
+    }
 }
 
 async fn revoke(spec: &ServerSpec, record: &Record, creds: &StoredCredentials) -> Revoked {

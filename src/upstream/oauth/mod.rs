@@ -1,7 +1,8 @@
 //! OAuth 2.1 to remote servers, built on rmcp's `auth` feature (discovery, the issuer check,
 //! client registration in the spec's order, PKCE S256 with `resource`, refresh): the bridge's
-//! own token store (`store.rs`), the loopback callback (`callback.rs`), opening the link
-//! (`browser.rs`), signing in and out (`login.rs`). [`authorized`] is what a connection start
+//! own token store (`store.rs`, the operator's records and each `serve` caller's), the loopback
+//! callback (`callback.rs`) and the gateway's public one (`public.rs`), opening the link
+//! (`browser.rs`), signing in and out (`login.rs`), forgetting departed callers (`departed.rs`). [`authorized`] is what a connection start
 //! uses: rmcp's `AuthClient` over the server's stored credentials, or nothing when there are
 //! none (the server's 401 then says the server needs sign-in: [`needs_sign_in`]).
 //!
@@ -12,7 +13,9 @@
 mod authorizer;
 pub mod browser;
 pub mod callback;
+pub mod departed;
 pub mod login;
+pub mod public;
 pub mod server_tokens;
 pub mod store;
 

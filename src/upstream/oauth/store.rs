@@ -4,11 +4,17 @@
 //! an exclusive temporary file, then renamed over the old one, under an advisory lock
 //! (`tokens.lock`), so two logins racing lose neither record. Never read from another
 //! program's store. rmcp's `CredentialStore` for one server over it is `server_tokens.rs`.
+//!
+//! Under `serve --http` each caller (a token of the tokens file) has records of its own beside
+//! the operator's, under `callers`, keyed by an identity key ([`caller_key`]) that changes with
+//! the token's secret and does not reveal it. [`TokenFile::for_caller`] is the store scoped to
+//! one caller: its reads and writes see only that caller's records.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rmcp::transport::auth::StoredCredentials;
 use serde::{Deserialize, Serialize};
@@ -27,8 +33,12 @@ const LOCK: &str = "tokens.lock";
 const REFRESH_LOCK: &str = "refresh.lock";
 /// The largest token file read (a bigger one is refused, not parsed).
 const MAX_FILE: u64 = 4 << 20;
-/// The most servers kept.
-const MAX_RECORDS: usize = 1024;
+/// The most records kept, the operator's and every caller's together.
+const MAX_RECORDS: usize = 4096;
+/// The most callers with records of their own (the tokens file's bound).
+const MAX_CALLERS: usize = 10_000;
+/// The domain prefix of a caller's identity key.
+const CALLER_KEY_DOMAIN: &[u8] = b"mcp-code-bridge upstream identity v1\0";
 
 /// Why the token store could not be read or written. Never holds a token.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +65,8 @@ pub enum StoreError {
         /// Line and column, or the size.
         at: String,
     },
-    /// More servers than the store keeps.
-    #[error("the token store holds tokens for {MAX_RECORDS} servers already")]
+    /// More records, or callers, than the store keeps.
+    #[error("the token store holds {MAX_RECORDS} records (or {MAX_CALLERS} callers) already")]
     Full,
 }
 
@@ -97,9 +107,53 @@ impl std::fmt::Debug for Record {
 
 #[derive(Default, Serialize, Deserialize)]
 struct Contents {
+    /// The operator's records (from `login`, or a run with no caller).
+    #[serde(default)]
+    servers: BTreeMap<String, Record>,
+    /// Each `serve` caller's own records, by identity key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    callers: BTreeMap<String, CallerRecords>,
+}
+
+/// One caller's records.
+#[derive(Default, Serialize, Deserialize)]
+struct CallerRecords {
+    /// The token's name (for people reading the file; the key is what counts).
+    #[serde(default)]
+    name: String,
     #[serde(default)]
     servers: BTreeMap<String, Record>,
 }
+
+impl Contents {
+    fn count(&self) -> usize {
+        self.servers.len()
+            + self
+                .callers
+                .values()
+                .map(|c| c.servers.len())
+                .sum::<usize>()
+    }
+}
+
+/// The identity key of the `serve` token whose SHA-256 digest is `token_digest`: hex SHA-256
+/// of a fixed prefix and the digest. Another secret under the same name is another key; the
+/// key does not reveal the secret (nor the digest the tokens file check uses).
+pub fn caller_key(token_digest: &[u8; 32]) -> String {
+    let mut bytes = CALLER_KEY_DOMAIN.to_vec();
+    bytes.extend_from_slice(token_digest);
+    crate::ids::sha256_hex(&bytes)
+}
+
+/// A caller whose records a scoped [`TokenFile`] holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Scope {
+    key: String,
+    name: String,
+}
+
+/// What [`TokenFile::forget_callers`] removed: a caller's name and its records.
+pub type Forgotten = Vec<(String, BTreeMap<String, Record>)>;
 
 /// The canonical form of a server's URL, as tokens are bound to it (RFC 8707: scheme and host
 /// in lower case, no default port, no fragment).
@@ -112,17 +166,45 @@ pub fn canonical_resource(url: &str) -> Result<String, url::ParseError> {
     Ok(u.to_string())
 }
 
-/// The token file of one state folder.
+/// The token file of one state folder: the operator's records, or one caller's
+/// ([`TokenFile::for_caller`]).
 #[derive(Debug, Clone)]
 pub struct TokenFile {
     state_dir: PathBuf,
+    scope: Option<Arc<Scope>>,
 }
 
 impl TokenFile {
-    /// The store under `state_dir` (nothing is read or made yet).
+    /// The store under `state_dir`, the operator's records (nothing is read or made yet).
     pub fn new(state_dir: &Path) -> Self {
         TokenFile {
             state_dir: state_dir.to_path_buf(),
+            scope: None,
+        }
+    }
+
+    /// The same file scoped to the caller whose identity key is `key` (token name `name`):
+    /// its reads and writes see that caller's records only, never the operator's.
+    pub fn for_caller(&self, key: &str, name: &str) -> Self {
+        TokenFile {
+            state_dir: self.state_dir.clone(),
+            scope: Some(Arc::new(Scope {
+                key: key.to_string(),
+                name: name.to_string(),
+            })),
+        }
+    }
+
+    /// The caller's token name, for a scoped file; `None` for the operator's.
+    pub fn caller_name(&self) -> Option<&str> {
+        self.scope.as_ref().map(|s| s.name.as_str())
+    }
+
+    /// This scope's records in `contents` (`None`: a caller with none yet).
+    fn mine<'a>(&self, contents: &'a Contents) -> Option<&'a BTreeMap<String, Record>> {
+        match &self.scope {
+            None => Some(&contents.servers),
+            Some(scope) => contents.callers.get(&scope.key).map(|c| &c.servers),
         }
     }
 
@@ -157,14 +239,14 @@ impl TokenFile {
             return Ok(None);
         }
         let contents = self.read(&self.dir()?)?;
-        Ok(contents
-            .servers
-            .get(name)
+        Ok(self
+            .mine(&contents)
+            .and_then(|servers| servers.get(name))
             .filter(|r| r.resource == resource)
             .cloned())
     }
 
-    /// Every record, by server name.
+    /// Every record of this scope, by server name.
     ///
     /// # Errors
     /// The file is refused or damaged.
@@ -172,7 +254,66 @@ impl TokenFile {
         if !self.path().exists() {
             return Ok(BTreeMap::new());
         }
-        Ok(self.read(&self.dir()?)?.servers)
+        let contents = self.read(&self.dir()?)?;
+        Ok(self.mine(&contents).cloned().unwrap_or_default())
+    }
+
+    /// The identity keys of the callers with records.
+    ///
+    /// # Errors
+    /// The file is refused or damaged.
+    pub fn callers(&self) -> Result<Vec<String>, StoreError> {
+        if !self.path().exists() {
+            return Ok(Vec::new());
+        }
+        Ok(self.read(&self.dir()?)?.callers.into_keys().collect())
+    }
+
+    /// Removes the records of every caller whose identity key `keep` refuses (its token left
+    /// the tokens file, or got another secret); returns what was removed (names and records,
+    /// for revocation). The operator's records stay.
+    ///
+    /// # Errors
+    /// The folder or file is refused, damaged, or cannot be written.
+    pub fn forget_callers(&self, keep: impl Fn(&str) -> bool) -> Result<Forgotten, StoreError> {
+        if !self.path().exists() {
+            return Ok(Vec::new());
+        }
+        self.locked(|contents| {
+            let gone: Vec<String> = contents
+                .callers
+                .keys()
+                .filter(|k| !keep(k))
+                .cloned()
+                .collect();
+            let removed: Forgotten = gone
+                .iter()
+                .filter_map(|k| contents.callers.remove(k))
+                .map(|c| (c.name, c.servers))
+                .collect();
+            Ok((!removed.is_empty(), removed))
+        })
+    }
+
+    /// Runs `change` on the contents under the lock; writes them when it says so.
+    fn locked<T>(
+        &self,
+        change: impl FnOnce(&mut Contents) -> Result<(bool, T), StoreError>,
+    ) -> Result<T, StoreError> {
+        let dir = self.dir()?;
+        let lock = dir
+            .open_file(LOCK, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600)
+            .map_err(self.io("opening its lock"))?;
+        // SAFETY: flock on a descriptor this function owns; released when `lock` is closed.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(self.io("locking")(std::io::Error::last_os_error()));
+        }
+        let mut contents = self.read(&dir)?;
+        let (write, out) = change(&mut contents)?;
+        if write {
+            self.write(&dir, &contents)?;
+        }
+        Ok(out)
     }
 
     /// Changes `name`'s record under the lock: `change` gets it (`None` when absent or bound
@@ -186,26 +327,44 @@ impl TokenFile {
         resource: &str,
         change: impl FnOnce(Option<Record>) -> Option<Record>,
     ) -> Result<(), StoreError> {
-        let dir = self.dir()?;
-        let lock = dir
-            .open_file(LOCK, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600)
-            .map_err(self.io("opening its lock"))?;
-        // SAFETY: flock on a descriptor this function owns; released when `lock` is closed.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(self.io("locking")(std::io::Error::last_os_error()));
-        }
-        let mut contents = self.read(&dir)?;
-        let old = contents
-            .servers
-            .remove(name)
-            .filter(|r| r.resource == resource);
-        if let Some(new) = change(old) {
-            if contents.servers.len() >= MAX_RECORDS {
+        self.locked(|contents| {
+            let new_caller = self
+                .scope
+                .as_ref()
+                .is_some_and(|s| !contents.callers.contains_key(&s.key));
+            let servers = match &self.scope {
+                None => &mut contents.servers,
+                Some(scope) => {
+                    &mut contents
+                        .callers
+                        .entry(scope.key.clone())
+                        .or_insert_with(|| CallerRecords {
+                            name: scope.name.clone(),
+                            servers: BTreeMap::new(),
+                        })
+                        .servers
+                }
+            };
+            let old = servers.remove(name).filter(|r| r.resource == resource);
+            if let Some(new) = change(old) {
+                servers.insert(name.to_string(), new);
+            }
+            if let Some(scope) = &self.scope {
+                if contents
+                    .callers
+                    .get(&scope.key)
+                    .is_some_and(|c| c.servers.is_empty())
+                {
+                    contents.callers.remove(&scope.key);
+                }
+            }
+            if contents.count() > MAX_RECORDS
+                || (new_caller && contents.callers.len() > MAX_CALLERS)
+            {
                 return Err(StoreError::Full);
             }
-            contents.servers.insert(name.to_string(), new);
-        }
-        self.write(&dir, &contents)
+            Ok((true, ()))
+        })
     }
 
     /// Takes the refresh lock (blocking until no other refresh holds it).
@@ -375,6 +534,136 @@ mod tests {
             t.join().expect("thread");
         }
         assert_eq!(TokenFile::new(state.path()).all().expect("read").len(), 8);
+    }
+
+    #[test]
+    fn a_callers_records_are_its_own_and_never_the_operators_or_another_callers() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let operator = TokenFile::new(state.path());
+        let alice = operator.for_caller("ka", "alice");
+        let bob = operator.for_caller("kb", "bob");
+        let url = "https://a/mcp";
+        operator
+            .update("s", url, |_| Some(record(url, "op-tok")))
+            .expect("written");
+        assert!(
+            alice.get("s", url).expect("read").is_none(),
+            "not the operator's"
+        );
+        alice
+            .update("s", url, |old| {
+                assert!(old.is_none(), "a caller never gets the operator's record");
+                Some(record(url, "alice-tok"))
+            })
+            .expect("written");
+        assert!(bob.get("s", url).expect("read").is_none(), "not alice's");
+        bob.update("s", url, |_| Some(record(url, "bob-tok")))
+            .expect("written");
+        let token = |f: &TokenFile| {
+            let c = f
+                .get("s", url)
+                .expect("read")
+                .expect("kept")
+                .credentials
+                .expect("some");
+            oauth2::TokenResponse::access_token(&c.token_response.expect("token"))
+                .secret()
+                .clone()
+        };
+        assert_eq!(token(&operator), "op-tok");
+        assert_eq!(token(&alice), "alice-tok");
+        assert_eq!(token(&bob), "bob-tok");
+        assert_eq!(operator.all().expect("read").len(), 1);
+        assert_eq!(alice.caller_name(), Some("alice"));
+        // Clearing a caller's record removes the caller; the others stay.
+        alice.update("s", url, |_| None).expect("written");
+        assert_eq!(operator.callers().expect("read"), ["kb"]);
+        assert_eq!(token(&operator), "op-tok");
+        assert_eq!(token(&bob), "bob-tok");
+    }
+
+    #[test]
+    fn callers_whose_tokens_left_are_forgotten_and_the_operator_stays() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let operator = TokenFile::new(state.path());
+        let url = "https://a/mcp";
+        assert!(operator
+            .forget_callers(|_| false)
+            .expect("no file")
+            .is_empty());
+        operator
+            .update("s", url, |_| Some(record(url, "op")))
+            .expect("written");
+        for (key, name) in [("ka", "alice"), ("kb", "bob")] {
+            operator
+                .for_caller(key, name)
+                .update("s", url, |_| Some(record(url, name)))
+                .expect("written");
+        }
+        let gone = operator.forget_callers(|k| k == "kb").expect("forgot");
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].0, "alice");
+        assert!(gone[0].1.contains_key("s"));
+        assert_eq!(operator.callers().expect("read"), ["kb"]);
+        assert!(operator.get("s", url).expect("read").is_some());
+        let text = std::fs::read_to_string(operator.path()).expect("file");
+        assert!(!text.contains("alice"), "{text}");
+        assert!(operator
+            .forget_callers(|k| k == "kb")
+            .expect("none")
+            .is_empty());
+    }
+
+    #[test]
+    fn the_store_is_bounded_in_records_and_callers() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let operator = TokenFile::new(state.path());
+        let url = "https://a/mcp";
+        operator
+            .update("s0", url, |_| Some(record(url, "t")))
+            .expect("written");
+        let mut full = Contents::default();
+        for i in 0..MAX_RECORDS {
+            full.servers.insert(format!("s{i}"), record(url, "t"));
+        }
+        std::fs::write(operator.path(), serde_json::to_vec(&full).expect("json")).expect("w");
+        let caller = operator.for_caller("k", "alice");
+        assert!(matches!(
+            caller.update("s", url, |_| Some(record(url, "t"))),
+            Err(StoreError::Full)
+        ));
+        assert!(caller.all().expect("read").is_empty(), "nothing was stored");
+        // An existing record can still change, and be removed.
+        operator
+            .update("s1", url, |_| Some(record(url, "t2")))
+            .expect("a change");
+        operator.update("s1", url, |_| None).expect("a removal");
+        let mut many = Contents::default();
+        for i in 0..MAX_CALLERS {
+            many.callers
+                .insert(format!("k{i}"), CallerRecords::default());
+        }
+        std::fs::write(operator.path(), serde_json::to_vec(&many).expect("json")).expect("w");
+        assert!(matches!(
+            operator
+                .for_caller("new", "n")
+                .update("s", url, |_| Some(record(url, "t"))),
+            Err(StoreError::Full)
+        ));
+    }
+
+    #[test]
+    fn the_caller_key_changes_with_the_secret_and_does_not_reveal_it() {
+        use sha2::Digest;
+        let digest = |t: &str| -> [u8; 32] { sha2::Sha256::digest(t.as_bytes()).into() };
+        let a = caller_key(&digest("0123456789abcdef0123"));
+        let b = caller_key(&digest("0123456789abcdef0124"));
+        assert_ne!(a, b);
+        assert_eq!(a, caller_key(&digest("0123456789abcdef0123")));
+        assert_eq!(a.len(), 64);
+        let plain = crate::ids::sha256_hex(b"0123456789abcdef0123");
+        assert_ne!(a, plain, "not the tokens file's digest");
+        assert!(!a.contains("0123456789abcdef"));
     }
 
     #[test]
