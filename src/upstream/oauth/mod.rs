@@ -322,6 +322,24 @@ pub(crate) async fn mark_needs_sign_in(
     tokens: &TokenFile,
     step_up: Option<String>,
 ) {
+    mark(spec, url, tokens, step_up, false).await;
+}
+
+/// Notes in the store the scope a live connection's call was refused for (403
+/// `insufficient_scope`): the next sign-in asks for it with those granted. The tokens are kept:
+/// they still serve the calls that need no more (the MCP spec's step-up keeps them until the
+/// new grant replaces them). Best effort, as [`mark_needs_sign_in`].
+pub(crate) async fn note_step_up(spec: &ServerSpec, url: &str, tokens: &TokenFile, scope: String) {
+    mark(spec, url, tokens, Some(scope), true).await;
+}
+
+async fn mark(
+    spec: &ServerSpec,
+    url: &str,
+    tokens: &TokenFile,
+    step_up: Option<String>,
+    keep_tokens: bool,
+) {
     let Ok(resource) = canonical_resource(url) else {
         return;
     };
@@ -344,7 +362,9 @@ pub(crate) async fn mark_needs_sign_in(
                     .unwrap_or_default();
                 r.step_up = Some(format!("{granted} {scope}").trim().to_string());
             }
-            r.credentials = None;
+            if !keep_tokens {
+                r.credentials = None;
+            }
             Some(r)
         })
     })
