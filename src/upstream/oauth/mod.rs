@@ -486,6 +486,38 @@ mod tests {
         assert!(!needs_sign_in(&rmcp::ServiceError::TransportClosed));
     }
 
+    #[tokio::test]
+    async fn a_step_up_keeps_the_tokens_and_a_refusal_drops_them() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let file = TokenFile::new(state.path());
+        let url = "https://a.example/mcp";
+        let http = crate::config::Transport::Http {
+            url: url.into(),
+            headers: Default::default(),
+        };
+        let spec = ServerSpec::new("s", http, std::path::Path::new("/x.json"));
+        let mut granted = store::test_credentials("tok");
+        granted.granted_scopes = vec!["mcp:read".into()];
+        file.update("s", url, |_| {
+            Some(store::Record {
+                resource: url.into(),
+                credentials: Some(granted),
+                client_secret: None,
+                redirect_uri: None,
+                step_up: None,
+            })
+        })
+        .expect("written");
+        note_step_up(&spec, url, &file, "mcp:write".into()).await;
+        let r = file.get("s", url).expect("read").expect("kept");
+        assert!(r.credentials.is_some(), "a step-up keeps the tokens");
+        assert_eq!(r.step_up.as_deref(), Some("mcp:read mcp:write"));
+        mark_needs_sign_in(&spec, url, &file, None).await;
+        let r = file.get("s", url).expect("read").expect("kept");
+        assert!(r.credentials.is_none(), "a refused token is dropped");
+        assert_eq!(r.step_up.as_deref(), Some("mcp:read mcp:write"));
+    }
+
     #[test]
     fn secrets_go_only_to_https_or_loopback_endpoints() {
         for good in [
