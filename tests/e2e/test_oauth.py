@@ -659,18 +659,21 @@ def test_a_step_up_refused_again_raises_auth_required_and_does_not_loop(tmp_path
 
 
 def test_a_refused_token_with_nobody_to_ask_raises_auth_required_and_other_servers_work(tmp_path, auth_server, stub_ready):
-    """No client that can be asked (no elicitation): the revoked token's refusal and a step-up are
-    AuthRequiredError naming `login` at once, the run's other server answers, and `servers` says
-    what to run."""
+    """No client that can be asked (no elicitation): a step-up and then the revoked token's refusal
+    are AuthRequiredError naming `login` at once, the run's other server answers, and `servers`
+    says what to run. A step-up keeps the tokens: the tools that need no more scope still work."""
     srv = auth_server()
     home = Home(tmp_path, srv.url)
     assert home.run("login", "remote").returncode == 0
     started = time.monotonic()
-    texts = runs_in_one_client(home, [call_remote("echo", "first"), call_remote("publish"), lambda: revoke_all(srv),
+    texts = runs_in_one_client(home, [call_remote("echo", "first"), call_remote("publish"),
+                                      call_remote("echo", "still signed in"), lambda: revoke_all(srv),
                                       call_remote("echo")], None)
     assert "first" in texts[0], texts[0]
-    for t in texts[1:]:
+    assert "still signed in" in texts[2] and "auth remote" not in texts[2], texts[2]
+    for t in (texts[1], texts[3]):
         assert "works" in t, t
         assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in t, t
     assert time.monotonic() - started < 60
     assert "needs sign-in: run `mcp-code-bridge login remote`" in home.state_of("remote")
+    assert "tool publish" not in srv.lines(), srv.lines()
