@@ -38,6 +38,7 @@ pub const ALL: &[(&str, Scenario)] = &[
         Box::pin(crate::serve::stateless(t, q))
     }),
     ("preload", |t, q| Box::pin(crate::preload::preload(t, q))),
+    ("remote", |t, q| Box::pin(crate::remote::remote(t, q))),
 ];
 
 fn tokens(bytes: usize) -> f64 {
@@ -214,7 +215,7 @@ for _ in range(N):
 print('BENCH ' + json.dumps({'par_ns': par, 'ping_ns': ping}))
 "#;
 
-fn ns_to_us(v: &Value) -> Vec<f64> {
+pub fn ns_to_us(v: &Value) -> Vec<f64> {
     v.as_array()
         .expect("array")
         .iter()
@@ -222,7 +223,7 @@ fn ns_to_us(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-fn mean(v: &[f64]) -> f64 {
+pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
