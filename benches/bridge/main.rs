@@ -16,6 +16,7 @@ mod flood;
 mod machine;
 mod policy;
 mod preload;
+mod remote;
 mod result_tokens;
 mod scale;
 mod scenarios;

@@ -39,6 +39,7 @@ pub const ALL: &[(&str, Scenario)] = &[
     }),
     ("preload", |t, q| Box::pin(crate::preload::preload(t, q))),
     ("trace", |t, q| Box::pin(crate::trace::trace(t, q))),
+    ("remote", |t, q| Box::pin(crate::remote::remote(t, q))),
 ];
 
 fn tokens(bytes: usize) -> f64 {
@@ -215,7 +216,7 @@ for _ in range(N):
 print('BENCH ' + json.dumps({'par_ns': par, 'ping_ns': ping}))
 "#;
 
-fn ns_to_us(v: &Value) -> Vec<f64> {
+pub fn ns_to_us(v: &Value) -> Vec<f64> {
     v.as_array()
         .expect("array")
         .iter()
@@ -223,7 +224,7 @@ fn ns_to_us(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-fn mean(v: &[f64]) -> f64 {
+pub fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 

@@ -373,14 +373,22 @@ impl Upstream {
                 message: e.message.to_string(),
             }),
             // The server refused the token (revoked, or a refresh was refused) or wants more
-            // scopes (403 `insufficient_scope`): noted for `servers` and the next `login`, and
-            // the connection is closed so the next call starts with what is stored then.
+            // scopes (403 `insufficient_scope`): noted for `servers` and the next sign-in (with
+            // the step-up's scope), and the connection is closed so the next call starts with
+            // what is stored then. A run's call signs in and retries once (`sign_in.rs`).
             Ok(Err(e)) if super::oauth::needs_sign_in(&e) => {
                 if let (Some(tokens), Ok(url)) =
                     (&self.tasks.tokens, super::oauth::remote_url(&self.spec))
                 {
-                    let step_up = super::oauth::sign_in_challenge(&e).flatten();
-                    super::oauth::mark_needs_sign_in(&self.spec, url, tokens, step_up).await;
+                    match super::oauth::sign_in_challenge(&e).flatten() {
+                        // A step-up: the tokens still serve the other tools.
+                        Some(scope) => {
+                            super::oauth::note_step_up(&self.spec, url, tokens, scope).await
+                        }
+                        None => {
+                            super::oauth::mark_needs_sign_in(&self.spec, url, tokens, None).await
+                        }
+                    }
                 }
                 live.stop.cancel();
                 Err(UpstreamError::AuthRequired {

@@ -8,9 +8,16 @@
 //! one sign-in and its outcome. Nobody to ask, a declined or dismissed question, a timeout,
 //! a failed sign-in: [`UpstreamError::AuthRequired`] (naming `login`); the reason is logged
 //! (redacted, never a secret), nothing is stored.
+//!
+//! A live connection's token refused mid-call (a 401 rmcp's one refresh could not fix: a
+//! revoked token, a refused refresh; or a 403 `insufficient_scope`, a step-up) signs in the same
+//! way, and the call is made once more ([`Upstream::signed_in_again`]); a second refusal is the
+//! call's `AuthRequired`, and after [`MAX_SIGN_INS_REFUSED`] such sign-ins in a row whose retry
+//! was refused again, a refusal is not signed in again until a retried call goes through.
 
 use std::sync::atomic::Ordering;
 
+use rmcp::model::{CallToolResult, JsonObject};
 use tokio::time::Instant;
 
 use super::client::Upstream;
@@ -18,6 +25,11 @@ use super::oauth::{browser, login};
 use super::UpstreamError;
 use crate::calls::{QuestionKind, Reply, RunScope, ServerQuestion, SignInWay};
 use crate::shown::Shown;
+
+/// Sign-ins after a refused call, in a row, whose retry was refused again, after which a refusal
+/// is not signed in again: rmcp's own bound on scope step-ups
+/// (`ScopeUpgradeConfig::default().max_upgrade_attempts`).
+pub const MAX_SIGN_INS_REFUSED: u32 = 3;
 
 /// Why a sign-in inside a run did not happen (logged; the call gets `AuthRequired`).
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +107,61 @@ impl Upstream {
             Some(_) => UpstreamError::CallerSignIn { server },
             None => UpstreamError::AuthRequired { server },
         }
+    }
+
+    /// [`Upstream::call_in`] for `run`, which can sign in: a refusal of the live connection's
+    /// token is signed in past and the call made once more ([`Upstream::signed_in_again`]).
+    ///
+    /// # Errors
+    /// As [`Upstream::call_in`] and [`Upstream::signed_in_again`].
+    pub(super) async fn call_signing_in(
+        &self,
+        run: &RunScope,
+        tool: &str,
+        args: JsonObject,
+        deadline: Instant,
+    ) -> Result<CallToolResult, UpstreamError> {
+        let again = args.clone();
+        match self.call_in(tool, args, deadline, Some(&run.waits)).await {
+            Err(UpstreamError::AuthRequired { .. }) => {
+                self.signed_in_again(run, tool, again, deadline).await
+            }
+            r => r,
+        }
+    }
+
+    /// After [`Upstream::call_in`] met the server refusing the live connection's token (it
+    /// marked the store, with a step-up's scope, and closed the connection): signs in for `run`
+    /// as a first call does, then calls `tool` once more.
+    ///
+    /// Retrying is safe only because of how the call failed: a 401 or 403 answers the HTTP
+    /// request itself, before the server's MCP layer reads it, so the tool did not run. A call
+    /// that failed any other way (a timeout, a dropped connection) may have had effects
+    /// upstream and is never retried.
+    ///
+    /// # Errors
+    /// [`UpstreamError::AuthRequired`] when no sign-in happened, when the retry is refused
+    /// again (no loop), or after [`MAX_SIGN_INS_REFUSED`]; else the retried call's error.
+    pub(super) async fn signed_in_again(
+        &self,
+        run: &RunScope,
+        tool: &str,
+        args: JsonObject,
+        deadline: Instant,
+    ) -> Result<CallToolResult, UpstreamError> {
+        if self.signing.refused_again.load(Ordering::Acquire) >= MAX_SIGN_INS_REFUSED {
+            tracing::info!(server = %Shown(&self.spec.name), "the server refused the token again after {MAX_SIGN_INS_REFUSED} sign-ins in a row: not signing in again");
+            return Err(self.sign_in_refusal());
+        }
+        self.sign_in_for(run).await?;
+        let r = self.call_in(tool, args, deadline, Some(&run.waits)).await;
+        match &r {
+            Err(UpstreamError::AuthRequired { .. }) => {
+                self.signing.refused_again.fetch_add(1, Ordering::AcqRel);
+            }
+            _ => self.signing.refused_again.store(0, Ordering::Release),
+        }
+        r
     }
 
     async fn sign_in_once(&self, run: &RunScope) -> Result<(), NotSignedIn> {

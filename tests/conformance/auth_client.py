@@ -4,10 +4,10 @@
 last argument; a pre-registered client from MCP_CONFORMANCE_CONTEXT when the scenario gives one),
 and runs `mcp-code-bridge exec` listing the tools and calling each: `exec` signs in by itself
 through `$BROWSER` (which follows the redirects: the suite's authorization server approves at
-once). A call answered with AuthRequiredError later (a step-up: the server wants more scopes)
-signs in again with `mcp-code-bridge login` and runs again, once (the suite counts every
-authorization attempt, the one `exec` made too, against its retry limit of three). Exit 0 when
-every step did.
+once). A call refused later for more scopes (a step-up: 403 insufficient_scope) signs in again
+inside the same `exec` and is made once more, as every refusal of a live connection's token is
+(the suite counts every authorization attempt against its retry limit of three). Exit 0 when the
+run did.
 
 Environment: MCP_BRIDGE_BIN (default <repo>/target/debug/mcp-code-bridge)."""
 
@@ -29,7 +29,6 @@ print("tools:", [t["name"] for t in tools])
 for t in tools:
     print(t["name"], "->", await runtime.call_tool("conformance", t["name"], {}))
 """
-STEP_UPS = 1
 
 
 def main() -> int:
@@ -56,12 +55,6 @@ def main() -> int:
         return p
 
     p = run("exec", "--servers", "conformance", CODE)
-    for _ in range(STEP_UPS):
-        if p.returncode == 0 or "AuthRequiredError" not in p.stderr:
-            break
-        if run("login", "conformance").returncode != 0:
-            return 1
-        p = run("exec", "--servers", "conformance", CODE)
     return 0 if p.returncode == 0 else 1
 
 

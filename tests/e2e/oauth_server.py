@@ -8,7 +8,8 @@ Run: python3 oauth_server.py PORT_FILE [--lifetime SECS] [--honour SECS] [--mode
 `--honour` makes access tokens stop working after SECS whatever their announced lifetime (a 401
 the client must answer with a refresh).
 It binds 127.0.0.1 on a free port and writes the port to PORT_FILE. `--log` gets one line per
-token-endpoint exchange (grant type) and per revocation, so tests can count refreshes.
+token-endpoint exchange (grant type), per revocation, per 403 step-up, per `publish` run and per
+`revoke-all`, so tests can count refreshes and runs.
 
 Modes (hostile authorization servers):
   normal         approves at once
@@ -73,8 +74,10 @@ class InstantProvider:
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         code = secrets.token_urlsafe(24)
+        self.note(f"authorize scopes={' '.join(params.scopes or [])}")
+        granted = [s for s in params.scopes or [] if s != NEVER_GRANTED]
         self.codes[code] = AuthorizationCode(
-            code=code, scopes=params.scopes or [], expires_at=time.time() + 300,
+            code=code, scopes=granted, expires_at=time.time() + 300,
             client_id=client.client_id, code_challenge=params.code_challenge,
             redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
@@ -158,6 +161,18 @@ def main() -> None:
         return text
 
     @server.tool()
+    def publish(text: str) -> str:
+        """Publishes the text (needs scope mcp:write)."""
+        provider.note("tool publish")
+        return f"published {text}"
+
+    @server.tool()
+    def admin() -> str:
+        """Administers (needs scope mcp:admin, never granted)."""
+        provider.note("tool admin")
+        return "administered"
+
+    @server.tool()
     def whoami() -> str:
         """The person the token belongs to."""
         from mcp.server.auth.middleware.auth_context import get_access_token
@@ -170,6 +185,8 @@ def main() -> None:
         app = static_bearer(app, args.token or "", Path(args.log) if args.log else None)
     elif args.mode not in ("normal", "open"):
         app = hostile(app, args.mode, base)
+    if args.mode != "open":
+        app = guarded(app, provider, base)
     Path(args.port_file).write_text(str(port))
     sys.stdout.flush()
     config = uvicorn.Config(app, log_level="warning")
@@ -192,6 +209,61 @@ def static_bearer(app, token: str, log: Path | None):
             if not ok:
                 return await Response(b"unauthorized: " + got[:200], status_code=401)(scope, receive, send)
         return await app(scope, receive, send)
+
+
+# The scope each guarded tool needs; `mcp:admin` is never granted.
+NEEDS = {"publish": "mcp:write", "admin": "mcp:admin"}
+NEVER_GRANTED = "mcp:admin"
+MAX_BODY = 1 << 20
+
+
+def guarded(app, provider: InstantProvider, base: str):
+    """Wraps the app: `POST /test/revoke-all`, and the 403 step-up for a tool of `NEEDS` called
+    without its scope (the call never reaches the server)."""
+
+    async def wrapped(scope, receive, send):
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/test/revoke-all" and scope.get("method") == "POST":
+            provider.access.clear()
+            provider.refresh.clear()
+            provider.note("revoke-all")
+            return await JSONResponse({"revoked": True})(scope, receive, send)
+        if path != "/mcp" or scope.get("method") != "POST":
+            return await app(scope, receive, send)
+        chunks, size = [], 0
+        while True:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_BODY or not msg.get("more_body"):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        try:
+            message = json.loads(body)
+        except ValueError:
+            message = None
+        tool = isinstance(message, dict) and message.get("method") == "tools/call" \
+            and (message.get("params") or {}).get("name")
+        needed = NEEDS.get(tool) if isinstance(tool, str) else None
+        if needed:
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+            token = provider.access.get(auth.removeprefix("Bearer ").strip())
+            if token is not None and needed not in token.scopes:
+                provider.note(f"step-up 403 {tool}")
+                challenge = (f'Bearer error="insufficient_scope", scope="{needed}", '
+                             f'resource_metadata="{base}/.well-known/oauth-protected-resource/mcp"')
+                return await JSONResponse({"error": "insufficient_scope"}, status_code=403,
+                                          headers={"WWW-Authenticate": challenge})(scope, replay, send)
+        return await app(scope, replay, send)
 
     return wrapped
 

@@ -1,7 +1,7 @@
 """The official MCP conformance suite's `auth` client scenarios (@modelcontextprotocol/conformance
 0.1.16, `--suite auth`), with the bridge as the client under test: the suite runs
-tests/conformance/auth_client.py, which signs in with `mcp-code-bridge login` (its `$BROWSER`
-follows the redirects) and lists and calls the tools with `mcp-code-bridge exec`.
+tests/conformance/auth_client.py, which lists and calls the tools with `mcp-code-bridge exec`:
+`exec` signs in by itself (its `$BROWSER` follows the redirects), again for a step-up.
 
 The suite and its Node 22 are installed by tests/conformance/install.sh (helpers_conformance);
 not installable, the tests skip (fail under CI=true). The suite runs once, its scenarios in

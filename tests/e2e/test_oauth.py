@@ -535,3 +535,126 @@ def test_a_sign_in_that_never_comes_back_raises_auth_required_by_its_bound(tmp_p
     assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in text, text
     assert time.monotonic() - started < 60
     assert_nothing_stored(home)
+
+
+def revoke_all(srv: AuthServer) -> None:
+    """Revokes every access and refresh token at the server (its administrator's doing)."""
+    import urllib.request
+
+    base = srv.url.rsplit("/mcp", 1)[0]
+    with urllib.request.urlopen(urllib.request.Request(base + "/test/revoke-all", method="POST"), timeout=10) as r:
+        assert r.status == 200
+
+
+def runs_in_one_client(home: Home, steps: list, follower: LinkFollower | None) -> list[str]:
+    """run_python through one `mcp-code-bridge run` session (the connection to the remote server
+    stays live between the runs): each step a code to run, or a callable run between two runs."""
+    import asyncio
+
+    from helpers_policy import text_of
+    from mcp import StdioServerParameters
+    from mcp.client.client import Client
+
+    params = StdioServerParameters(command=BRIDGE_BIN, args=["run"], env={**home.env, "BROWSER": ""},
+                                   cwd=str(home.dir))
+
+    async def go() -> list[str]:
+        texts = []
+        async with Client(params, mode="legacy", elicitation_callback=follower, read_timeout_seconds=120) as c:
+            for step in steps:
+                if callable(step):
+                    await asyncio.to_thread(step)
+                    continue
+                r = await c.call_tool("run_python", {"code": step, "servers": ["remote", "stub"]})
+                texts.append(text_of(r)[0])
+        return texts
+
+    return asyncio.run(go())
+
+
+def call_remote(tool: str, text: str = "x") -> str:
+    return ("from mcp import AuthRequiredError\n"
+            "print(await mcp_stub.echo(text='works'))\n"
+            f"try:\n    print(await mcp_remote.{tool}(text={text!r}))\n"
+            "except AuthRequiredError as e:\n    print('auth', e.server, e)\n")
+
+
+def test_tokens_revoked_mid_session_sign_in_again_inside_the_run(tmp_path, auth_server, stub_ready):
+    """The bridge holds a live, signed-in connection; the server's administrator revokes every
+    token (the refresh too). The next call's 401 cannot be refreshed: the run's client is asked to
+    sign in (URL mode, followed by the test browser) and the call goes through once signed in."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    before = home.record()["credentials"]["token_response"]["access_token"]
+    follower = LinkFollower(home)
+    texts = runs_in_one_client(home, [call_remote("echo", "first"), lambda: revoke_all(srv),
+                                      call_remote("echo", "after revoke")], follower)
+    assert "first" in texts[0], texts[0]
+    assert "works" in texts[1] and "after revoke" in texts[1], texts[1]
+    assert "auth remote" not in texts[1], texts[1]
+    assert len(follower.questions) == 1, follower.questions
+    q = follower.questions[0]
+    assert q.mode == "url" and "'remote'" in q.message, q
+    assert "revoke-all" in srv.lines(), srv.lines()
+    after = home.record()["credentials"]["token_response"]["access_token"]
+    assert after != before, "the new sign-in's token was stored"
+    for s in [before, after, *home.secrets()]:
+        assert s not in "\n".join(texts) and s not in home.audit.read_text()
+
+
+def test_a_step_up_signs_in_for_the_larger_scope_and_the_call_goes_through_once(tmp_path, auth_server, stub_ready):
+    """`publish` needs scope mcp:write, which the first sign-in did not ask for: the server's 403
+    insufficient_scope (before the tool runs) makes the call sign in again asking for mcp:write,
+    then the call is made again and the tool runs once."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    follower = LinkFollower(home)
+    texts = runs_in_one_client(home, [call_remote("echo", "first"), call_remote("publish", "news")], follower)
+    assert "first" in texts[0], texts[0]
+    assert "published news" in texts[1] and "auth remote" not in texts[1], texts[1]
+    assert len(follower.questions) == 1, follower.questions
+    assert "scope=mcp%3Awrite" in follower.questions[0].url, follower.questions[0].url
+    lines = srv.lines()
+    assert lines.count("step-up 403 publish") == 1 and lines.count("tool publish") == 1, lines
+    assert "mcp:write" in home.record()["credentials"]["granted_scopes"], home.record()
+
+
+def test_a_step_up_refused_again_raises_auth_required_and_does_not_loop(tmp_path, auth_server, stub_ready):
+    """`admin` needs a scope the authorization server never grants: each call signs in once and
+    is refused again (AuthRequiredError, no loop); after three such sign-ins in a row (rmcp's bound
+    on step-ups) a refusal is not signed in again. The tool never runs."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    follower = LinkFollower(home)
+    texts = runs_in_one_client(home, [call_remote("admin")] * 4, follower)
+    for t in texts:
+        assert "works" in t, t
+        assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in t, t
+    assert len(follower.questions) == 3, follower.questions
+    lines = srv.lines()
+    assert lines.count("step-up 403 admin") == 7, lines  # per call: refused, signed in, refused again; then once
+    assert "tool admin" not in lines, lines
+
+
+def test_a_refused_token_with_nobody_to_ask_raises_auth_required_and_other_servers_work(tmp_path, auth_server, stub_ready):
+    """No client that can be asked (no elicitation): a step-up and then the revoked token's refusal
+    are AuthRequiredError naming `login` at once, the run's other server answers, and `servers`
+    says what to run. A step-up keeps the tokens: the tools that need no more scope still work."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    assert home.run("login", "remote").returncode == 0
+    started = time.monotonic()
+    texts = runs_in_one_client(home, [call_remote("echo", "first"), call_remote("publish"),
+                                      call_remote("echo", "still signed in"), lambda: revoke_all(srv),
+                                      call_remote("echo")], None)
+    assert "first" in texts[0], texts[0]
+    assert "still signed in" in texts[2] and "auth remote" not in texts[2], texts[2]
+    for t in (texts[1], texts[3]):
+        assert "works" in t, t
+        assert "auth remote MCP server 'remote' needs sign-in: run `mcp-code-bridge login remote`" in t, t
+    assert time.monotonic() - started < 60
+    assert "needs sign-in: run `mcp-code-bridge login remote`" in home.state_of("remote")
+    assert "tool publish" not in srv.lines(), srv.lines()

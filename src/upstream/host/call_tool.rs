@@ -83,9 +83,14 @@ impl UpstreamHostCalls {
         }
         // The server's questions during the call go to this run's client.
         let _asking = up.in_flight(ctx.run.clone());
-        let r = up
-            .call_in(tool, arguments, ctx.deadline, Some(&ctx.run.waits))
-            .await?;
+        // A remote server's refusal of the token mid-call signs in and retries once
+        // (`sign_in.rs`); boxed, its future stays off the warm path of the other calls.
+        let r = if ctx.run.can_sign_in() && crate::upstream::oauth::remote_url(&up.spec).is_ok() {
+            Box::pin(up.call_signing_in(&ctx.run, tool, arguments, ctx.deadline)).await?
+        } else {
+            up.call_in(tool, arguments, ctx.deadline, Some(&ctx.run.waits))
+                .await?
+        };
         if r.is_error == Some(true) {
             return Err(UpstreamError::Tool {
                 server: server.into(),

@@ -325,6 +325,24 @@ pub(crate) async fn mark_needs_sign_in(
     tokens: &TokenFile,
     step_up: Option<String>,
 ) {
+    mark(spec, url, tokens, step_up, false).await;
+}
+
+/// Notes in the store the scope a live connection's call was refused for (403
+/// `insufficient_scope`): the next sign-in asks for it with those granted. The tokens are kept:
+/// they still serve the calls that need no more (the MCP spec's step-up keeps them until the
+/// new grant replaces them). Best effort, as [`mark_needs_sign_in`].
+pub(crate) async fn note_step_up(spec: &ServerSpec, url: &str, tokens: &TokenFile, scope: String) {
+    mark(spec, url, tokens, Some(scope), true).await;
+}
+
+async fn mark(
+    spec: &ServerSpec,
+    url: &str,
+    tokens: &TokenFile,
+    step_up: Option<String>,
+    keep_tokens: bool,
+) {
     let Ok(resource) = canonical_resource(url) else {
         return;
     };
@@ -347,7 +365,9 @@ pub(crate) async fn mark_needs_sign_in(
                     .unwrap_or_default();
                 r.step_up = Some(format!("{granted} {scope}").trim().to_string());
             }
-            r.credentials = None;
+            if !keep_tokens {
+                r.credentials = None;
+            }
             Some(r)
         })
     })
@@ -467,6 +487,38 @@ mod tests {
             None
         );
         assert!(!needs_sign_in(&rmcp::ServiceError::TransportClosed));
+    }
+
+    #[tokio::test]
+    async fn a_step_up_keeps_the_tokens_and_a_refusal_drops_them() {
+        let state = tempfile::tempdir().expect("tempdir");
+        let file = TokenFile::new(state.path());
+        let url = "https://a.example/mcp";
+        let http = crate::config::Transport::Http {
+            url: url.into(),
+            headers: Default::default(),
+        };
+        let spec = ServerSpec::new("s", http, std::path::Path::new("/x.json"));
+        let mut granted = store::test_credentials("tok");
+        granted.granted_scopes = vec!["mcp:read".into()];
+        file.update("s", url, |_| {
+            Some(store::Record {
+                resource: url.into(),
+                credentials: Some(granted),
+                client_secret: None,
+                redirect_uri: None,
+                step_up: None,
+            })
+        })
+        .expect("written");
+        note_step_up(&spec, url, &file, "mcp:write".into()).await;
+        let r = file.get("s", url).expect("read").expect("kept");
+        assert!(r.credentials.is_some(), "a step-up keeps the tokens");
+        assert_eq!(r.step_up.as_deref(), Some("mcp:read mcp:write"));
+        mark_needs_sign_in(&spec, url, &file, None).await;
+        let r = file.get("s", url).expect("read").expect("kept");
+        assert!(r.credentials.is_none(), "a refused token is dropped");
+        assert_eq!(r.step_up.as_deref(), Some("mcp:read mcp:write"));
     }
 
     #[test]
