@@ -24,6 +24,7 @@ mod relay;
 mod request;
 mod run_scope;
 mod trace;
+mod trace_context;
 
 pub use ask::{Answer, ApprovalReason, AskedCall, Asker, Question};
 pub use dispatcher::{Dispatcher, SavedNamespace};
@@ -42,3 +43,4 @@ pub use run_scope::{
     Caller, Narrowing, RunBudgets, RunScope, ServerUse, SignInWay, Tally, MAX_ALLOWED_TOOLS,
 };
 pub use trace::{json_bytes, RunSize, Tokens, Trace, TracedCall, BYTES_PER_TOKEN, MAX_TRACED};
+pub use trace_context::TraceContext;

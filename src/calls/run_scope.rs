@@ -58,6 +58,8 @@ pub struct RunScope {
     pub ended: AtomicBool,
     /// The run's tool calls, for the result's trace (`trace.rs`).
     pub trace: super::trace::Trace,
+    /// The W3C trace context the request carried, passed on to downstream calls.
+    pub trace_context: Option<super::trace_context::TraceContext>,
 }
 
 /// How a run signs in to a server that needs it (`upstream/sign_in.rs`).
@@ -106,6 +108,7 @@ impl RunScope {
             ended: AtomicBool::new(false),
             sign_in: SignInWay::Ask,
             trace: Default::default(),
+            trace_context: None,
         }
     }
 
@@ -134,6 +137,15 @@ impl RunScope {
     /// Why the run was stopped, when it was.
     pub fn stop_reason(&self) -> Option<&str> {
         self.stop_reason.get().map(String::as_str)
+    }
+
+    /// This scope, passing on `context` to the downstream calls it makes.
+    pub fn with_trace_context(
+        mut self,
+        context: Option<super::trace_context::TraceContext>,
+    ) -> Self {
+        self.trace_context = context;
+        self
     }
 
     /// This scope, for a run from `caller`.

@@ -23,7 +23,7 @@ use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::router::{SandboxRouter, SessionTie, Who};
 use super::tool::{self, TOOL_NAME};
-use crate::calls::{Asker, Caller, RunScope, SignInWay};
+use crate::calls::{Asker, Caller, RunScope, SignInWay, TraceContext};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
@@ -161,6 +161,7 @@ impl BridgeServer {
         cancel: tokio_util::sync::CancellationToken,
         progress: Progress,
         asker: Option<Arc<dyn Asker>>,
+        trace: Option<TraceContext>,
     ) -> Result<CallToolResult, ErrorData> {
         let arrived = Instant::now();
         let args = match tool::parse_args(args) {
@@ -192,6 +193,7 @@ impl BridgeServer {
         let scope = Arc::new(
             RunScope::new(&args.code, args.narrowing, asker)
                 .with_caller(dest.caller.clone())
+                .with_trace_context(trace)
                 .signing_in(SignInWay::Ask),
         );
         let req = RunRequest {
@@ -375,6 +377,7 @@ impl ServerHandler for BridgeServer {
                 .await;
         }
         let token = context.meta.get_progress_token();
+        let trace = TraceContext::from_meta(&context.meta.0 .0);
         let (progress, forwarder) = Forwarder::start(context.peer.clone(), token);
         let asker: Option<Arc<dyn Asker>> = match approve::face(&context) {
             Face::Elicit(peer) => Some(Arc::new(ElicitAsker::new(peer))),
@@ -386,7 +389,7 @@ impl ServerHandler for BridgeServer {
                 let arguments = request.arguments.clone();
                 let links = approve::takes_links(&context);
                 let run = move |asker, stop| async move {
-                    me.run_python(arguments, who.as_ref(), stop, progress, Some(asker))
+                    me.run_python(arguments, who.as_ref(), stop, progress, Some(asker), trace)
                         .await
                 };
                 let response = self
@@ -398,7 +401,14 @@ impl ServerHandler for BridgeServer {
             }
         };
         let result = self
-            .run_python(request.arguments, who.as_ref(), context.ct, progress, asker)
+            .run_python(
+                request.arguments,
+                who.as_ref(),
+                context.ct,
+                progress,
+                asker,
+                trace,
+            )
             .await;
         forwarder.finish().await;
         result.map(Into::into)

@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, MetaObject,
+    RequestMetaObject, Tool,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -27,7 +30,7 @@ use super::owner::{Connect, Owner, Refusal, Status};
 use super::start::Starter;
 use super::transport::EndReason;
 use super::UpstreamError;
-use crate::calls::PersonWaits;
+use crate::calls::{RunScope, TraceContext};
 use crate::config::ServerSpec;
 use crate::lines::LineTail;
 
@@ -302,8 +305,8 @@ impl Upstream {
         self.call_in(tool, args, deadline, None).await
     }
 
-    /// [`Upstream::call`] for a run whose waits for a person (`waits`: the server's questions
-    /// relayed) do not count against `deadline`.
+    /// [`Upstream::call`] for `run`: its waits for a person (the server's questions relayed)
+    /// do not count against `deadline`, and its trace context goes in the call's `_meta`.
     ///
     /// # Errors
     /// As [`Upstream::call`].
@@ -312,8 +315,12 @@ impl Upstream {
         tool: &str,
         args: JsonObject,
         deadline: Instant,
-        waits: Option<&PersonWaits>,
+        run: Option<&RunScope>,
     ) -> Result<CallToolResult, UpstreamError> {
+        let waits = run.map(|r| &r.waits);
+        let meta = run
+            .and_then(|r| r.trace_context.as_ref())
+            .map(TraceContext::to_meta);
         // The warm path skips `connect`: its future (the whole handshake, ~8 KiB) would be
         // copied around on every call, which cost more CPU than the rest of the call.
         let live = match self.live_arc() {
@@ -336,13 +343,15 @@ impl Upstream {
         let call = async {
             match &live.lane {
                 Some(lane) => lane
-                    .call_tool(tool, &args)
+                    .call_tool(tool, &args, meta.as_ref())
                     .await
                     .map(CallToolResponse::Complete)
                     .map_err(LaneError::into_service_error),
                 // rmcp's request future is large; boxed, it stays off the lane's path.
                 None => {
-                    let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+                    let mut params =
+                        CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+                    params.meta = meta.map(|m| RequestMetaObject(MetaObject(m)));
                     match Box::pin(live.peer.call_tool_once(params)).await {
                         // A result rmcp could not read as a tool result: the lane's words.
                         Err(rmcp::ServiceError::UnexpectedResponse) => {

@@ -122,7 +122,7 @@ impl Upstream {
         deadline: Instant,
     ) -> Result<CallToolResult, UpstreamError> {
         let again = args.clone();
-        match self.call_in(tool, args, deadline, Some(&run.waits)).await {
+        match self.call_in(tool, args, deadline, Some(run)).await {
             Err(UpstreamError::AuthRequired { .. }) => {
                 self.signed_in_again(run, tool, again, deadline).await
             }
@@ -154,7 +154,7 @@ impl Upstream {
             return Err(self.sign_in_refusal());
         }
         self.sign_in_for(run).await?;
-        let r = self.call_in(tool, args, deadline, Some(&run.waits)).await;
+        let r = self.call_in(tool, args, deadline, Some(run)).await;
         match &r {
             Err(UpstreamError::AuthRequired { .. }) => {
                 self.signing.refused_again.fetch_add(1, Ordering::AcqRel);

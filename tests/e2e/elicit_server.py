@@ -102,6 +102,18 @@ async def hostile(kind: str, ctx: Context) -> str:
     return f"{kind}: {r.action}"
 
 
+@server.tool()
+async def seen_meta(ctx: Context) -> str:
+    """The `_meta` of this tools/call request as the server got it, as JSON."""
+    import json
+
+    meta = ctx.request_context.meta
+    if meta is None:
+        return "{}"
+    dumped = meta.model_dump(exclude_none=True, by_alias=True) if hasattr(meta, "model_dump") else dict(meta)
+    return json.dumps(dumped)
+
+
 if __name__ == "__main__":
     print("elicit_server starting", file=sys.stderr)
     server.run()

@@ -6,7 +6,9 @@ the real stdio path, the official Python client reading the result."""
 from __future__ import annotations
 
 import json
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +81,27 @@ def test_a_run_with_several_calls_is_traced(traced):
 def test_a_run_without_calls_has_an_empty_trace(traced):
     t = _trace(traced.call_raw({"code": "print(1)"}))
     assert t["calls"] == [] and t["totals"]["calls"] == 0 and t["calls_left_out"] == 0, t
+
+
+TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+@pytest.mark.parametrize("lane", ["1", "0"])
+def test_a_traceparent_is_passed_on_to_downstream_calls(bridge_factory, lane):
+    # The lane writes stdio calls itself; with it off they go through rmcp, as HTTP calls do.
+    asker = {"command": sys.executable, "args": [str(Path(__file__).with_name("elicit_server.py"))]}
+    b = bridge_factory(name=f"traceparent-{lane}", config=S.config({"asker": asker}),
+                       env={"MCP_BRIDGE_CALL_LANE": lane})
+    try:
+        code = "import json\nprint(json.dumps(await mcp_asker.seen_meta()))"
+        args = {"code": code, "servers": ["asker"]}
+        sent = {"traceparent": TP, "tracestate": "vendor=1", "baggage": "user=ada"}
+        r = b.request(lambda s: s.call_tool("run_python", args, meta=sent))
+        seen = json.loads(json.loads(r.content[0].text.strip().splitlines()[-1]))
+        assert {k: seen.get(k) for k in sent} == sent, seen
+        # A malformed one is not passed on.
+        r = b.request(lambda s: s.call_tool("run_python", args, meta={"traceparent": "00-zz-1-01"}))
+        seen = json.loads(json.loads(r.content[0].text.strip().splitlines()[-1]))
+        assert "traceparent" not in seen, seen
+    finally:
+        b.close()

@@ -88,7 +88,7 @@ impl UpstreamHostCalls {
         let r = if ctx.run.can_sign_in() && crate::upstream::oauth::remote_url(&up.spec).is_ok() {
             Box::pin(up.call_signing_in(&ctx.run, tool, arguments, ctx.deadline)).await?
         } else {
-            up.call_in(tool, arguments, ctx.deadline, Some(&ctx.run.waits))
+            up.call_in(tool, arguments, ctx.deadline, Some(&ctx.run))
                 .await?
         };
         if r.is_error == Some(true) {

@@ -97,9 +97,14 @@ impl Lane {
     ///
     /// # Errors
     /// [`LaneError`].
-    pub async fn call_tool(self: &Arc<Self>, tool: &str, arguments: &JsonObject) -> Reply {
+    pub async fn call_tool(
+        self: &Arc<Self>,
+        tool: &str,
+        arguments: &JsonObject,
+        meta: Option<&JsonObject>,
+    ) -> Reply {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let line = wire::call_request(id, tool, arguments);
+        let line = wire::call_request(id, tool, arguments, meta);
         let (tx, rx) = oneshot::channel();
         {
             let mut pending = self.pending.lock().expect("lane lock");
@@ -347,7 +352,7 @@ mod tests {
             .expect("runtime");
         let l = Arc::new(l);
         assert!(matches!(
-            rt.block_on(l.call_tool("echo", &JsonObject::new())),
+            rt.block_on(l.call_tool("echo", &JsonObject::new(), None)),
             Err(LaneError::Closed)
         ));
     }
@@ -358,7 +363,7 @@ mod tests {
         let none = JsonObject::new();
         let r = tokio::time::timeout(
             std::time::Duration::from_secs(5),
-            l.call_tool("echo", &none),
+            l.call_tool("echo", &none, None),
         )
         .await
         .expect("no hang");
@@ -384,7 +389,7 @@ mod tests {
         args.insert("text".into(), "hi".into());
         let gave_up = tokio::time::timeout(
             std::time::Duration::from_millis(100),
-            l.call_tool("echo", &args),
+            l.call_tool("echo", &args, None),
         )
         .await;
         assert!(gave_up.is_err(), "nobody answers: the caller gives up");

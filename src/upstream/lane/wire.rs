@@ -10,9 +10,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The `tools/call` request line for `tool` with `arguments`, newline included.
-pub fn call_request(id: u64, tool: &str, arguments: &JsonObject) -> Vec<u8> {
+pub fn call_request(
+    id: u64,
+    tool: &str,
+    arguments: &JsonObject,
+    meta: Option<&JsonObject>,
+) -> Vec<u8> {
     #[derive(Serialize)]
     struct Params<'a> {
+        #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+        meta: Option<&'a JsonObject>,
         name: &'a str,
         arguments: &'a JsonObject,
     }
@@ -28,6 +35,7 @@ pub fn call_request(id: u64, tool: &str, arguments: &JsonObject) -> Vec<u8> {
         id,
         method: "tools/call",
         params: Params {
+            meta,
             name: tool,
             arguments,
         },
@@ -150,14 +158,27 @@ mod tests {
     fn the_request_line_is_what_rmcp_would_send() {
         let mut args = JsonObject::new();
         args.insert("text".into(), "hi\n".into());
-        let line = call_request(7, "echo", &args);
+        let line = call_request(7, "echo", &args, None);
         assert!(line.ends_with(b"}\n") && !line[..line.len() - 1].contains(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
-        let params = rmcp::model::CallToolRequestParams::new("echo").with_arguments(args);
+        let mut params =
+            rmcp::model::CallToolRequestParams::new("echo").with_arguments(args.clone());
         assert_eq!(
             v,
             serde_json::json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                                "params": serde_json::to_value(&params).expect("params")})
         );
+        // With a trace context in `_meta`, as rmcp sends it.
+        let mut meta = JsonObject::new();
+        meta.insert(
+            "traceparent".into(),
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+        );
+        let line = call_request(7, "echo", &args, Some(&meta));
+        let v: serde_json::Value = serde_json::from_slice(&line).expect("JSON");
+        params.meta = Some(rmcp::model::RequestMetaObject(rmcp::model::MetaObject(
+            meta,
+        )));
+        assert_eq!(v["params"], serde_json::to_value(&params).expect("params"));
     }
 }
