@@ -119,6 +119,15 @@ enum Command {
         /// or server name.
         #[arg(long)]
         import_servers: bool,
+        /// With --import-servers: then take the copied servers out of the clients' files (the
+        /// bridge serves them), recording what was taken out for --undo; what cannot be copied
+        /// stays, with the reason.
+        #[arg(long = "move")]
+        move_servers: bool,
+        /// Put back into the clients' files what --move took out (unless an entry of that name
+        /// is there again) and remove its copies from ~/MCPs (unless changed since).
+        #[arg(long, conflicts_with_all = ["import_servers", "move_servers", "command", "name"])]
+        undo: bool,
         /// Apply without asking.
         #[arg(long, short = 'y')]
         yes: bool,
@@ -297,6 +306,8 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             name,
             command,
             import_servers,
+            move_servers,
+            undo,
             yes,
             dry_run,
         } => {
@@ -305,6 +316,8 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
                 name,
                 command,
                 import_servers,
+                move_servers,
+                undo,
                 yes,
                 dry_run,
             };
