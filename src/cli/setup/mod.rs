@@ -133,7 +133,10 @@ pub fn run(settings: &Settings, opts: &Options) -> ExitCode {
                 .into_iter()
                 .filter(|m| {
                     written.contains(&m.record.path)
-                        && m.record.copy.as_ref().is_some_and(|c| written.contains(&c.path))
+                        && m.record
+                            .copy
+                            .as_ref()
+                            .is_some_and(|c| written.contains(&c.path))
                 })
                 .map(|m| m.record),
         );
@@ -166,7 +169,10 @@ fn run_undo(
     };
     let mut out = std::io::stdout().lock();
     if record.is_empty() {
-        let _ = writeln!(out, "Nothing to undo: no servers were moved by `setup --move`.");
+        let _ = writeln!(
+            out,
+            "Nothing to undo: no servers were moved by `setup --move`."
+        );
         return ExitCode::SUCCESS;
     }
     let undo::UndoPlan { mut plan, parts } = undo::plan(
@@ -278,7 +284,10 @@ fn apply(
     for mut change in std::mem::take(&mut plan.changes) {
         let uncopied = moves.iter().find(|m| {
             m.record.path == change.path
-                && m.record.copy.as_ref().is_some_and(|c| failed.contains(&c.path))
+                && m.record
+                    .copy
+                    .as_ref()
+                    .is_some_and(|c| failed.contains(&c.path))
         });
         if let Some(m) = uncopied {
             let _ = writeln!(

@@ -261,8 +261,7 @@ impl Record {
             if !f.path.is_absolute() || f.copy.as_ref().is_some_and(|c| !c.path.is_absolute()) {
                 return Err("a path that is not absolute".into());
             }
-            if f
-                .entries
+            if f.entries
                 .iter()
                 .any(|e| !matches!(e.key.as_str(), "mcpServers" | "servers"))
             {
@@ -319,13 +318,19 @@ mod tests {
         assert_eq!(file.read().expect("read").files, record.files);
 
         for (text, why) in [
-            ("{\"format\": \"x\", \"version\": 1, \"files\": []}", "unknown format"),
+            (
+                "{\"format\": \"x\", \"version\": 1, \"files\": []}",
+                "unknown format",
+            ),
             ("{\"files\": [", "line 1"),
             ("[1, 2]", "line 1"),
         ] {
             std::fs::write(file.path(), text).expect("damage");
             let err = file.read().expect_err("refused").to_string();
-            assert!(err.contains(why) && err.contains("nothing was changed"), "{err}");
+            assert!(
+                err.contains(why) && err.contains("nothing was changed"),
+                "{err}"
+            );
         }
         let mut bad = Record {
             files: vec![one()],
@@ -336,7 +341,11 @@ mod tests {
         std::fs::write(file.path(), serde_json::to_vec(&bad).expect("json")).expect("write");
         assert!(matches!(file.read(), Err(RecordError::Damaged { .. })));
         std::fs::write(file.path(), vec![b' '; MAX_FILE as usize + 1]).expect("write");
-        assert!(file.read().expect_err("too big").to_string().contains("larger"));
+        assert!(file
+            .read()
+            .expect_err("too big")
+            .to_string()
+            .contains("larger"));
 
         file.write(&Record::default()).expect("emptied");
         assert!(!file.path().exists());

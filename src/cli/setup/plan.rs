@@ -8,9 +8,9 @@ use super::document::Document;
 use super::error::SetupError;
 use super::import;
 use super::moves::{sha256, Copy, Entry, FileMove, MAX_KEPT_TEXT};
-use super::take::take_out;
 use super::register::{register, Registration};
 use super::shape::Launch;
+use super::take::take_out;
 use super::targets::Found;
 use crate::config::Client;
 
@@ -201,7 +201,11 @@ pub fn plan(req: &Request<'_>) -> Plan {
             });
         }
         for s in &copies.skipped {
-            let stays = if req.move_servers { "; it stays in the client" } else { "" };
+            let stays = if req.move_servers {
+                "; it stays in the client"
+            } else {
+                ""
+            };
             plan.lines.push(format!(
                 "not copied: '{}' ({}): {}{stays}",
                 s.name,

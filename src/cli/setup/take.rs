@@ -82,7 +82,11 @@ fn comments_above(prop: &jsonc_parser::cst::CstObjectProp) -> Vec<CstNode> {
             .as_comment()
             .is_some_and(|c| c.is_line_comment())
         {
-            out.extend(before[comment + 1..=above.min(before.len() - 1)].iter().cloned());
+            out.extend(
+                before[comment + 1..=above.min(before.len() - 1)]
+                    .iter()
+                    .cloned(),
+            );
         }
         from = above;
     }
@@ -208,10 +212,20 @@ mod tests {
         let windsurf = "{\n  \"mcpServers\": {\n    \"context7\": {\n      \"serverUrl\": \"https://mcp.context7.test/mcp\"\n    },\n    \"git\": {\n      \"command\": \"uvx\",\n      \"args\": [\n        \"mcp-server-git\"\n      ],\n      \"disabled\": false,\n      \"disabledTools\": [\n        \"git_reset\"\n      ]\n    }\n  }\n}\n";
         let windsurf_after = "{\n  \"mcpServers\": {\n    \"context7\": {\n      \"serverUrl\": \"https://mcp.context7.test/mcp\"\n    }\n  }\n}\n";
         for (client, before, moved, after) in [
-            (Client::ClaudeCode, claude_code, &["github", "docs"][..], claude_code_after),
+            (
+                Client::ClaudeCode,
+                claude_code,
+                &["github", "docs"][..],
+                claude_code_after,
+            ),
             (Client::VsCode, vscode, &["memory"], vscode_after),
             (Client::Cursor, cursor, &["sqlite"], cursor_after),
-            (Client::ClaudeDesktop, desktop, &["filesystem"], desktop_after),
+            (
+                Client::ClaudeDesktop,
+                desktop,
+                &["filesystem"],
+                desktop_after,
+            ),
             (Client::Windsurf, windsurf, &["git"], windsurf_after),
         ] {
             let mut d = doc(client, before);

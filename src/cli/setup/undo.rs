@@ -64,7 +64,11 @@ fn one(
         return false;
     };
     let label = format!("{} ({})", client.label(), part.path.display());
-    let names: Vec<String> = part.entries.iter().map(|e| format!("'{}'", e.name)).collect();
+    let names: Vec<String> = part
+        .entries
+        .iter()
+        .map(|e| format!("'{}'", e.name))
+        .collect();
     let doc = match Document::read(client, &part.path) {
         Ok(doc) => doc,
         Err(e) => {
