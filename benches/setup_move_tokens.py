@@ -85,7 +85,10 @@ def ten_servers(tmp: Path) -> dict[str, dict]:
         "time": {"command": system_py, "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"]},
         "fetch": {"command": py, "args": ["-m", "mcp_server_fetch"]},
         "git": {"command": py, "args": ["-m", "mcp_server_git", "--repository", str(repo)]},
-        "sqlite": {"command": str(SQLITE_VENV / "bin" / "mcp-server-sqlite"), "args": ["--db-path", str(tmp / "app.db")]},
+        "sqlite": {
+            "command": str(SQLITE_VENV / "bin" / "mcp-server-sqlite"),
+            "args": ["--db-path", str(tmp / "app.db")],
+        },
         "calc": {"command": system_py, "args": [str(REPO / "tests/e2e/fastmcp_calc.py")]},
         "stub": {"command": str(e2e.stub_bin()), "args": []},
     }
