@@ -124,8 +124,9 @@ enum Command {
         /// stays, with the reason.
         #[arg(long = "move")]
         move_servers: bool,
-        /// Put back into the clients' files what --move took out (unless an entry of that name
-        /// is there again) and remove its copies from ~/MCPs (unless changed since).
+        /// Put back into the clients' files (those of --client, when given) what --move took
+        /// out (unless an entry of that name is there again) and remove its copies from ~/MCPs
+        /// (unless changed since).
         #[arg(long, conflicts_with_all = ["import_servers", "move_servers", "command", "name"])]
         undo: bool,
         /// Apply without asking.

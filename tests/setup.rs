@@ -621,3 +621,33 @@ fn a_damaged_record_or_move_alone_is_refused_and_nothing_changes() {
         assert_eq!(h.snapshot(), moved, "{args:?}");
     }
 }
+
+#[test]
+fn undo_with_client_puts_back_only_that_clients_entries() {
+    let h = Home::new(&["cursor", "claude-desktop"]);
+    let out = h.run(&["setup", "--yes", "--import-servers", "--move"]);
+    assert_eq!(code(&out), 0, "{}", h.show(&out.stderr));
+    let undo = h.run(&["setup", "--undo", "--yes", "--client", "cursor"]);
+    let said = h.show(&undo.stdout);
+    assert_eq!(code(&undo), 0, "{said}{}", h.show(&undo.stderr));
+    assert!(json(&h, ".cursor/mcp.json")["mcpServers"]
+        .get("sqlite")
+        .is_some());
+    assert!(
+        json(&h, ".config/Claude/claude_desktop_config.json")["mcpServers"]
+            .get("filesystem")
+            .is_none()
+    );
+    assert!(
+        said.contains("1 client file(s) not undone stay in"),
+        "{said}"
+    );
+    let rest = h.run(&["setup", "--undo", "--yes"]);
+    assert_eq!(code(&rest), 0, "{}", h.show(&rest.stderr));
+    assert!(
+        json(&h, ".config/Claude/claude_desktop_config.json")["mcpServers"]
+            .get("filesystem")
+            .is_some()
+    );
+    assert!(h.show(&rest.stdout).contains("all undone"));
+}

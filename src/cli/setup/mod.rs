@@ -177,6 +177,7 @@ fn run_undo(
     }
     let undo::UndoPlan { mut plan, parts } = undo::plan(
         &record,
+        &opts.clients,
         home,
         settings.claude_config_dir.as_deref(),
         settings.server_sources.dir.as_deref(),

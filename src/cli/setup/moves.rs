@@ -117,7 +117,7 @@ pub enum RecordError {
         why: String,
     },
     /// The record would hold more than it may.
-    #[error("{path}: the record would hold more than {MAX_ITEMS} files or entries; run `setup --undo` first")]
+    #[error("{path}: the record would hold more than {MAX_ITEMS} files or entries, or {MAX_FILE} bytes; run `setup --undo` first")]
     Full {
         /// The record's path, as shown.
         path: String,
@@ -229,7 +229,19 @@ impl RecordFile {
         let mut stamped = record.clone();
         stamped.format = FORMAT.into();
         stamped.version = VERSION;
-        let text = serde_json::to_vec_pretty(&stamped).expect("a record serializes");
+        let mut text = serde_json::to_vec_pretty(&stamped).expect("a record serializes");
+        // Too large to read back: the oldest whole texts go first (their undo is then entry by
+        // entry), then the record is full.
+        for at in 0..stamped.files.len() {
+            if text.len() as u64 <= MAX_FILE {
+                break;
+            }
+            stamped.files[at].before = None;
+            text = serde_json::to_vec_pretty(&stamped).expect("a record serializes");
+        }
+        if text.len() as u64 > MAX_FILE {
+            return Err(RecordError::Full { path: self.shown() });
+        }
         let mut new = dir.new_file(FILE).map_err(io("create it"))?;
         new.file().write_all(&text).map_err(io("write it"))?;
         new.commit(0o600).map_err(|e| io("write it")(e.into_io()))

@@ -12,7 +12,7 @@ use super::error::SetupError;
 use super::moves::{sha256, FileMove, Record};
 use super::plan::{Change, Plan};
 use super::take::put_back;
-use crate::config::{client_config_files, Scope};
+use crate::config::{client_config_files, Client, Scope};
 
 /// The undo plan, and which parts of the record each change belongs to.
 #[derive(Debug, Default)]
@@ -24,10 +24,11 @@ pub struct UndoPlan {
     pub parts: Vec<Option<Vec<PathBuf>>>,
 }
 
-/// Plans undoing `record` for the user whose home is `home`; `import_dir` is the user's folder
-/// (copies elsewhere are never removed).
+/// Plans undoing `record` for the user whose home is `home`, for the clients `only` (every
+/// client when empty); `import_dir` is the user's folder (copies elsewhere are never removed).
 pub fn plan(
     record: &Record,
+    only: &[Client],
     home: &Path,
     claude_dir: Option<&Path>,
     import_dir: Option<&Path>,
@@ -38,6 +39,10 @@ pub fn plan(
         .collect();
     let mut out = UndoPlan::default();
     for part in &record.files {
+        if !only.is_empty() && !part.client().is_some_and(|c| only.contains(&c)) {
+            out.parts.push(None);
+            continue;
+        }
         let mut written = Vec::new();
         let done = one(part, &known, import_dir, &mut out.plan, &mut written);
         out.parts.push(done.then_some(written));
