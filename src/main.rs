@@ -94,7 +94,8 @@ enum Command {
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
     /// Register the bridge in the MCP clients on this machine, after showing each change as a
-    /// diff; optionally copy their servers into ~/MCPs.
+    /// diff; optionally copy their servers into ~/MCPs (and with --move take them out of the
+    /// clients; --undo puts them back).
     ///
     /// Edits the user-scope config files of Claude Code, Cursor, VS Code, Claude Desktop and
     /// Windsurf in place (comments, order and indentation kept). Asks on a terminal; without
