@@ -94,7 +94,8 @@ enum Command {
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
     /// Register the bridge in the MCP clients on this machine, after showing each change as a
-    /// diff; optionally copy their servers into ~/MCPs.
+    /// diff; optionally copy their servers into ~/MCPs (and with --move take them out of the
+    /// clients; --undo puts them back).
     ///
     /// Edits the user-scope config files of Claude Code, Cursor, VS Code, Claude Desktop and
     /// Windsurf in place (comments, order and indentation kept). Asks on a terminal; without
@@ -119,6 +120,16 @@ enum Command {
         /// or server name.
         #[arg(long)]
         import_servers: bool,
+        /// With --import-servers: then take the copied servers out of the clients' files (the
+        /// bridge serves them), recording what was taken out for --undo; what cannot be copied
+        /// stays, with the reason.
+        #[arg(long = "move")]
+        move_servers: bool,
+        /// Put back into the clients' files (those of --client, when given) what --move took
+        /// out (unless an entry of that name is there again) and remove its copies from ~/MCPs
+        /// (unless changed since).
+        #[arg(long, conflicts_with_all = ["import_servers", "move_servers", "command", "name"])]
+        undo: bool,
         /// Apply without asking.
         #[arg(long, short = 'y')]
         yes: bool,
@@ -297,6 +308,8 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             name,
             command,
             import_servers,
+            move_servers,
+            undo,
             yes,
             dry_run,
         } => {
@@ -305,6 +318,8 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
                 name,
                 command,
                 import_servers,
+                move_servers,
+                undo,
                 yes,
                 dry_run,
             };

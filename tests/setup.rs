@@ -422,3 +422,232 @@ fn from_uvs_cache_the_lasting_uvx_command_is_registered() {
         h.show(&again.stdout)
     );
 }
+
+/// The client files and the user's folder, backups left out.
+fn clients_and_copies(h: &Home) -> BTreeMap<PathBuf, String> {
+    h.files()
+}
+
+fn json(h: &Home, rel: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(h.home.join(rel)).expect("read");
+    let text: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace(",\n\t\t}", "\n\t\t}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{rel}: {e}\n{text}"))
+}
+
+#[test]
+fn move_then_undo_puts_every_clients_file_back_byte_for_byte() {
+    let h = Home::new(&CLIENTS);
+    let out = h.run(&["setup", "--yes"]);
+    assert_eq!(code(&out), 0, "{}", h.show(&out.stderr));
+    let registered = clients_and_copies(&h);
+
+    let out = h.run(&["setup", "--yes", "--import-servers", "--move"]);
+    let said = h.show(&out.stdout);
+    assert_eq!(code(&out), 0, "{said}{}", h.show(&out.stderr));
+    // The copied entries are gone from their clients; what could not be copied stays, said so.
+    for (file, key, gone, stays) in [
+        (
+            ".claude.json",
+            "mcpServers",
+            "docs",
+            &["github", "notes", "code"][..],
+        ),
+        (
+            ".cursor/mcp.json",
+            "mcpServers",
+            "sqlite",
+            &["linear", "code"],
+        ),
+        (
+            ".config/Code/User/mcp.json",
+            "servers",
+            "memory",
+            &["github-remote", "code"],
+        ),
+        (
+            ".config/Claude/claude_desktop_config.json",
+            "mcpServers",
+            "filesystem",
+            &["code"],
+        ),
+        (
+            ".codeium/windsurf/mcp_config.json",
+            "mcpServers",
+            "git",
+            &["context7", "code"],
+        ),
+    ] {
+        let v = json(&h, file);
+        assert!(v[key].get(gone).is_none(), "{file}: {gone} still there");
+        for s in stays {
+            assert!(v[key].get(s).is_some(), "{file}: {s} was taken out");
+        }
+    }
+    assert!(
+        said.contains("not copied: 'notes' (Claude Code): HOME/MCPs already defines it; it stays in the client")
+            && said.contains("not copied: 'linear' (Cursor): uses ${env:LINEAR_API_KEY}"),
+        "{said}"
+    );
+    // The VS Code comment about the moved entry went with it; the file's own comment stayed.
+    let vscode = std::fs::read_to_string(h.home.join(".config/Code/User/mcp.json")).expect("read");
+    assert!(!vscode.contains("Knowledge graph memory") && vscode.starts_with("// Servers"));
+    let record = h.root.join("state/setup/moved.json");
+    let mode = std::fs::metadata(&record)
+        .expect("recorded")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let moved = h.snapshot();
+
+    // A second run changes nothing.
+    let again = h.run(&["setup", "--yes", "--import-servers", "--move"]);
+    assert_eq!(code(&again), 0, "{}", h.show(&again.stderr));
+    assert!(h.show(&again.stdout).ends_with("Nothing to change.\n"));
+    assert_eq!(h.snapshot(), moved);
+
+    // A dry run of the undo changes nothing either.
+    let dry = h.run(&["setup", "--undo", "--dry-run"]);
+    assert_eq!(code(&dry), 0, "{}", h.show(&dry.stderr));
+    assert_eq!(h.snapshot(), moved);
+    assert!(record.exists());
+
+    let undo = h.run(&["setup", "--undo", "--yes"]);
+    let said = h.show(&undo.stdout);
+    assert_eq!(code(&undo), 0, "{said}{}", h.show(&undo.stderr));
+    assert_eq!(clients_and_copies(&h), registered, "{said}");
+    assert!(!record.exists(), "all undone: the record is gone");
+    let twice = h.run(&["setup", "--undo", "--yes"]);
+    assert_eq!(code(&twice), 0);
+    assert!(h.show(&twice.stdout).starts_with("Nothing to undo"));
+}
+
+#[test]
+fn undo_leaves_alone_what_was_written_since_the_move() {
+    let h = Home::new(&CLIENTS);
+    let out = h.run(&["setup", "--yes", "--import-servers", "--move"]);
+    assert_eq!(code(&out), 0, "{}", h.show(&out.stderr));
+    // Claude Code rewrote its file since; the user added a `sqlite` of their own to Cursor and
+    // edited the VS Code copy.
+    let claude = h.home.join(".claude.json");
+    let text = std::fs::read_to_string(&claude).expect("read");
+    std::fs::write(
+        &claude,
+        text.replace("\"numStartups\": 184", "\"numStartups\": 185"),
+    )
+    .expect("write");
+    let cursor = h.home.join(".cursor/mcp.json");
+    let text = std::fs::read_to_string(&cursor).expect("read");
+    std::fs::write(
+        &cursor,
+        text.replacen(
+            "\"mcpServers\": {",
+            "\"mcpServers\": {\n    \"sqlite\": {\"command\": \"mine\"},",
+            1,
+        ),
+    )
+    .expect("write");
+    let copy = h.home.join("MCPs/from-vscode.json");
+    let text = std::fs::read_to_string(&copy).expect("read");
+    std::fs::write(&copy, text.replace("server-memory", "server-memory@1")).expect("write");
+
+    let undo = h.run(&["setup", "--undo", "--yes"]);
+    let said = h.show(&undo.stdout);
+    assert_eq!(code(&undo), 0, "{said}{}", h.show(&undo.stderr));
+    assert!(
+        said.contains("left alone: 'sqlite' is there again, written since the move")
+            && said.contains("HOME/MCPs/from-vscode.json: changed since the move; left as it is"),
+        "{said}"
+    );
+    assert_eq!(
+        json(&h, ".cursor/mcp.json")["mcpServers"]["sqlite"]["command"],
+        "mine"
+    );
+    assert!(!h.home.join("MCPs/from-cursor.json").exists());
+    assert!(copy.exists(), "an edited copy stays");
+    // Claude Code's file gets `docs` back at its place, and keeps what it wrote since.
+    let v = json(&h, ".claude.json");
+    assert_eq!(v["numStartups"], 185);
+    let names: Vec<&String> = v["mcpServers"].as_object().expect("table").keys().collect();
+    assert_eq!(names, ["github", "notes", "docs", "code"], "its old place");
+    let text = std::fs::read_to_string(&claude).expect("read");
+    assert!(
+        text.contains("    \"docs\": {\n      \"type\": \"http\",\n      \"url\": \"https://docs.example.test/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer docs-literal-token\"\n      }\n    }"),
+        "{text}"
+    );
+    assert!(!h.root.join("state/setup/moved.json").exists());
+}
+
+#[test]
+fn a_damaged_record_or_move_alone_is_refused_and_nothing_changes() {
+    let h = Home::new(&CLIENTS);
+    let before = h.snapshot();
+    let alone = h.run(&["setup", "--yes", "--move"]);
+    assert_eq!(code(&alone), 2);
+    assert!(h
+        .show(&alone.stderr)
+        .contains("use it with --import-servers"));
+    let dry = h.run(&["setup", "--dry-run", "--import-servers", "--move"]);
+    assert_eq!(code(&dry), 0, "{}", h.show(&dry.stderr));
+    assert!(h.show(&dry.stdout).contains("-    \"docs\": {"));
+    assert_eq!(h.snapshot(), before);
+    assert!(
+        !h.root.join("state/setup/moved.json").exists(),
+        "a dry run records nothing"
+    );
+
+    let out = h.run(&["setup", "--yes", "--import-servers", "--move"]);
+    assert_eq!(code(&out), 0, "{}", h.show(&out.stderr));
+    let moved = h.snapshot();
+    let record = h.root.join("state/setup/moved.json");
+    let text = std::fs::read_to_string(&record).expect("record");
+    std::fs::write(&record, &text[..text.len() / 2]).expect("damage");
+    for args in [
+        &["setup", "--undo", "--yes"][..],
+        &["setup", "--yes", "--import-servers", "--move"],
+    ] {
+        let out = h.run(args);
+        assert_eq!(code(&out), 2, "{args:?}");
+        let why = h.show(&out.stderr);
+        assert!(
+            why.contains("not a record of `setup --move`") && why.contains("nothing was changed"),
+            "{why}"
+        );
+        assert!(!why.contains("docs-literal-token"), "{why}");
+        assert_eq!(h.snapshot(), moved, "{args:?}");
+    }
+}
+
+#[test]
+fn undo_with_client_puts_back_only_that_clients_entries() {
+    let h = Home::new(&["cursor", "claude-desktop"]);
+    let out = h.run(&["setup", "--yes", "--import-servers", "--move"]);
+    assert_eq!(code(&out), 0, "{}", h.show(&out.stderr));
+    let undo = h.run(&["setup", "--undo", "--yes", "--client", "cursor"]);
+    let said = h.show(&undo.stdout);
+    assert_eq!(code(&undo), 0, "{said}{}", h.show(&undo.stderr));
+    assert!(json(&h, ".cursor/mcp.json")["mcpServers"]
+        .get("sqlite")
+        .is_some());
+    assert!(
+        json(&h, ".config/Claude/claude_desktop_config.json")["mcpServers"]
+            .get("filesystem")
+            .is_none()
+    );
+    assert!(
+        said.contains("1 client file(s) not undone stay in"),
+        "{said}"
+    );
+    let rest = h.run(&["setup", "--undo", "--yes"]);
+    assert_eq!(code(&rest), 0, "{}", h.show(&rest.stderr));
+    assert!(
+        json(&h, ".config/Claude/claude_desktop_config.json")["mcpServers"]
+            .get("filesystem")
+            .is_some()
+    );
+    assert!(h.show(&rest.stdout).contains("all undone"));
+}

@@ -145,7 +145,7 @@ fn object(v: Value) -> Result<Map<String, Value>, String> {
 }
 
 /// A syntax tree value as an input for another tree, order and number text kept.
-fn input_of(node: &CstNode) -> Option<CstInputValue> {
+pub fn input_of(node: &CstNode) -> Option<CstInputValue> {
     if let Some(object) = node.as_object() {
         let props = object
             .properties()

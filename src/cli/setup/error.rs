@@ -47,8 +47,8 @@ pub enum SetupError {
         /// The name.
         name: String,
     },
-    /// The edit would have changed more than the bridge's entry (a safety check).
-    #[error("{}: the edit would change more than the bridge's entry; left untouched", path.display())]
+    /// The edit would have changed more than the entries it is about (a safety check).
+    #[error("{}: the edit would change more than the entries it is about; left untouched", path.display())]
     Unsafe {
         /// The file.
         path: PathBuf,
@@ -68,4 +68,7 @@ pub enum SetupError {
         #[source]
         source: std::io::Error,
     },
+    /// The record of moved servers could not be read or written.
+    #[error(transparent)]
+    Record(#[from] super::moves::RecordError),
 }

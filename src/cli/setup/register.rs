@@ -113,7 +113,7 @@ fn same_launch(entry: &Value, launch: &Launch) -> bool {
 }
 
 /// The JSON value of an input for the tree.
-fn value_of(input: &CstInputValue) -> Value {
+pub fn value_of(input: &CstInputValue) -> Value {
     match input {
         CstInputValue::Null => Value::Null,
         CstInputValue::Bool(b) => Value::Bool(*b),
