@@ -58,8 +58,9 @@ pub struct RunScope {
     pub ended: AtomicBool,
     /// The run's tool calls, for the result's trace (`trace.rs`).
     pub trace: super::trace::Trace,
-    /// The W3C trace context the request carried, passed on to downstream calls.
-    pub trace_context: Option<super::trace_context::TraceContext>,
+    /// The `_meta` entries of the W3C trace context the request carried, passed on to
+    /// downstream calls (made once per run).
+    pub trace_meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 /// How a run signs in to a server that needs it (`upstream/sign_in.rs`).
@@ -108,7 +109,7 @@ impl RunScope {
             ended: AtomicBool::new(false),
             sign_in: SignInWay::Ask,
             trace: Default::default(),
-            trace_context: None,
+            trace_meta: None,
         }
     }
 
@@ -144,7 +145,7 @@ impl RunScope {
         mut self,
         context: Option<super::trace_context::TraceContext>,
     ) -> Self {
-        self.trace_context = context;
+        self.trace_meta = context.map(|c| Arc::new(c.to_meta()));
         self
     }
 

@@ -30,7 +30,7 @@ use super::owner::{Connect, Owner, Refusal, Status};
 use super::start::Starter;
 use super::transport::EndReason;
 use super::UpstreamError;
-use crate::calls::{RunScope, TraceContext};
+use crate::calls::RunScope;
 use crate::config::ServerSpec;
 use crate::lines::LineTail;
 
@@ -318,9 +318,7 @@ impl Upstream {
         run: Option<&RunScope>,
     ) -> Result<CallToolResult, UpstreamError> {
         let waits = run.map(|r| &r.waits);
-        let meta = run
-            .and_then(|r| r.trace_context.as_ref())
-            .map(TraceContext::to_meta);
+        let meta = run.and_then(|r| r.trace_meta.as_deref());
         // The warm path skips `connect`: its future (the whole handshake, ~8 KiB) would be
         // copied around on every call, which cost more CPU than the rest of the call.
         let live = match self.live_arc() {
@@ -343,7 +341,7 @@ impl Upstream {
         let call = async {
             match &live.lane {
                 Some(lane) => lane
-                    .call_tool(tool, &args, meta.as_ref())
+                    .call_tool(tool, &args, meta)
                     .await
                     .map(CallToolResponse::Complete)
                     .map_err(LaneError::into_service_error),
@@ -351,7 +349,7 @@ impl Upstream {
                 None => {
                     let mut params =
                         CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-                    params.meta = meta.map(|m| RequestMetaObject(MetaObject(m)));
+                    params.meta = meta.map(|m| RequestMetaObject(MetaObject(m.clone())));
                     match Box::pin(live.peer.call_tool_once(params)).await {
                         // A result rmcp could not read as a tool result: the lane's words.
                         Err(rmcp::ServiceError::UnexpectedResponse) => {
