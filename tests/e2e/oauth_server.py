@@ -185,7 +185,7 @@ def main() -> None:
         app = static_bearer(app, args.token or "", Path(args.log) if args.log else None)
     elif args.mode not in ("normal", "open"):
         app = hostile(app, args.mode, base)
-    if args.mode != "open":
+    if args.mode not in ("open", "static-bearer"):
         app = guarded(app, provider, base)
     Path(args.port_file).write_text(str(port))
     sys.stdout.flush()
@@ -209,6 +209,8 @@ def static_bearer(app, token: str, log: Path | None):
             if not ok:
                 return await Response(b"unauthorized: " + got[:200], status_code=401)(scope, receive, send)
         return await app(scope, receive, send)
+
+    return wrapped
 
 
 # The scope each guarded tool needs; `mcp:admin` is never granted.
