@@ -33,7 +33,7 @@ impl Actor {
                 &tools,
                 ExecTarget {
                     servers,
-                    deadline,
+                    deadline: ExecTarget::calls_deadline(deadline),
                     scope: req.scope.clone(),
                 },
                 limit,

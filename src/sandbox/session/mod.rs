@@ -100,14 +100,29 @@ pub struct Session {
 /// Bytes of snapshot chunks a restore may have queued for the sandbox at once.
 pub const RESTORE_IN_FLIGHT: usize = 4 << 20;
 
-/// Who an exec runs for: the servers its run loaded, its deadline and its run's scope.
+/// How long before the run's deadline its tool calls are given up, at most: a call still
+/// running then is cancelled downstream (`notifications/cancelled`) and raises in the sandbox,
+/// whose code can still act on it before the run's own timeout interrupts the cell.
+pub const CALL_MARGIN: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Who an exec runs for: the servers its run loaded, its calls' deadline and its run's scope.
 pub struct ExecTarget {
     /// Servers the run loaded.
     pub servers: Arc<[String]>,
-    /// When its time is up.
+    /// When its tool calls' time is up ([`ExecTarget::calls_deadline`]).
     pub deadline: tokio::time::Instant,
     /// The run's scope.
     pub scope: Arc<crate::calls::RunScope>,
+}
+
+impl ExecTarget {
+    /// The deadline of the tool calls of a run ending at `run`: [`CALL_MARGIN`] before it, or
+    /// a tenth of the time left when that is less. Every call of the run shares it: none has
+    /// a timeout of its own that starts when it is sent.
+    pub fn calls_deadline(run: tokio::time::Instant) -> tokio::time::Instant {
+        let left = run.saturating_duration_since(tokio::time::Instant::now());
+        run - CALL_MARGIN.min(left / 10)
+    }
 }
 
 impl Session {
