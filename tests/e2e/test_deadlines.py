@@ -115,3 +115,20 @@ def test_a_serve_callers_own_connection_is_cancelled_too(e2e_tmp, tmp_path):
         assert lines[:2] == ["started", "cancelled"], lines
     finally:
         b.close()
+
+
+def test_a_fan_out_past_the_in_flight_cap_waits_for_room_instead_of_failing(bridge_factory, stub_ready):
+    """600 calls at once, past the 256 a session has in flight: the rest wait for room (by the
+    run's deadline), none fails."""
+    b = bridge_factory(name="fan-out", config=S.config({"stub": S.stub("stub")}))
+    try:
+        code = ("import asyncio\n"
+                "rs = await asyncio.gather(*[mcp_stub.echo(text=str(i)) for i in range(600)],"
+                " return_exceptions=True)\n"
+                "bad = [repr(r) for r in rs if isinstance(r, BaseException)]\n"
+                "print(len(rs) - len(bad), bad[:2])")
+        r = b.run(code, servers=["stub"], timeout=60, wait=120)
+        out = (r.structured or {}).get("stdout", "") or r.text
+        assert out.strip().startswith("600 []"), r
+    finally:
+        b.close()

@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::json_cost;
-use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS};
+use super::limits::{SessionLimits, MAX_IN_FLIGHT_CALLS, MAX_QUEUED_CALLS};
 use super::state::Shared;
 use super::writer::Outgoing;
 use crate::calls::ErrorKind;
@@ -42,6 +42,9 @@ pub(super) struct Calls {
     ended: CancellationToken,
     /// In-flight sandbox requests, shared by both channels.
     in_flight: Arc<Semaphore>,
+    /// Requests waiting for room in flight (a fan-out past the cap waits, by the run's
+    /// deadline, rather than failing); past [`MAX_QUEUED_CALLS`] one is refused.
+    queued: Arc<Semaphore>,
     /// Bytes of replies queued but not yet written to the sandbox (one permit per byte).
     pending: Arc<Semaphore>,
     /// Bytes of the `call` frames being handled (one permit per byte), within the same
@@ -66,6 +69,7 @@ impl Calls {
             tracker: route.tracker,
             ended,
             in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT_CALLS)),
+            queued: Arc::new(Semaphore::new(MAX_QUEUED_CALLS)),
             pending: Arc::new(Semaphore::new(limits.max_pending_results)),
             requests: Arc::new(Semaphore::new(limits.max_pending_results)),
             max_pending: limits.max_pending_results,
@@ -139,13 +143,24 @@ impl Calls {
         let Some((servers, deadline, run)) = servers else {
             return self.refuse(id, "no run_python call is in progress".into(), shared);
         };
-        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
-            return self.refuse(
-                id,
-                format!("too many host requests in flight (limit {MAX_IN_FLIGHT_CALLS})"),
-                shared,
-            );
+        // Room in flight now, or a place in the queue for it; neither: refused.
+        let room = match self.in_flight.clone().try_acquire_owned() {
+            Ok(permit) => Room::Now(permit),
+            Err(_) => match self.queued.clone().try_acquire_owned() {
+                Ok(place) => Room::Queued(place),
+                Err(_) => {
+                    return self.refuse(
+                        id,
+                        format!(
+                            "too many host requests in flight and waiting (limits \
+                             {MAX_IN_FLIGHT_CALLS} and {MAX_QUEUED_CALLS})"
+                        ),
+                        shared,
+                    )
+                }
+            },
         };
+        let in_flight = self.in_flight.clone();
         let writer = self.writer.clone();
         let dispatcher = self.dispatcher.clone();
         let (pending, max_pending) = (self.pending.clone(), self.max_pending);
@@ -155,7 +170,29 @@ impl Calls {
                 deadline,
                 run,
             };
-            let reply = match dispatcher.handle(&ctx, &method, params).await {
+            let (permit, waited) = match room {
+                Room::Now(permit) => (Ok(permit), None),
+                Room::Queued(place) => {
+                    let got = tokio::time::timeout_at(deadline, in_flight.acquire_owned()).await;
+                    (got.map_err(|_| ()).and_then(|r| r.map_err(|_| ())), Some(place))
+                }
+            };
+            drop(waited);
+            let outcome = match permit {
+                Ok(permit) => Some((dispatcher.handle(&ctx, &method, params).await, permit)),
+                Err(()) => None,
+            };
+            let (outcome, permit) = match outcome {
+                Some((outcome, permit)) => (outcome, Some(permit)),
+                None => (
+                    Err(crate::calls::CallError::bad_request(format!(
+                        "no room among the {MAX_IN_FLIGHT_CALLS} host requests in flight before \
+                         the run's deadline"
+                    ))),
+                    None,
+                ),
+            };
+            let reply = match outcome {
                 Ok(value) => Outbound::Reply {
                     id,
                     ok: true,
@@ -186,6 +223,12 @@ impl Calls {
         };
         self.tracker.spawn(task.in_current_span());
     }
+}
+
+/// Where a request stands when it arrives: in flight at once, or waiting for room.
+enum Room {
+    Now(tokio::sync::OwnedSemaphorePermit),
+    Queued(tokio::sync::OwnedSemaphorePermit),
 }
 
 /// A `bad_request` reply to call `id`.

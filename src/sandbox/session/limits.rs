@@ -4,8 +4,11 @@
 pub const BOOT_TIMEOUT_SECS: u64 = 30;
 /// How long to wait for the exit code once the output stream has ended.
 pub const EXIT_CODE_WAIT_MS: u64 = 1500;
-/// Sandbox requests in flight at once per session; more are refused with an error reply.
+/// Sandbox requests in flight at once per session; more wait for room ([`MAX_QUEUED_CALLS`]).
 pub const MAX_IN_FLIGHT_CALLS: usize = 256;
+/// Sandbox requests waiting for room in flight, at most, per session; more are refused with an
+/// error reply.
+pub const MAX_QUEUED_CALLS: usize = 4096;
 /// Stderr lines kept for error messages.
 pub const STDERR_TAIL_LINES: usize = 20;
 /// Longest stderr line kept (longer ones are cut).
