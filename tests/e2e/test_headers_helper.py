@@ -12,47 +12,25 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 from bridge_driver import BRIDGE_BIN
 from helpers_cli import cli_env_for, home_env
+from test_oauth import AuthServer
 
 pytestmark = pytest.mark.host_only  # config, consent and proxying: host-side
 
-HERE = Path(__file__).resolve().parent
-SERVER = HERE / "oauth_server.py"
 
-
-class BearerServer:
-    """oauth_server.py --mode static-bearer on a free loopback port."""
+class BearerServer(AuthServer):
+    """oauth_server.py --mode static-bearer on a free loopback port: every request needs
+    `Authorization: Bearer <token>`."""
 
     def __init__(self, tmp: Path, token: str):
-        self.log = tmp / "bearer.log"
-        port_file = tmp / "bearer-port"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), str(port_file), "--mode", "static-bearer", "--token", token,
-             "--log", str(self.log)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 30
-        while not (port_file.exists() and port_file.read_text().strip()):
-            assert self.proc.poll() is None, f"oauth_server.py exited: {self.proc.stderr.read()}"
-            assert time.monotonic() < deadline, "oauth_server.py did not start"
-            time.sleep(0.05)
-        time.sleep(0.3)
-        self.url = f"http://127.0.0.1:{port_file.read_text().strip()}/mcp"
+        super().__init__(tmp, mode="static-bearer", extra=("--token", token))
 
     def answers(self) -> list[str]:
-        return self.log.read_text().splitlines() if self.log.exists() else []
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        return self.lines()
 
 
 @pytest.fixture

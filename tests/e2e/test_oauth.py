@@ -41,12 +41,13 @@ NO_OPENER_PATH = os.pathsep.join(
 class AuthServer:
     """oauth_server.py in a process of its own, on a free loopback port."""
 
-    def __init__(self, tmp: Path, lifetime: int = 3600, mode: str = "normal", honour: int | None = None):
+    def __init__(self, tmp: Path, lifetime: int = 3600, mode: str = "normal", honour: int | None = None,
+                 extra: tuple[str, ...] = ()):
         self.log = tmp / f"as-{mode}.log"
         port_file = tmp / f"port-{mode}-{lifetime}"
         self.proc = subprocess.Popen(
             [sys.executable, str(SERVER), str(port_file), "--lifetime", str(lifetime), "--mode", mode,
-             "--log", str(self.log), *(["--honour", str(honour)] if honour is not None else [])],
+             "--log", str(self.log), *(["--honour", str(honour)] if honour is not None else []), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 30
         while not (port_file.exists() and port_file.read_text().strip()):

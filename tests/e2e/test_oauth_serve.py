@@ -23,12 +23,15 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import test_oauth
 from bridge_driver import BRIDGE_BIN
 from helpers_host import poll
 from helpers_http import LEGACY, ServeBridge, connect, new_token, run
-from test_oauth import BROWSER, AuthServer, Home, LinkFollower
+from test_oauth import BROWSER, Home, LinkFollower
 
 import servers as S
+
+auth_server = test_oauth.auth_server  # the same fixture: one OAuth server per test
 
 pytestmark = pytest.mark.host_only
 
@@ -42,19 +45,6 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
-
-@pytest.fixture
-def auth_server(tmp_path):
-    started: list[AuthServer] = []
-
-    def start(**kw) -> AuthServer:
-        s = AuthServer(tmp_path, **kw)
-        started.append(s)
-        return s
-
-    yield start
-    for s in started:
-        s.close()
 
 
 def gateway(e2e_tmp: Path, tokens: dict[str, str], url: str, **entry) -> tuple[ServeBridge, str]:
