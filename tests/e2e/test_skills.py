@@ -1,0 +1,88 @@
+"""Skills (issue 33, point 2) end to end with the real bridge: saved in one run, refused while
+unapproved (naming `mcp-code-bridge skills --approve NAME`), approved with the CLI over the same
+state folder, called as `skills.<name>(...)` by a NEW bridge process that loads the stub server
+the skill uses, refused again once saved with other text, then removed."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from bridge_driver import BRIDGE_BIN
+from helpers_cli import cli_env_for
+
+import servers as S
+
+pytestmark = [pytest.mark.timeout(600), pytest.mark.engine]
+
+SAVE = """
+import json
+from mcp import runtime
+async def shout(text):
+    '''Echo text through the stub, in capitals.'''
+    got = await mcp_stub.echo(text=text)
+    return json.dumps(got["text"].upper())
+print(runtime.save_skill(shout)["state"])
+"""
+
+CHANGED = """
+import json
+from mcp import runtime
+async def shout(text):
+    '''Echo text through the stub, in capitals, twice.'''
+    got = await mcp_stub.echo(text=text)
+    return json.dumps(got["text"].upper() * 2)
+print(runtime.save_skill(shout)["state"])
+"""
+
+USE = "import skills\nprint(await skills.shout('hi'))\n"
+
+
+def _skills_cli(state, *args):
+    return subprocess.run([BRIDGE_BIN, "skills", *args], env=cli_env_for(state), capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+
+
+def _run(bridge, code, ok=True):
+    r = bridge.run(code, servers=["stub"], timeout=60, wait=120)
+    assert r.is_error != ok, f"{r}\n{bridge.stderr_tail()}"
+    return r
+
+
+def test_skills_saved_refused_approved_changed_refused_again_removed(bridge_factory, stub_ready, e2e_tmp):
+    state = e2e_tmp / "skills-state"
+    state.mkdir(mode=0o700, exist_ok=True)
+    env = {"MCP_BRIDGE_STATE_DIR": str(state)}
+    config = S.config({"stub": S.stub()})
+
+    first = bridge_factory(name="skills-1", env=env, config=config)
+    assert _run(first, SAVE).structured["stdout"].strip() == "pending"
+    refused = _run(first, USE, ok=False)
+    assert "NotApprovedError" in refused.text and "mcp-code-bridge skills --approve shout" in refused.text, refused
+    first.close()
+
+    listed = _skills_cli(state)
+    assert listed.returncode == 0, listed
+    row = next(line.split() for line in listed.stdout.splitlines() if line.startswith("shout"))
+    assert row[2] == "pending" and len(row[1]) == 12, listed.stdout
+    # No terminal and no --yes: nothing approved.
+    assert _skills_cli(state, "--approve", "shout").returncode == 1
+    approved = _skills_cli(state, "--approve", "shout", "--yes")
+    assert approved.returncode == 0, approved
+    assert "async def shout(text):" in approved.stdout and row[1] in approved.stdout, approved.stdout
+
+    second = bridge_factory(name="skills-2", env=env, config=config)
+    assert _run(second, USE).structured["stdout"].strip() == '"HI"'
+    # A run that did not load the stub: the usual message saying how to load it.
+    unloaded = second.run(USE, timeout=60, wait=120)
+    assert unloaded.is_error and "servers=['stub']" in unloaded.text, unloaded
+    # Saved again with other text: refused until approved again.
+    assert _run(second, CHANGED).structured["stdout"].strip() == "changed"
+    again = _run(second, USE, ok=False)
+    assert "changed" in again.text and "skills --approve shout" in again.text, again
+    assert "changed" in _skills_cli(state).stdout
+
+    removed = _skills_cli(state, "--remove", "shout")
+    assert removed.returncode == 0, removed
+    gone = _run(second, USE, ok=False)
+    assert "no skill named 'shout'" in gone.text, gone
+    assert "no skills are kept" in _skills_cli(state).stdout
