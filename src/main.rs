@@ -104,8 +104,12 @@ enum Command {
         #[arg(long, requires = "approve")]
         yes: bool,
         /// Remove this skill.
-        #[arg(long, value_name = "NAME")]
+        #[arg(long, value_name = "NAME", conflicts_with = "export")]
         remove: Option<String>,
+        /// Write your approved skills as folders DIR/<name>/ holding SKILL.md (front matter
+        /// with name and description, how to call it) and the module <name>.py.
+        #[arg(long, value_name = "DIR", conflicts_with = "approve")]
+        export: Option<std::path::PathBuf>,
     },
     /// Register the bridge in the MCP clients on this machine, after showing each change as a
     /// diff; optionally copy their servers into ~/MCPs (and with --move take them out of the
@@ -356,11 +360,13 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             approve,
             yes,
             remove,
+            export,
         } => {
             let args = mcp_code_bridge::cli::skills::SkillsArgs {
                 approve,
                 yes,
                 remove,
+                export,
             };
             Ok(mcp_code_bridge::cli::skills::skills(&settings, &args))
         }

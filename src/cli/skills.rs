@@ -1,6 +1,7 @@
-//! `mcp-code-bridge skills [--approve NAME [--yes]] [--remove NAME]`: the kept skills listed
+//! `mcp-code-bridge skills [--approve NAME [--yes]] [--remove NAME] [--export DIR]`: the kept
+//! skills listed
 //! (name, 12 hex of the digest, state, owner, description); one shown in full and approved in
-//! that exact text (asked on a terminal, or `--yes`); one removed. Every stored field is
+//! that exact text (asked on a terminal, or `--yes`); one removed; the approved ones exported. Every stored field is
 //! escaped before the terminal. Skills of every owner (`serve`'s tokens) are the operator's to
 //! approve: a name several owners saved is shown and approved one owner at a time.
 
@@ -21,6 +22,8 @@ pub struct SkillsArgs {
     pub yes: bool,
     /// Remove this skill.
     pub remove: Option<String>,
+    /// Write the approved skills as SKILL.md folders here.
+    pub export: Option<std::path::PathBuf>,
 }
 
 /// Runs `skills`: exit 0 done, 1 not found, declined, not asked (no terminal) or a store error.
@@ -29,6 +32,10 @@ pub fn skills(settings: &Settings, args: &SkillsArgs) -> ExitCode {
     let done = match (&args.approve, &args.remove) {
         (Some(name), _) => approve(&store, name, args.yes, &mut ask_terminal),
         (None, Some(name)) => remove(&store, name),
+        (None, None) if args.export.is_some() => {
+            let dir = args.export.as_deref().unwrap_or(std::path::Path::new("."));
+            export(&store, dir)
+        }
         (None, None) => list(&store),
     };
     match done {
@@ -161,6 +168,18 @@ fn approve(
         ));
     }
     Ok(out)
+}
+
+/// Writes the operator's approved skills as SKILL.md folders under `dir`.
+fn export(store: &SkillStore, dir: &std::path::Path) -> Result<String, String> {
+    let all = store.all().map_err(|e| e.to_string())?;
+    let written = crate::skills::export(&all, dir).map_err(|e| e.to_string())?;
+    Ok(format!(
+        "exported {} approved skill(s) to {}: {}\n",
+        written.len(),
+        crate::shown::ShownPath(dir),
+        written.join(", ")
+    ))
 }
 
 /// Removes every owner's skill `name`.

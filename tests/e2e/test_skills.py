@@ -69,6 +69,11 @@ def test_skills_saved_refused_approved_changed_refused_again_removed(bridge_fact
     approved = _skills_cli(state, "--approve", "shout", "--yes")
     assert approved.returncode == 0, approved
     assert "async def shout(text):" in approved.stdout and row[1] in approved.stdout, approved.stdout
+    exported = _skills_cli(state, "--export", str(e2e_tmp / "skills-export"))
+    assert exported.returncode == 0, exported
+    md = (e2e_tmp / "skills-export" / "shout" / "SKILL.md").read_text()
+    assert md.startswith("---\nname: shout\ndescription: \"Echo text through the stub, in capitals.\"\n---"), md
+    assert "async def shout(text):" in (e2e_tmp / "skills-export" / "shout" / "shout.py").read_text()
 
     second = bridge_factory(name="skills-2", env=env, config=config)
     assert _run(second, USE).structured["stdout"].strip() == '"HI"'
