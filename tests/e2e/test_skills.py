@@ -77,6 +77,10 @@ def test_skills_saved_refused_approved_changed_refused_again_removed(bridge_fact
 
     second = bridge_factory(name="skills-2", env=env, config=config)
     assert _run(second, USE).structured["stdout"].strip() == '"HI"'
+    # Found by search beside the tools, in the same shape.
+    hits = _run(second, "from mcp import runtime\nprint([(h['server'], h['tool']) for h in "
+                        "runtime.search_tool_docs('echo text in capitals', limit=3)])\n")
+    assert "('skills', 'shout')" in hits.structured["stdout"], hits
     # A run that did not load the stub: the usual message saying how to load it.
     unloaded = second.run(USE, timeout=60, wait=120)
     assert unloaded.is_error and "servers=['stub']" in unloaded.text, unloaded

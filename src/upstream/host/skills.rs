@@ -22,7 +22,7 @@ impl From<SkillError> for CallError {
 }
 
 /// Whose skills the run of `ctx` sees: its caller's token name when it has an identity.
-fn owner(ctx: &CallContext) -> Option<String> {
+pub(super) fn owner(ctx: &CallContext) -> Option<String> {
     caller(ctx)
         .filter(|c| c.identity.is_some())
         .map(|c| c.token.clone())
