@@ -9,6 +9,7 @@ import subprocess
 import pytest
 from bridge_driver import BRIDGE_BIN
 from helpers_cli import cli_env_for
+from helpers_http import MODES, Agent, ServeBridge, connect, go, last_line, new_token
 
 import servers as S
 
@@ -95,3 +96,41 @@ def test_skills_saved_refused_approved_changed_refused_again_removed(bridge_fact
     gone = _run(second, USE, ok=False)
     assert "no skill named 'shout'" in gone.text, gone
     assert "no skills are kept" in _skills_cli(state).stdout
+
+
+SAVE_PLAIN = "from mcp import runtime\ndef mine():\n    return 'from alice'\nprint(runtime.save_skill(mine)['state'])\n"
+USE_PLAIN = "import skills\nprint(skills.mine())\n"
+LIST = "from mcp import runtime\nprint([s['name'] for s in runtime.list_skills()])\n"
+
+
+def test_under_serve_a_skill_is_its_tokens_and_the_operator_approves_it(stub_ready, e2e_tmp):
+    alice_token, bob_token = new_token(), new_token()
+    b = ServeBridge(e2e_tmp, {"alice": alice_token, "bob": bob_token}, name="skills-serve").start()
+    try:
+
+        async def save() -> list[str]:
+            async with connect(b.url, alice_token, MODES[0]) as a, connect(b.url, bob_token, MODES[0]) as c:
+                alice, bob = Agent(a), Agent(c)
+                saved = await alice.run(SAVE_PLAIN)
+                assert not saved.is_error and saved.text.startswith("pending\n"), saved.text
+                theirs = await bob.run(LIST)
+                refused = await bob.run(USE_PLAIN)
+                return [last_line(theirs.text), refused.text]
+
+        listed, refused = go(save())
+        assert listed == "[]", listed
+        assert "no skill named 'mine'" in refused, refused
+        rows = _skills_cli(b.state_dir).stdout
+        assert any(line.split()[:4][::3] == ["mine", "alice"] for line in rows.splitlines()), rows
+        assert _skills_cli(b.state_dir, "--approve", "mine", "--yes").returncode == 0
+
+        async def use() -> list[str]:
+            async with connect(b.url, alice_token, MODES[0]) as a, connect(b.url, bob_token, MODES[0]) as c:
+                mine, theirs = await Agent(a).run(USE_PLAIN), await Agent(c).run(USE_PLAIN)
+                return [mine.text, theirs.text]
+
+        mine, theirs = go(use())
+        assert last_line(mine) == "from alice", mine
+        assert "no skill named 'mine'" in theirs, theirs
+    finally:
+        b.close()
