@@ -215,6 +215,7 @@ def main(leftover=b"", channel_offer=None):
 
     runner.after = after
     runtime.bind_reset(lambda: snapshot.clear(runner.namespace))
+    runtime.bind_sources(runner.source_lines)
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
     execq = queue.Queue()
 

@@ -279,6 +279,12 @@ class Runner:
                 if self._sources.get(id(code), (None,))[0] is code:
                     del self._sources[id(code)]
 
+    def source_lines(self, code):
+        """The source lines of the cell `code` was compiled in (one of the last HISTORY cells),
+        or None."""
+        entry = self._sources.get(id(code))
+        return entry[1] if entry is not None and entry[0] is code else None
+
     def _line(self, code, lineno):
         entry = self._sources.get(id(code)) if code is not None else None
         if entry is None or entry[0] is not code or not lineno or not 0 < lineno <= len(entry[1]):

@@ -13,6 +13,7 @@ import functools
 import sys
 from collections.abc import Mapping
 
+from . import skills as _skills
 from . import values
 from .errors import BridgeCallError
 
@@ -25,6 +26,9 @@ HOST_METHODS = (
     "list_tools",
     "query_tool_docs",
     "stubs",
+    "save_skill",
+    "list_skills",
+    "load_skill",
     "search_tool_docs",
     "describe_server",
     "list_loaded_server_metadata",
@@ -35,6 +39,7 @@ HOST_METHODS = (
 
 _calls = None  # the protocol.CallTable, set by bind()
 _clear = None  # () -> the names removed from the user's namespace, set by bind_reset()
+_cell_lines = None  # code object -> its cell's source lines or None, set by bind_sources()
 _AWAITED_SITES = {}  # (code, instruction offset) -> the call there is awaited at once
 _MAX_SITES = 4096
 
@@ -49,6 +54,12 @@ def bind_reset(clear):
     """`reset` empties the user's namespace with `clear()` (returns the names removed)."""
     global _clear
     _clear = clear
+
+
+def bind_sources(lines):
+    """`save_skill` finds a function's cell with `lines(code)` (its source lines, or None)."""
+    global _cell_lines
+    _cell_lines = lines
 
 
 def host():
@@ -208,6 +219,39 @@ def stubs(server):
     return {"server": server}, (server, None)
 
 
+def _saved(reply):
+    if isinstance(reply, dict) and reply.get("state") != "approved":
+        sys.stderr.write("note: skill %r is kept %s; it runs in later runs once the user approved "
+                         "this text: mcp-code-bridge skills --approve %s\n"
+                         % (reply.get("name"), reply.get("state"), reply.get("name")))
+    return reply
+
+
+@_helper("save_skill", _saved)
+def save_skill(fn, name=None):
+    """Keep `fn` (a function defined in a cell) as the skill `name` (its own name by default):
+    its source plus the cell's imports it uses. Later runs call it as `skills.<name>(...)` once
+    the user approved that text (`mcp-code-bridge skills --approve NAME`). Returns {"name",
+    "digest", "state"}; a name it reads that cannot be kept is refused now."""
+    text, is_async, description = _skills.keep(fn, name, _cell_lines or (lambda code: None))
+    params = {"name": fn.__name__ if name is None else name, "source": text,
+              "is_async": is_async, "description": description}
+    return params, _NOWHERE
+
+
+@_helper("list_skills")
+def list_skills():
+    """The kept skills: [{"name", "digest", "state": "approved"|"pending"|"changed",
+    "description", "is_async"}]."""
+    return {}, _NOWHERE
+
+
+def load_skill(name):
+    """The function of the approved skill `name` (blocking; `skills.<name>` calls this)."""
+    reply = host().call_sync("load_skill", {"name": _skills.check_name(name)}, _NOWHERE)
+    return reply
+
+
 def _search_results(reply):
     """The hits of a search reply; servers it could not search are named on stderr."""
     if not isinstance(reply, dict):
@@ -273,6 +317,8 @@ list_servers_sync = list_servers.sync
 list_tools_sync = list_tools.sync
 query_tool_docs_sync = query_tool_docs.sync
 stubs_sync = stubs.sync
+save_skill_sync = save_skill.sync
+list_skills_sync = list_skills.sync
 search_tool_docs_sync = search_tool_docs.sync
 describe_server_sync = describe_server.sync
 list_loaded_server_metadata_sync = list_loaded_server_metadata.sync
@@ -282,8 +328,8 @@ reset_sync = reset.sync
 
 EXPORTS = (ping, ping_sync, discovered_servers, discovered_servers_sync, config_problems,
            config_problems_sync, list_servers, list_servers_sync, list_tools, list_tools_sync,
-           query_tool_docs, query_tool_docs_sync, stubs, stubs_sync, search_tool_docs,
-           search_tool_docs_sync,
+           query_tool_docs, query_tool_docs_sync, stubs, stubs_sync, save_skill, save_skill_sync,
+           list_skills, list_skills_sync, search_tool_docs, search_tool_docs_sync,
            describe_server, describe_server_sync, list_loaded_server_metadata,
            list_loaded_server_metadata_sync, capability_summary, capability_summary_sync,
            call_tool, call_tool_sync, reset, reset_sync)

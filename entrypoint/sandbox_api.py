@@ -13,7 +13,7 @@ import os
 import sys
 import types
 
-from . import errors, outbox, proxies, runtime
+from . import errors, outbox, proxies, runtime, skills
 
 _modules = {}  # dotted name -> module object we publish in sys.modules: mcp, its runtime, servers
 _registry = proxies.Registry()
@@ -64,7 +64,31 @@ def install(calls):
     servers.__dir__ = _servers_dir
     _package_base.clear()
     _package_base.update(servers.__dict__)
+    kept = _module("skills", "The user's approved skills: `skills.<name>(...)`, "
+                   "`from skills import <name>`; runtime.list_skills() lists them.")
+    kept.__getattr__ = _skill
+    kept.__dir__ = _skill_names
     publish()
+
+
+def _skill(name):
+    """`skills.<name>`: the approved skill's function, built now over this run's proxies (a
+    server it needs that the run did not load is a NameError saying how to load it)."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    reply = runtime.load_skill(name)
+    names = dict(_bindings[1])
+    names["mcp_servers"] = _loaded
+    return skills.build(name, reply["source"], names)
+
+
+def _skill_names():
+    """dir(skills): the approved skills' names."""
+    try:
+        kept = runtime.list_skills.sync()
+    except Exception:  # noqa: BLE001 - dir() must not fail
+        return []
+    return sorted(s["name"] for s in kept if s.get("state") == "approved")
 
 
 def display(*objs):

@@ -61,6 +61,7 @@ pub mod sandbox;
 pub mod server;
 pub mod shown;
 pub mod shutdown;
+pub mod skills;
 #[cfg(test)]
 mod test_support;
 pub mod upstream;

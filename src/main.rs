@@ -93,6 +93,24 @@ enum Command {
     },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
+    /// List the skills sandbox code kept (runtime.save_skill): name, digest, state (approved,
+    /// pending, changed), owner, description. A skill runs in later runs only once approved in
+    /// its exact text. Exit 0 done, 1 not found, declined or a store problem.
+    Skills {
+        /// Show this skill's text and approve that text (asks on a terminal, or --yes).
+        #[arg(long, value_name = "NAME", conflicts_with = "remove")]
+        approve: Option<String>,
+        /// With --approve: approve without asking (after reading the text it prints).
+        #[arg(long, requires = "approve")]
+        yes: bool,
+        /// Remove this skill.
+        #[arg(long, value_name = "NAME", conflicts_with = "export")]
+        remove: Option<String>,
+        /// Write your approved skills as folders DIR/<name>/ holding SKILL.md (front matter
+        /// with name and description, how to call it) and the module <name>.py.
+        #[arg(long, value_name = "DIR", conflicts_with = "approve")]
+        export: Option<std::path::PathBuf>,
+    },
     /// Register the bridge in the MCP clients on this machine, after showing each change as a
     /// diff; optionally copy their servers into ~/MCPs (and with --move take them out of the
     /// clients; --undo puts them back).
@@ -338,6 +356,20 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
         Command::Login { name } => Ok(mcp_code_bridge::cli::login::login(&settings, &name).await),
         Command::Logout { name } => Ok(mcp_code_bridge::cli::login::logout(&settings, &name).await),
         Command::Kube { action } => Ok(mcp_code_bridge::cli::kube::run(&settings, action)),
+        Command::Skills {
+            approve,
+            yes,
+            remove,
+            export,
+        } => {
+            let args = mcp_code_bridge::cli::skills::SkillsArgs {
+                approve,
+                yes,
+                remove,
+                export,
+            };
+            Ok(mcp_code_bridge::cli::skills::skills(&settings, &args))
+        }
         Command::Doctor => {
             let (report, ok) = mcp_code_bridge::cli::doctor::doctor(settings).await;
             // A closed stdout (`doctor | head`) ends quietly, never with a panic.

@@ -296,7 +296,7 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "42 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
+            "46 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
             "'MCPError', "
             "'NotApprovedError', 'PolicyDeniedError', 'ServerError', "
             "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "

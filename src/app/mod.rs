@@ -201,7 +201,10 @@ impl App {
                         .map(crate::upstream::oauth::public::PublicCallback::new),
                 ),
         );
-        let backend = Arc::new(UpstreamHostCalls::new(pool.clone()));
+        let backend = Arc::new(
+            UpstreamHostCalls::new(pool.clone())
+                .with_skills(crate::skills::SkillStore::new(&settings.state_dir)),
+        );
         let mut app = App::assemble(settings, connector, backend, ct, tracker, audit);
         app.pool = Some(pool);
         app

@@ -18,6 +18,12 @@ pub enum HostMethod {
     QueryToolDocs,
     /// `stubs`: a server's typed stubs.
     Stubs,
+    /// `save_skill`: keeps a function as a skill (unapproved).
+    SaveSkill,
+    /// `list_skills`: the run's owner's skills and their approval state.
+    ListSkills,
+    /// `load_skill`: an approved skill's module text.
+    LoadSkill,
     /// `search_tool_docs`.
     SearchToolDocs,
     /// `describe_server`.
@@ -42,6 +48,9 @@ impl HostMethod {
         HostMethod::ListTools,
         HostMethod::QueryToolDocs,
         HostMethod::Stubs,
+        HostMethod::SaveSkill,
+        HostMethod::ListSkills,
+        HostMethod::LoadSkill,
         HostMethod::SearchToolDocs,
         HostMethod::DescribeServer,
         HostMethod::ListLoadedServerMetadata,
@@ -59,6 +68,9 @@ impl HostMethod {
             HostMethod::ListTools => "list_tools",
             HostMethod::QueryToolDocs => "query_tool_docs",
             HostMethod::Stubs => "stubs",
+            HostMethod::SaveSkill => "save_skill",
+            HostMethod::ListSkills => "list_skills",
+            HostMethod::LoadSkill => "load_skill",
             HostMethod::SearchToolDocs => "search_tool_docs",
             HostMethod::DescribeServer => "describe_server",
             HostMethod::ListLoadedServerMetadata => "list_loaded_server_metadata",

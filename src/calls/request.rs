@@ -52,6 +52,25 @@ pub enum BackendCall {
         /// The server.
         server: String,
     },
+    /// `save_skill`: keeps a function of the cell as a skill, unapproved until the user
+    /// approves its text.
+    SaveSkill {
+        /// The skill's name (a Python identifier; checked by the store).
+        name: String,
+        /// The module text: the imports it uses and the function.
+        source: String,
+        /// Whether the function is `async def`.
+        is_async: bool,
+        /// Its docstring's first line (or empty).
+        description: String,
+    },
+    /// `list_skills`: the skills of the run's owner.
+    ListSkills,
+    /// `load_skill(name)`: the module text of an approved skill.
+    LoadSkill {
+        /// The skill.
+        name: String,
+    },
     /// `search_tool_docs(query, limit=5, detail="summary")`.
     SearchToolDocs {
         /// Words to look for.
@@ -136,6 +155,20 @@ impl HostRequest {
             HostMethod::Stubs => BackendCall::Stubs {
                 server: string(&mut params, "server")?,
             },
+            HostMethod::SaveSkill => BackendCall::SaveSkill {
+                name: string(&mut params, "name")?,
+                source: string(&mut params, "source")?,
+                is_async: match params.get("is_async") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(_) => return Err(CallError::bad_request("'is_async' must be a bool")),
+                },
+                description: optional_string(&mut params, "description")?.unwrap_or_default(),
+            },
+            HostMethod::ListSkills => BackendCall::ListSkills,
+            HostMethod::LoadSkill => BackendCall::LoadSkill {
+                name: string(&mut params, "name")?,
+            },
             HostMethod::SearchToolDocs => BackendCall::SearchToolDocs {
                 query: string(&mut params, "query")?,
                 limit: params
@@ -174,6 +207,9 @@ impl BackendCall {
             BackendCall::ListTools { .. } => HostMethod::ListTools,
             BackendCall::QueryToolDocs { .. } => HostMethod::QueryToolDocs,
             BackendCall::Stubs { .. } => HostMethod::Stubs,
+            BackendCall::SaveSkill { .. } => HostMethod::SaveSkill,
+            BackendCall::ListSkills => HostMethod::ListSkills,
+            BackendCall::LoadSkill { .. } => HostMethod::LoadSkill,
             BackendCall::SearchToolDocs { .. } => HostMethod::SearchToolDocs,
             BackendCall::DescribeServer { .. } => HostMethod::DescribeServer,
             BackendCall::ListLoadedServerMetadata => HostMethod::ListLoadedServerMetadata,
@@ -282,7 +318,8 @@ mod tests {
             }))
         );
         for m in HostMethod::ALL {
-            let params = json!({"server": "s", "tool": "t", "query": "q", "name": "n"});
+            let params =
+                json!({"server": "s", "tool": "t", "query": "q", "name": "n", "source": "x"});
             let r = HostRequest::parse(m.name(), params).expect("parses");
             assert_eq!(r.method(), *m);
         }
@@ -324,6 +361,18 @@ mod tests {
             refused("describe_server", json!({})),
             "'name' must be a string"
         );
+        assert_eq!(
+            refused(
+                "save_skill",
+                json!({"name": "f", "source": "x", "is_async": "yes"})
+            ),
+            "'is_async' must be a bool"
+        );
+        assert_eq!(
+            refused("save_skill", json!({"name": "f"})),
+            "'source' must be a string"
+        );
+        assert_eq!(refused("load_skill", json!({})), "'name' must be a string");
         assert_eq!(refused("rm_rf", json!({})), "unknown host method 'rm_rf'");
         assert!(Detail::parse(Some("verbose")).is_err());
     }

@@ -1,5 +1,5 @@
 //! The commands: `run` (one client over stdio), and those that speak to a person on a terminal
-//! (`servers`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`, `login`, `logout`); [`safe_line`] is the last
+//! (`servers`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`, `login`, `logout`, `skills`); [`safe_line`] is the last
 //! escape before that terminal. `serve --http` is `crate::http`.
 
 pub mod audit;
@@ -13,3 +13,4 @@ pub mod safe_line;
 pub mod servers;
 pub mod servers_allow;
 pub mod setup;
+pub mod skills;

@@ -37,6 +37,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("precheck.py", include_str!("../../entrypoint/precheck.py")),
     ("runner.py", include_str!("../../entrypoint/runner.py")),
     ("runtime.py", include_str!("../../entrypoint/runtime.py")),
+    ("skills.py", include_str!("../../entrypoint/skills.py")),
     ("snapshot.py", include_str!("../../entrypoint/snapshot.py")),
     ("values.py", include_str!("../../entrypoint/values.py")),
     ("cell.py", include_str!("../../entrypoint/cell.py")),

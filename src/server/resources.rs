@@ -32,6 +32,7 @@ says so when it does). Top-level `await` works. pandas, numpy and matplotlib are
 - `discovered_servers()`, `list_servers()`, `list_tools(server)`
 - `query_tool_docs(server, tool=None, detail=\"summary\"|\"full\")`
 - `stubs(server)`: the server's tools as typed Python stubs (results as TypedDicts)
+- `save_skill(fn, name=None)`, `list_skills()`: keep a cell's function; once the user approved it, later runs call `skills.<name>(...)`
 - `search_tool_docs(query, limit=5)`: fuzzy search across all configured servers
 - `describe_server(name)`, `list_loaded_server_metadata()`, `capability_summary()`
 - `call_tool(server, tool, args)`

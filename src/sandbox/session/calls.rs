@@ -174,7 +174,10 @@ impl Calls {
                 Room::Now(permit) => (Ok(permit), None),
                 Room::Queued(place) => {
                     let got = tokio::time::timeout_at(deadline, in_flight.acquire_owned()).await;
-                    (got.map_err(|_| ()).and_then(|r| r.map_err(|_| ())), Some(place))
+                    (
+                        got.map_err(|_| ()).and_then(|r| r.map_err(|_| ())),
+                        Some(place),
+                    )
                 }
             };
             drop(waited);

@@ -23,6 +23,7 @@ mod last_load;
 mod load;
 mod search_docs;
 mod servers;
+mod skills;
 mod tool_docs;
 
 /// Host methods backed by the upstream pool.
@@ -34,6 +35,8 @@ pub struct UpstreamHostCalls {
     proxy_entries: std::sync::Mutex<HashMap<String, load::ProxyEntries>>,
     /// The last load without a narrowing, handed back while nothing it depends on changed.
     last_load: last_load::LastLoad,
+    /// Where skills are kept; `None`: none are (the skill methods say so).
+    skills: Option<crate::skills::SkillStore>,
 }
 
 impl UpstreamHostCalls {
@@ -45,7 +48,15 @@ impl UpstreamHostCalls {
             validators: Validators::new(),
             proxy_entries: std::sync::Mutex::new(HashMap::new()),
             last_load: last_load::LastLoad::default(),
+            skills: None,
         }
+    }
+
+    /// The backend keeping skills in `store`.
+    #[must_use]
+    pub fn with_skills(mut self, store: crate::skills::SkillStore) -> Self {
+        self.skills = Some(store);
+        self
     }
 }
 
@@ -100,6 +111,9 @@ impl HostCalls for UpstreamHostCalls {
                 detail,
             } => Box::pin(self.query_tool_docs(ctx, &server, tool.as_deref(), detail)).await,
             BackendCall::Stubs { server } => Box::pin(self.stubs(ctx, &server)).await,
+            call @ (BackendCall::SaveSkill { .. }
+            | BackendCall::ListSkills
+            | BackendCall::LoadSkill { .. }) => Box::pin(self.skill_call(ctx, call)).await,
             BackendCall::SearchToolDocs {
                 query,
                 limit,

@@ -15,6 +15,9 @@ use crate::calls::{CallContext, Detail};
 use crate::upstream::docs;
 use crate::upstream::search::{self, Entry};
 
+/// The `server` of skills among search hits.
+pub const SKILLS_SERVER: &str = "skills";
+
 /// How long before a run's deadline a search stops waiting for indexing.
 const INDEX_WAIT_MARGIN: Duration = Duration::from_secs(1);
 
@@ -44,7 +47,7 @@ impl UpstreamHostCalls {
             None => index.index.rank(query, limit),
             Some(_) => index.index.rank(query, index.refs.len()),
         };
-        let results: Vec<Value> = ranked
+        let mut found: Vec<(f64, Value)> = ranked
             .into_iter()
             .filter(|(i, _)| {
                 let (server, tools, t) = &index.refs[*i];
@@ -53,7 +56,15 @@ impl UpstreamHostCalls {
             .take(limit)
             .map(|(i, score)| {
                 let (server, tools, t) = &index.refs[i];
-                let mut d = docs::doc(server, &tools[*t], detail);
+                (score, docs::doc(server, &tools[*t], detail))
+            })
+            .collect();
+        found.extend(self.search_skills(ctx, query, limit).await);
+        found.sort_by(|a, b| b.0.total_cmp(&a.0));
+        found.truncate(limit);
+        let results: Vec<Value> = found
+            .into_iter()
+            .map(|(score, mut d)| {
                 // Shown in (0, 1), order kept: a ranking score has no upper bound.
                 let shown = score / (1.0 + score);
                 d["score"] = json!((shown * 1000.0).round() / 1000.0);
@@ -61,6 +72,55 @@ impl UpstreamHostCalls {
             })
             .collect();
         json!({"results": results, "not_indexed": not_indexed})
+    }
+
+    /// The approved skills of the run's owner matching `query`, as docs of the server
+    /// [`SKILLS_SERVER`] with their ranking scores (none when skills are not kept or the store
+    /// cannot be read: the search of tools goes on).
+    async fn search_skills(
+        &self,
+        ctx: &CallContext,
+        query: &str,
+        limit: usize,
+    ) -> Vec<(f64, Value)> {
+        let Some(store) = self.skills.clone() else {
+            return Vec::new();
+        };
+        let owner = super::skills::owner(ctx);
+        let listed = tokio::task::spawn_blocking(move || store.list(owner.as_deref())).await;
+        let Ok(Ok(kept)) = listed else {
+            return Vec::new();
+        };
+        let approved: Vec<_> = kept
+            .into_iter()
+            .filter(|s| s.state() == crate::skills::SkillState::Approved)
+            .collect();
+        let entries: Vec<Entry> = approved
+            .iter()
+            .map(|s| Entry {
+                server: SKILLS_SERVER.to_string(),
+                tool: s.name.clone(),
+                description: s.description.clone(),
+            })
+            .collect();
+        search::rank(&entries, query, limit)
+            .into_iter()
+            .map(|(i, score)| {
+                let s = &approved[i];
+                let call = if s.is_async {
+                    "await skills."
+                } else {
+                    "skills."
+                };
+                let doc = json!({
+                    "server": SKILLS_SERVER, "serverAlias": SKILLS_SERVER,
+                    "tool": s.name, "toolAlias": s.name, "name": s.name,
+                    "description": s.description,
+                    "usage": format!("import skills; {call}{}(...)", s.name),
+                });
+                (score, doc)
+            })
+            .collect()
     }
 
     /// The index over the tools known now, rebuilt only when a tool list changed.
