@@ -17,6 +17,7 @@
 mod error;
 pub mod new_file;
 pub mod own_file;
+pub mod private_file;
 mod sys;
 mod walk;
 

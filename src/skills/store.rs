@@ -3,15 +3,13 @@
 //! changed under a `flock` so bridges and the `skills` command never lose each other's
 //! changes). A file the bridge could not have written is refused as damaged and left alone.
 
-use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use super::error::SkillError;
 use super::record::{Skill, SkillState, MAX_SOURCE};
-use crate::checked_dir::own_file::{self, Keep};
+use crate::checked_dir::private_file::{PrivateFile, PrivateFileError};
 use crate::checked_dir::{Access, CheckedDir, FIX_STATE};
 
 /// Skills kept at most (all owners together).
@@ -204,78 +202,62 @@ impl SkillStore {
         change: impl FnOnce(&mut Contents) -> Result<(bool, T), SkillError>,
     ) -> Result<T, SkillError> {
         let dir = self.dir()?;
-        let lock = dir
-            .open_file(LOCK, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600)
-            .map_err(self.io("opening the lock of"))?;
-        // SAFETY: flock on a descriptor this function owns; released when `lock` is closed.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(self.io("locking")(std::io::Error::last_os_error()));
+        self.file(&dir).changed(self.fail(), |bytes| {
+            let mut contents = self.parse(bytes)?;
+            let (write, out) = change(&mut contents)?;
+            let text = write.then(|| {
+                let contents = Contents {
+                    version: VERSION,
+                    skills: std::mem::take(&mut contents.skills),
+                };
+                serde_json::to_vec_pretty(&contents).expect("skills serialize")
+            });
+            Ok((text, out))
+        })
+    }
+
+    /// The store's file in `dir`, changed under [`LOCK`].
+    fn file<'a>(&self, dir: &'a CheckedDir) -> PrivateFile<'a> {
+        PrivateFile::new(dir, FILE, LOCK, MAX_FILE)
+    }
+
+    /// A failure of the store's file as the store says it.
+    fn fail(&self) -> impl Fn(PrivateFileError) -> SkillError + '_ {
+        move |e| e.said(|what, source| self.io(what)(source), |at| self.damaged(at))
+    }
+
+    fn damaged(&self, at: String) -> SkillError {
+        SkillError::Damaged {
+            path: crate::shown::ShownPath(&self.path()).to_string(),
+            at,
         }
-        let mut contents = self.read(&dir)?;
-        let (write, out) = change(&mut contents)?;
-        if write {
-            self.write(&dir, &contents)?;
-        }
-        Ok(out)
     }
 
     fn read(&self, dir: &CheckedDir) -> Result<Contents, SkillError> {
-        let mut file = match dir.open_file(FILE, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Contents {
-                    version: VERSION,
-                    skills: Vec::new(),
-                })
-            }
-            Err(e) => return Err(self.io("opening")(e)),
-        };
-        own_file::check(file.as_fd(), Keep::Private)
-            .map_err(|e| self.io("checking")(e.into_io()))?;
-        let mut text = Vec::new();
-        (&mut file)
-            .take(MAX_FILE + 1)
-            .read_to_end(&mut text)
-            .map_err(self.io("reading"))?;
-        let damaged = |at: String| SkillError::Damaged {
-            path: crate::shown::ShownPath(&self.path()).to_string(),
-            at,
-        };
-        if text.len() as u64 > MAX_FILE {
-            return Err(damaged(format!("larger than {MAX_FILE} bytes")));
-        }
-        let contents: Contents = serde_json::from_slice(&text)
-            .map_err(|e| damaged(format!("line {} column {}", e.line(), e.column())))?;
-        if contents.version != VERSION {
-            return Err(damaged(format!(
-                "format {}, not {VERSION}",
-                contents.version
-            )));
-        }
-        if contents.skills.len() > MAX_SKILLS {
-            return Err(damaged(format!("more than {MAX_SKILLS} skills")));
-        }
-        if let Some(bad) = contents.skills.iter().position(|s| !s.is_sound()) {
-            return Err(damaged(format!(
-                "skill {} has a bad name, size or digest",
-                bad + 1
-            )));
-        }
-        Ok(contents)
+        self.parse(self.file(dir).read().map_err(self.fail())?)
     }
 
-    fn write(&self, dir: &CheckedDir, contents: &Contents) -> Result<(), SkillError> {
-        let contents = Contents {
-            version: VERSION,
-            skills: contents.skills.clone(),
+    /// The skills in the file's bytes (none without a file), judged: the format, the count,
+    /// each record's name, size and digest.
+    fn parse(&self, bytes: Option<Vec<u8>>) -> Result<Contents, SkillError> {
+        let Some(text) = bytes else {
+            return Ok(Contents {
+                version: VERSION,
+                skills: Vec::new(),
+            });
         };
-        let text = serde_json::to_vec_pretty(&contents).expect("skills serialize");
-        let mut new = dir
-            .new_file(FILE)
-            .map_err(self.io("creating a temporary file for"))?;
-        new.file().write_all(&text).map_err(self.io("writing"))?;
-        new.commit(0o600)
-            .map_err(|e| self.io("writing")(e.into_io()))
+        let contents: Contents = serde_json::from_slice(&text)
+            .map_err(|e| self.damaged(format!("line {} column {}", e.line(), e.column())))?;
+        if contents.version != VERSION {
+            return Err(self.damaged(format!("format {}, not {VERSION}", contents.version)));
+        }
+        if contents.skills.len() > MAX_SKILLS {
+            return Err(self.damaged(format!("more than {MAX_SKILLS} skills")));
+        }
+        if let Some(bad) = contents.skills.iter().position(|s| !s.is_sound()) {
+            return Err(self.damaged(format!("skill {} has a bad name, size or digest", bad + 1)));
+        }
+        Ok(contents)
     }
 }
 

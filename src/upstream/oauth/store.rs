@@ -11,15 +11,13 @@
 //! one caller: its reads and writes see only that caller's records.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rmcp::transport::auth::StoredCredentials;
 use serde::{Deserialize, Serialize};
 
-use crate::checked_dir::own_file::{self, Keep};
+use crate::checked_dir::private_file::{PrivateFile, PrivateFileError};
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// The folder under the state folder.
@@ -301,19 +299,13 @@ impl TokenFile {
         change: impl FnOnce(&mut Contents) -> Result<(bool, T), StoreError>,
     ) -> Result<T, StoreError> {
         let dir = self.dir()?;
-        let lock = dir
-            .open_file(LOCK, libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC, 0o600)
-            .map_err(self.io("opening its lock"))?;
-        // SAFETY: flock on a descriptor this function owns; released when `lock` is closed.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(self.io("locking")(std::io::Error::last_os_error()));
-        }
-        let mut contents = self.read(&dir)?;
-        let (write, out) = change(&mut contents)?;
-        if write {
-            self.write(&dir, &contents)?;
-        }
-        Ok(out)
+        self.file(&dir).changed(self.fail(), |bytes| {
+            let mut contents = self.parse(bytes)?;
+            let (write, out) = change(&mut contents)?;
+            let text =
+                write.then(|| serde_json::to_vec_pretty(&contents).expect("records serialize"));
+            Ok((text, out))
+        })
     }
 
     /// Changes `name`'s record under the lock: `change` gets it (`None` when absent or bound
@@ -373,61 +365,40 @@ impl TokenFile {
     /// The folder or the lock file is refused, or locking fails.
     pub fn lock_refresh(&self) -> Result<std::fs::File, StoreError> {
         let dir = self.dir()?;
-        let lock = dir
-            .open_file(
-                REFRESH_LOCK,
-                libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
-                0o600,
-            )
-            .map_err(self.io("opening the refresh lock"))?;
-        // SAFETY: flock on a descriptor this function owns; released when it is closed.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(self.io("locking for a refresh")(
-                std::io::Error::last_os_error(),
-            ));
+        PrivateFile::new(&dir, FILE, REFRESH_LOCK, MAX_FILE)
+            .lock()
+            .map_err(self.fail())
+    }
+
+    /// The store's file in `dir`, changed under [`LOCK`].
+    fn file<'a>(&self, dir: &'a CheckedDir) -> PrivateFile<'a> {
+        PrivateFile::new(dir, FILE, LOCK, MAX_FILE)
+    }
+
+    /// A failure of the store's file as the store says it.
+    fn fail(&self) -> impl Fn(PrivateFileError) -> StoreError + '_ {
+        move |e| e.said(|what, source| self.io(what)(source), |at| self.damaged(at))
+    }
+
+    fn damaged(&self, at: String) -> StoreError {
+        StoreError::Damaged {
+            path: crate::shown::ShownPath(&self.path()).to_string(),
+            at,
         }
-        Ok(lock)
     }
 
     fn read(&self, dir: &CheckedDir) -> Result<Contents, StoreError> {
-        let mut file = match dir.open_file(FILE, libc::O_RDONLY | libc::O_CLOEXEC, 0) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Contents::default()),
-            Err(e) => return Err(self.io("opening")(e)),
-        };
-        use std::os::fd::AsFd;
-        own_file::check(file.as_fd(), Keep::Private)
-            .map_err(|e| self.io("checking")(e.into_io()))?;
-        let mut text = Vec::new();
-        (&mut file)
-            .take(MAX_FILE + 1)
-            .read_to_end(&mut text)
-            .map_err(self.io("reading"))?;
-        let path = crate::shown::ShownPath(&self.path()).to_string();
-        if text.len() as u64 > MAX_FILE {
-            return Err(StoreError::Damaged {
-                path,
-                at: format!("larger than {MAX_FILE} bytes"),
-            });
-        }
-        if text.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Contents::default());
-        }
-        // The parser's position only: its message could quote a token.
-        serde_json::from_slice(&text).map_err(|e| StoreError::Damaged {
-            path,
-            at: format!("line {} column {}", e.line(), e.column()),
-        })
+        self.parse(self.file(dir).read().map_err(self.fail())?)
     }
 
-    fn write(&self, dir: &CheckedDir, contents: &Contents) -> Result<(), StoreError> {
-        let text = serde_json::to_vec_pretty(contents).expect("records serialize");
-        let mut new = dir
-            .new_file(FILE)
-            .map_err(self.io("creating a temporary file"))?;
-        new.file().write_all(&text).map_err(self.io("writing"))?;
-        new.commit(0o600)
-            .map_err(|e| self.io("writing")(e.into_io()))
+    /// The records in the file's bytes (none without a file, or in an empty one).
+    fn parse(&self, bytes: Option<Vec<u8>>) -> Result<Contents, StoreError> {
+        let Some(text) = bytes.filter(|t| !t.iter().all(u8::is_ascii_whitespace)) else {
+            return Ok(Contents::default());
+        };
+        // The parser's position only: its message could quote a token.
+        serde_json::from_slice(&text)
+            .map_err(|e| self.damaged(format!("line {} column {}", e.line(), e.column())))
     }
 }
 
