@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerCapabilities,
-    ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
+    GetSkillResult, Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -22,6 +22,7 @@ use super::files;
 use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::router::{SandboxRouter, SessionTie, Who};
+use super::skills;
 use super::tool::{self, TOOL_NAME};
 use crate::calls::{Asker, Caller, RunScope, SignInWay, TraceContext};
 use crate::config::Settings;
@@ -29,6 +30,7 @@ use crate::format;
 use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 use crate::sandbox::{Progress, RunRequest, Sandbox};
+use crate::skills::SkillStore;
 
 /// The bridge's MCP server handler; cheap to clone.
 #[derive(Clone)]
@@ -92,6 +94,11 @@ impl BridgeServer {
             settings: self.settings.clone(),
             rounds: self.rounds.clone(),
         }
+    }
+
+    /// The skills store of this bridge's state folder (read on each request; cheap to make).
+    fn skill_store(&self) -> SkillStore {
+        SkillStore::new(&self.settings.state_dir)
     }
 
     /// The sandbox a run with the `sandbox` argument `handle` from `who` goes to.
@@ -327,9 +334,11 @@ enum Refused {
 
 impl ServerHandler for BridgeServer {
     fn get_info(&self) -> ServerConfig {
+        // Approved skills ride on resources (SEP-2640): `server/skills.rs`.
         let caps = ServerCapabilities::builder()
             .enable_tools()
             .enable_resources()
+            .enable_skills()
             .build();
         ServerConfig::new(caps)
             .with_server_info(Implementation::new(
@@ -447,6 +456,10 @@ impl ServerHandler for BridgeServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let owner = skill_owner(Who::of(&context).as_ref());
+        if let Some(contents) = skills::read(&self.skill_store(), owner.as_deref(), &request.uri) {
+            return Ok(ReadResourceResult::new(vec![contents]).into());
+        }
         if request.uri != CAPABILITIES_URI {
             for outbox in self.outboxes(Who::of(&context).as_ref()) {
                 if let Some(contents) = files::read(&outbox, &request.uri).await {
@@ -463,4 +476,36 @@ impl ServerHandler for BridgeServer {
             ResourceContents::text(text, CAPABILITIES_URI).with_mime_type("text/markdown");
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        let owner = skill_owner(Who::of(&context).as_ref());
+        let served = skills::list(&self.skill_store(), owner.as_deref());
+        Ok(ListSkillsResult::with_all_items(served))
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        let owner = skill_owner(Who::of(&context).as_ref());
+        match skills::get(&self.skill_store(), owner.as_deref(), &request.uri) {
+            Some(skill) => Ok(GetSkillResult::new(skill)),
+            None => Err(ErrorData::invalid_params(
+                format!("no approved skill at {}", request.uri),
+                None,
+            )),
+        }
+    }
+}
+
+/// Whose skills a request sees: the caller token's under `serve` when it has an identity, else
+/// the operator's (as the sandbox's `skills` module sees them).
+fn skill_owner(who: Option<&Who>) -> Option<String> {
+    who.filter(|w| w.identity.is_some())
+        .map(|w| w.token.to_string())
 }

@@ -7,6 +7,7 @@ mod handler;
 mod progress;
 mod resources;
 mod router;
+mod skills;
 mod tool;
 
 pub use handler::{BridgeServer, SANDBOX_META};

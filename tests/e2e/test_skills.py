@@ -4,6 +4,8 @@ state folder, called as `skills.<name>(...)` by a NEW bridge process that loads 
 the skill uses, refused again once saved with other text, then removed."""
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 
 import pytest
@@ -43,6 +45,34 @@ def _skills_cli(state, *args):
                           text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
+def _over_mcp(state, *requests):
+    """Raw JSON-RPC to a fresh `mcp-code-bridge run` over `state` (the official Python client has no
+    Skills extension yet): initialize, then each (method, params); the results, in order."""
+    env = {**cli_env_for(state), "MCP_BRIDGE_PREWARM": "0"}
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                         "clientInfo": {"name": "skills-test", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i + 1, "method": m, "params": p} for i, (m, p) in enumerate(requests)]
+    p = subprocess.Popen([BRIDGE_BIN, "run"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in lines:
+            p.stdin.write(json.dumps(line) + "\n")
+        p.stdin.flush()
+        answers = {}
+        while len(answers) < len(requests) + 1:
+            msg = json.loads(p.stdout.readline())
+            if "id" in msg:
+                answers[msg["id"]] = msg
+        init = answers[0]["result"]
+        assert "io.modelcontextprotocol/skills" in (init["capabilities"].get("extensions") or {}), init
+        return [answers[i + 1] for i in range(len(requests))]
+    finally:
+        p.kill()
+        p.wait(timeout=10)
+
+
 def _run(bridge, code, ok=True):
     r = bridge.run(code, servers=["stub"], timeout=60, wait=120)
     assert r.is_error != ok, f"{r}\n{bridge.stderr_tail()}"
@@ -76,6 +106,18 @@ def test_skills_saved_refused_approved_changed_refused_again_removed(bridge_fact
     assert md.startswith("---\nname: shout\ndescription: \"Echo text through the stub, in capitals.\"\n---"), md
     assert "async def shout(text):" in (e2e_tmp / "skills-export" / "shout" / "shout.py").read_text()
 
+    # Served through MCP's Skills extension (SEP-2640): the manifest's digests are the files'.
+    listed, got, module = _over_mcp(state, ("skills/list", {}),
+                                    ("skills/get", {"uri": "skill://shout/SKILL.md"}),
+                                    ("resources/read", {"uri": "skill://shout/shout.py"}))
+    skills = listed["result"]["skills"]
+    assert [k["frontmatter"]["name"] for k in skills] == ["shout"], listed
+    assert got["result"]["skill"]["uri"] == "skill://shout/SKILL.md", got
+    text = module["result"]["contents"][0]["text"]
+    assert "async def shout(text):" in text, module
+    entry = [f for f in skills[0]["resources"] if f["uri"] == "skill://shout/shout.py"][0]
+    assert entry["digest"] == "sha256:" + hashlib.sha256(text.encode()).hexdigest(), (entry, text)
+
     second = bridge_factory(name="skills-2", env=env, config=config)
     assert _run(second, USE).structured["stdout"].strip() == '"HI"'
     # Found by search beside the tools, in the same shape.
@@ -90,6 +132,9 @@ def test_skills_saved_refused_approved_changed_refused_again_removed(bridge_fact
     again = _run(second, USE, ok=False)
     assert "changed" in again.text and "skills --approve shout" in again.text, again
     assert "changed" in _skills_cli(state).stdout
+    # A changed skill is not served either until approved again.
+    listed, missing = _over_mcp(state, ("skills/list", {}), ("skills/get", {"uri": "skill://shout/SKILL.md"}))
+    assert listed["result"]["skills"] == [] and missing["error"]["code"] == -32602, (listed, missing)
 
     removed = _skills_cli(state, "--remove", "shout")
     assert removed.returncode == 0, removed
