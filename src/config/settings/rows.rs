@@ -233,7 +233,7 @@ pub const CHANNEL: Text = Text {
 pub const CALL_LANE: Flag = Flag {
     name: "MCP_BRIDGE_CALL_LANE",
     default: true,
-    doc: "`0`: every proxied `tools/call` goes through rmcp's normal request path instead of the bridge's own fast path (bridge addition; same results and error texts, slower)",
+    doc: "`0`: every proxied `tools/call` goes through rmcp's normal request path instead of the bridge's own fast path, to stdio and to streamable HTTP servers (bridge addition; same results and error texts, slower)",
 };
 /// `MCP_BRIDGE_PREWARM`.
 pub const PREWARM: Flag = Flag {
