@@ -114,13 +114,18 @@ pub fn unseal(line: &[u8]) -> Option<(Vec<u8>, Mac)> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NotSealed;
 
-/// The `prev` a line's content names, if any; `Err` when the content is not a JSON object or
-/// its `prev` is not a MAC.
+/// The `prev` a line's content names, if any; `Err` when the content naming one is not a JSON
+/// object or its `prev` is not a MAC.
 pub fn prev_of(content: &[u8]) -> Result<Option<Mac>, NotSealed> {
     #[derive(Deserialize)]
     struct Link<'a> {
         #[serde(borrow, default)]
         prev: Option<&'a str>,
+    }
+    // Most lines name none: not parsed (a MAC that holds shows the content is the bridge's,
+    // which writes `prev` only as this plain key).
+    if memchr::memmem::find(content, b"\"prev\"").is_none() {
+        return Ok(None);
     }
     let link: Link<'_> = serde_json::from_slice(content).map_err(|_| NotSealed)?;
     match link.prev {
@@ -188,7 +193,8 @@ mod tests {
         }
         let upper = format!("{{\"a\":1,\"mac\":\"{}\"}}", "A".repeat(64));
         assert!(unseal(upper.as_bytes()).is_none());
-        assert_eq!(prev_of(b"not json"), Err(NotSealed));
+        assert_eq!(prev_of(b"not json \"prev\""), Err(NotSealed));
+        assert_eq!(prev_of(br#"{"a":{"prev":1}}"#), Ok(None));
         assert_eq!(prev_of(br#"{"prev":"short"}"#), Err(NotSealed));
         assert_eq!(from_hex(hex(&[0xab; 32]).as_bytes()), Some([0xab; 32]));
         assert_eq!(format!("{:?}", key(9)), "ChainKey(..)");

@@ -178,3 +178,23 @@ def test_audit_code_puts_the_code_capped_in_the_run_line_and_without_it_there_is
     assert runs[sha256(big)]["code_cut"] == len(big.encode()) - len(kept.encode())
     held = verify(helpers, chain_env)
     assert held.returncode == 0 and "3 lines checked" in held.stdout, (held.stdout, held.stderr)
+
+
+def test_rotation_carries_the_chain_and_verify_reads_every_file_kept(chain_env, helpers, tmp_path):
+    log = Path(chain_env["MCP_BRIDGE_AUDIT_LOG"])
+    small = dict(chain_env, MCP_BRIDGE_AUDIT_MAX_BYTES="4096")
+    # About 400 bytes a line, 10 lines a file: 80 calls rotate many times and drop files.
+    exec_ok(helpers, small, calls(80, "x" * 100), tmp_path)
+    files = [Path(f"{log}.{n}") for n in (3, 2, 1)] + [log]
+    assert all(f.exists() for f in files), sorted(p.name for p in log.parent.iterdir())
+    for older, newer in zip(files, files[1:], strict=False):
+        last = json.loads(lines_of(older)[-1])["mac"]
+        assert json.loads(lines_of(newer)[0])["prev"] == last, newer
+    assert any(r["kind"] == "rotated" for f in files for r in records(f))
+    held = verify(helpers, chain_env)
+    assert held.returncode == 0, (held.stdout, held.stderr)
+    assert "in 4 files (audit.log.3, audit.log.2, audit.log.1, audit.log)" in held.stdout, held.stdout
+    # A rotated file put back in the wrong place breaks the link where it no longer fits.
+    Path(f"{log}.2").write_bytes(Path(f"{log}.3").read_bytes())
+    p = verify(helpers, chain_env)
+    assert p.returncode == 1 and f"{log}.2 line 1: broken link" in p.stdout, p.stdout
