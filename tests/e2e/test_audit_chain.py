@@ -198,3 +198,28 @@ def test_rotation_carries_the_chain_and_verify_reads_every_file_kept(chain_env, 
     Path(f"{log}.2").write_bytes(Path(f"{log}.3").read_bytes())
     p = verify(helpers, chain_env)
     assert p.returncode == 1 and f"{log}.2 line 1: broken link" in p.stdout, p.stdout
+
+
+def test_lines_from_before_the_chain_are_counted_not_covered(chain_env, helpers, tmp_path):
+    log = Path(chain_env["MCP_BRIDGE_AUDIT_LOG"])
+    log.parent.mkdir(mode=0o700)
+    old = '{"kind":"run","time":"t","run":"00000000000000aa","code_sha256":"c","status":"ok","duration_ms":1.0,' \
+          '"calls":0,"refused":0,"bytes_in":0,"bytes_out":0}\n'
+    log.write_text(old * 2)
+    log.chmod(0o600)
+    # No chained line yet (and no key): cannot be checked.
+    p = verify(helpers, chain_env)
+    assert p.returncode == 2 and "no audit chain key" in p.stderr, (p.stdout, p.stderr)
+    exec_ok(helpers, chain_env, 'print("after the old lines")', tmp_path)
+    lines = lines_of(log)
+    assert json.loads(lines[2])["prev"] == "0" * 64, lines[2]
+    held = verify(helpers, chain_env)
+    assert held.returncode == 0, (held.stdout, held.stderr)
+    assert held.stdout.strip() == (
+        "the audit log holds: 1 lines checked in 1 files (audit.log); 2 lines before the chain began carry no "
+        "MAC and are not covered"
+    ), held.stdout
+    # Every MAC stripped: nothing is covered, and that is not "holds".
+    log.write_text("".join(MAC.sub("}", line) + "\n" for line in lines))
+    p = verify(helpers, chain_env)
+    assert p.returncode == 1 and "none of its 3 lines carries a MAC" in p.stdout, p.stdout
