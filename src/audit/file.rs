@@ -25,6 +25,7 @@ use crate::checked_dir::{Access, CheckedDir};
 use crate::shown::ShownPath;
 
 use super::dropped::summarize;
+use super::head::Head;
 use super::mac::{seal, ChainKey, Mac, GENESIS, MAC_FIELD, PREV_FIELD};
 use super::record::{Record, RotatedRecord};
 use super::AuditError;
@@ -45,6 +46,10 @@ pub struct AuditFile {
     /// `NAME.lock`: held while a line is appended.
     lock: File,
     key: ChainKey,
+    /// The last MAC written, kept in the state folder; `None` in tests that need none.
+    head: Option<Head>,
+    /// Whether a log not ending in the head was warned of (once per process).
+    warned_cut: bool,
     max: u64,
     /// Whether dropping a rotated file was warned of (once per process).
     warned_drop: bool,
@@ -73,9 +78,18 @@ impl AuditFile {
             file,
             lock,
             key,
+            head: None,
+            warned_cut: false,
             max,
             warned_drop: false,
         })
+    }
+
+    /// This file, keeping the last MAC written in `head` and chaining to it when the log does
+    /// not end in it (lines cut from its end, or added).
+    pub fn with_head(mut self, head: Head) -> Self {
+        self.head = Some(head);
+        self
     }
 
     /// The log's path.
@@ -104,7 +118,7 @@ impl AuditFile {
     /// Writes `record` sealed after the current file's last MAC (see the module doc).
     fn chain(&mut self, record: &[u8]) -> io::Result<()> {
         let size = self.file.metadata()?.len();
-        let (prev, anchor, newline) = if size == 0 {
+        let (mut prev, mut anchor, newline) = if size == 0 {
             (self.last_of_previous(), true, false)
         } else {
             match last_mac(&self.file, size)? {
@@ -112,12 +126,34 @@ impl AuditFile {
                 Tail::None { ended } => (GENESIS, true, !ended),
             }
         };
-        let (mut line, _) = seal(&self.key, record, &prev, anchor);
+        if let Some(last) = self.head.as_ref().and_then(Head::read) {
+            if last != prev {
+                // The log does not end in the last line written: it follows that line, so the
+                // gap shows as a broken link.
+                self.warn_cut();
+                (prev, anchor) = (last, true);
+            }
+        }
+        let (mut line, mac) = seal(&self.key, record, &prev, anchor);
         if newline {
             // A line cut short before ours stays a line of its own (and fails the check).
             line.insert(0, b'\n');
         }
-        self.file.write_all(&line)
+        self.file.write_all(&line)?;
+        if let Some(head) = &self.head {
+            head.write(&mac)?;
+        }
+        Ok(())
+    }
+
+    fn warn_cut(&mut self) {
+        if !self.warned_cut {
+            self.warned_cut = true;
+            tracing::warn!(
+                file = %ShownPath(&self.path()),
+                "the audit log does not end in the last line written to it: lines were removed                  or added; the next line follows the last one written, so `audit --verify`                  shows the gap (warned once)"
+            );
+        }
     }
 
     /// The last MAC of `NAME.1`, which a new file follows; zeros when there is none.

@@ -63,7 +63,8 @@ pub fn key_path(state_dir: &Path) -> PathBuf {
     state_dir.join(DIR).join(FILE)
 }
 
-fn folder(state_dir: &Path) -> Result<CheckedDir, KeyError> {
+/// The key's folder (`STATE/audit`, `0700`), made when missing.
+pub(super) fn folder(state_dir: &Path) -> Result<CheckedDir, KeyError> {
     Ok(CheckedDir::open(state_dir, Access::Shared, FIX_STATE)?.sub(
         DIR,
         Access::Private,

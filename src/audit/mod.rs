@@ -3,10 +3,12 @@
 //! wait for the disk: lines go through a bounded queue (`try_send`); a full queue is counted,
 //! logged once, and reported in the next run line's `dropped`. `read.rs` reads the log back
 //! for `mcp-code-bridge audit`. Lines are chained by HMAC-SHA256 (`mac.rs`) under a key in the
-//! private state folder (`key.rs`); `verify.rs` checks the chain for `audit --verify`.
+//! private state folder (`key.rs`), beside the last MAC written (`head.rs`); `verify.rs` checks
+//! the chain for `audit --verify`.
 
 mod dropped;
 mod file;
+pub mod head;
 pub mod key;
 pub mod mac;
 pub mod read;
@@ -84,7 +86,8 @@ impl AuditLog {
             return Ok(None);
         };
         let key = key::load_or_make(state_dir)?;
-        let file = file::AuditFile::open(path, settings.audit_max_bytes, key)?;
+        let head = head::Head::open(state_dir, path)?;
+        let file = file::AuditFile::open(path, settings.audit_max_bytes, key)?.with_head(head);
         let (log, queue) = AuditLog::queue(settings.audit_values, QUEUE_LINES);
         let handle =
             writer::spawn(file, queue, log.shared.clone()).map_err(|e| AuditError::File {

@@ -8,7 +8,8 @@
 //! names zeros (the chain's start). Lines with no MAC before that start were written before
 //! the chain existed: they are counted and reported, not verified. Any later line with no MAC,
 //! a MAC that does not hold, or a `prev` that is not the MAC before it is where the chain
-//! breaks.
+//! breaks. Given the head (`head.rs`: the last MAC written), a log in which no line carries it
+//! lost its newest lines.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +29,9 @@ pub enum Reason {
     BrokenLink,
     /// Longer than any line the bridge writes.
     TooLong,
+    /// The last line written (the head in the state folder) is not in the log: lines after
+    /// this one were removed.
+    Cut,
 }
 
 impl Reason {
@@ -46,6 +50,10 @@ impl Reason {
                  file replaced)"
             }
             Reason::TooLong => "longer than any audit line: added or changed",
+            Reason::Cut => {
+                "the newest lines were removed: the last line written (its MAC kept in the state \
+                 folder) is not in the log"
+            }
         }
     }
 }
@@ -94,6 +102,8 @@ struct Walk<'k> {
     seen: bool,
     held: Held,
     broken: Option<(u64, Reason)>,
+    /// The last MAC written, until a line carrying it is met.
+    head: Option<Mac>,
 }
 
 impl Walk<'_> {
@@ -121,22 +131,27 @@ impl Walk<'_> {
             return Err(Reason::MacMismatch);
         }
         self.running = Some(claimed);
+        if self.head == Some(claimed) {
+            self.head = None;
+        }
         self.held.lines += 1;
         Ok(())
     }
 }
 
-/// Checks the chain of the log at `path` (and its rotated files) under `key`.
+/// Checks the chain of the log at `path` (and its rotated files) under `key`; with `head`
+/// (the last MAC written, read before the files), also that no line after it was removed.
 ///
 /// # Errors
 /// No file of the log exists, or one cannot be read (or is not a regular file).
-pub fn verify(path: &Path, key: &ChainKey) -> std::io::Result<Verdict> {
+pub fn verify(path: &Path, key: &ChainKey, head: Option<Mac>) -> std::io::Result<Verdict> {
     let mut walk = Walk {
         key,
         running: None,
         seen: false,
         held: Held::default(),
         broken: None,
+        head,
     };
     let mut files = Vec::new();
     for n in (0..=ROTATED).rev() {
@@ -152,9 +167,10 @@ pub fn verify(path: &Path, key: &ChainKey) -> std::io::Result<Verdict> {
         ));
     }
     let count = files.len();
+    let mut number = 0u64;
     for (i, (p, file)) in files.into_iter().enumerate() {
         let newest = i + 1 == count;
-        let mut number = 0u64;
+        number = 0;
         lines(file, |line| {
             if walk.broken.is_some() {
                 return;
@@ -185,6 +201,14 @@ pub fn verify(path: &Path, key: &ChainKey) -> std::io::Result<Verdict> {
     }
     if walk.running.is_none() && walk.held.unchained > 0 {
         return Ok(Verdict::NoChain(walk.held));
+    }
+    if walk.head.is_some() {
+        let file = walk.held.files.pop().unwrap_or_else(|| path.to_path_buf());
+        return Ok(Verdict::Broken(Broken {
+            file,
+            line: number + 1,
+            reason: Reason::Cut,
+        }));
     }
     Ok(Verdict::Holds(walk.held))
 }
@@ -223,7 +247,7 @@ mod tests {
     }
 
     fn broken(path: &Path) -> (String, u64, Reason) {
-        match verify(path, &key()).expect("read") {
+        match verify(path, &key(), None).expect("read") {
             Verdict::Broken(b) => (
                 b.file.file_name().expect("name").to_string_lossy().into(),
                 b.line,
@@ -238,12 +262,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
         write(&path, 1 << 20, 0..10);
-        let Verdict::Holds(held) = verify(&path, &key()).expect("read") else {
+        let Verdict::Holds(held) = verify(&path, &key(), None).expect("read") else {
             panic!("does not hold")
         };
         assert_eq!((held.lines, held.files.len(), held.unchained), (10, 1, 0));
         // Another key does not hold, from the first line.
-        let other = verify(&path, &ChainKey([4; 32])).expect("read");
+        let other = verify(&path, &ChainKey([4; 32]), None).expect("read");
         assert!(
             matches!(other, Verdict::Broken(Broken { line: 1, .. })),
             "{other:?}"
@@ -281,7 +305,7 @@ mod tests {
         let path = dir.path().join("audit.log");
         // About four lines per file: rotations, and then rotated files dropped.
         write(&path, 600, 0..40);
-        let Verdict::Holds(held) = verify(&path, &key()).expect("read") else {
+        let Verdict::Holds(held) = verify(&path, &key(), None).expect("read") else {
             panic!("does not hold")
         };
         assert_eq!(held.files.len(), 4, "{held:?}");
@@ -305,9 +329,9 @@ mod tests {
             .map(|i| String::from_utf8(record(i)).expect("utf-8"))
             .collect();
         put(&path, &old);
-        assert!(matches!(verify(&path, &key()), Ok(Verdict::NoChain(h)) if h.unchained == 3));
+        assert!(matches!(verify(&path, &key(), None), Ok(Verdict::NoChain(h)) if h.unchained == 3));
         write(&path, 1 << 20, 3..6);
-        let Verdict::Holds(held) = verify(&path, &key()).expect("read") else {
+        let Verdict::Holds(held) = verify(&path, &key(), None).expect("read") else {
             panic!("does not hold")
         };
         assert_eq!((held.lines, held.unchained), (3, 3));
@@ -315,10 +339,57 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).expect("read");
         text.push_str("{\"kind\":\"ca");
         std::fs::write(&path, &text).expect("write");
-        assert!(matches!(verify(&path, &key()), Ok(Verdict::Holds(h)) if h.partial));
+        assert!(matches!(verify(&path, &key(), None), Ok(Verdict::Holds(h)) if h.partial));
         write(&path, 1 << 20, 6..7);
         assert_eq!(broken(&path), ("audit.log".into(), 7, Reason::MissingMac));
-        assert!(verify(&dir.path().join("none.log"), &key()).is_err());
+        assert!(verify(&dir.path().join("none.log"), &key(), None).is_err());
+    }
+
+    #[test]
+    fn lines_cut_from_the_newest_end_show_against_the_head() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (state, path) = (dir.path().join("state"), dir.path().join("audit.log"));
+        let open = || {
+            let head = super::super::head::Head::open(&state, &path).expect("head");
+            AuditFile::open(&path, 1 << 20, key())
+                .expect("open")
+                .with_head(head)
+        };
+        let mut log = open();
+        for i in 0..5 {
+            log.append(&record(i)).expect("append");
+        }
+        let head = || super::super::head::load(&state, &path).expect("head");
+        assert!(matches!(
+            verify(&path, &key(), head()),
+            Ok(Verdict::Holds(_))
+        ));
+        let lines = lines_of(&path);
+        put(&path, &lines[..3]);
+        // Without the head the chain alone cannot tell; with it, the cut is named.
+        assert!(matches!(verify(&path, &key(), None), Ok(Verdict::Holds(_))));
+        let cut = verify(&path, &key(), head()).expect("read");
+        assert!(
+            matches!(
+                &cut,
+                Verdict::Broken(Broken {
+                    line: 4,
+                    reason: Reason::Cut,
+                    ..
+                })
+            ),
+            "{cut:?}"
+        );
+        // The next line follows the last one written: the gap is a broken link.
+        let mut log = open();
+        log.append(&record(9)).expect("append");
+        assert_eq!(
+            match verify(&path, &key(), head()).expect("read") {
+                Verdict::Broken(b) => (b.line, b.reason),
+                other => panic!("{other:?}"),
+            },
+            (4, Reason::BrokenLink)
+        );
     }
 
     #[test]
@@ -342,7 +413,7 @@ mod tests {
         for t in threads {
             t.join().expect("writer");
         }
-        let verdict = verify(&path, &key()).expect("read");
+        let verdict = verify(&path, &key(), None).expect("read");
         assert!(
             matches!(&verdict, Verdict::Holds(h) if h.lines == writers * each),
             "the chain forked: {verdict:?}"
@@ -358,7 +429,7 @@ mod tests {
         for t in threads {
             t.join().expect("writer");
         }
-        let verdict = verify(&small, &key()).expect("read");
+        let verdict = verify(&small, &key(), None).expect("read");
         assert!(matches!(verdict, Verdict::Holds(_)), "{verdict:?}");
     }
 }

@@ -42,7 +42,11 @@ pub fn verify(configured: Option<&Path>, file: Option<&Path>, state_dir: &Path) 
         }
         Err(e) => return cannot(e.to_string()),
     };
-    match check(path, &key) {
+    let head = match crate::audit::head::load(state_dir, path) {
+        Ok(head) => head,
+        Err(e) => return cannot(e.to_string()),
+    };
+    match check(path, &key, head) {
         Err(e) => cannot(format!("cannot read the audit log: {e}")),
         Ok(Verdict::Holds(held)) => {
             println!("{}", safe_line(&summary(&held)));

@@ -223,3 +223,23 @@ def test_lines_from_before_the_chain_are_counted_not_covered(chain_env, helpers,
     log.write_text("".join(MAC.sub("}", line) + "\n" for line in lines))
     p = verify(helpers, chain_env)
     assert p.returncode == 1 and "none of its 3 lines carries a MAC" in p.stdout, p.stdout
+
+
+def test_lines_cut_from_the_newest_end_are_caught_by_the_head(chain_env, helpers, tmp_path):
+    log = Path(chain_env["MCP_BRIDGE_AUDIT_LOG"])
+    exec_ok(helpers, chain_env, calls(2, "kept"), tmp_path)
+    exec_ok(helpers, chain_env, calls(2, "erased"), tmp_path)
+    lines = lines_of(log)
+    assert len(lines) == 6
+    assert verify(helpers, chain_env).returncode == 0
+    # The second run's lines removed, as a filesystem server driven by the agent could.
+    log.write_text("\n".join(lines[:3]) + "\n")
+    p = verify(helpers, chain_env)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert p.stdout.startswith(f"the audit log does not hold: {log} line 4: the newest lines were removed"), p.stdout
+    # The next bridge warns and follows the last line written: the gap stays visible.
+    p = exec_run(helpers, chain_env, 'print("after the cut")', tmp_path)
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0 and "does not end in the last line written" in err, err
+    p = verify(helpers, chain_env)
+    assert p.returncode == 1 and f"{log} line 4: broken link" in p.stdout, p.stdout
