@@ -179,7 +179,13 @@ impl AuditFile {
     /// # Errors
     /// As `fsync(2)`.
     pub fn sync(&self) -> io::Result<()> {
-        self.file.sync_all()
+        self.file.sync_all()?;
+        // The log first, then the head: after a crash the head names a line on disk (as far
+        // as the kernel's write-back order allows).
+        match &self.head {
+            Some(head) => head.sync(),
+            None => Ok(()),
+        }
     }
 
     fn rotate(&mut self) -> io::Result<()> {

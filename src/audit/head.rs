@@ -48,6 +48,14 @@ impl Head {
         read_from(&self.file)
     }
 
+    /// Flushes the head to disk (`fdatasync`).
+    ///
+    /// # Errors
+    /// As `fdatasync(2)`.
+    pub fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
     /// Records `mac` as the last MAC written.
     ///
     /// # Errors
