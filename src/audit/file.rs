@@ -151,7 +151,9 @@ impl AuditFile {
             self.warned_cut = true;
             tracing::warn!(
                 file = %ShownPath(&self.path()),
-                "the audit log does not end in the last line written to it: lines were removed                  or added; the next line follows the last one written, so `audit --verify`                  shows the gap (warned once)"
+                "the audit log does not end in the last line written to it: lines were removed \
+                 or added; the next line follows the last one written, so `audit --verify` \
+                 shows the gap (warned once)"
             );
         }
     }
