@@ -158,7 +158,8 @@ enum Command {
     /// Show the audit log's last entries (MCP_BRIDGE_AUDIT_LOG, and its rotated files when
     /// --last reaches back): one line per tool call, a summary line ending each run; refused
     /// calls stand out (DENIED, LIMIT, DECLINED, UNAPPROVED) and the header counts them. Lines
-    /// that are not audit entries are skipped and counted. Exit 2 when no log is named.
+    /// that are not audit entries are skipped and counted. Exit 2 when no log is named. With
+    /// --verify, check the log's chain of MACs instead and name the first line that does not hold.
     Audit {
         /// How many entries to show (the newest).
         #[arg(long, value_name = "N", default_value_t = mcp_code_bridge::cli::audit::DEFAULT_LAST)]
