@@ -398,6 +398,7 @@ pub const ROWS: &[Row] = &[
     Row::Text(&MOUNTS),
     Row::Text(&policy::AUDIT_LOG),
     Row::Flag(&policy::AUDIT_VALUES),
+    Row::Flag(&policy::AUDIT_CODE),
     Row::Number(&policy::AUDIT_MAX_BYTES),
     Row::Text(&policy::APPROVAL),
     Row::Number(&policy::APPROVAL_TIMEOUT),
