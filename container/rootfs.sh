@@ -40,7 +40,7 @@ PLACEHOLDERS="python3-pythran=0.11.0+ds-7+mcb1 python3-sympy=1.11.1-1+mcb1"
 # module.stripTypeScriptTypes (Node >= 22.13), so npm's Node build is used: the package
 # node-linux-<arch> (its bin/node, official binaries; npm checks the registry's integrity hash),
 # fetched on the host with `npm pack` and copied to /usr/local/bin/node. Keep NODE_VERSION equal
-# to NODE_VERSION in src/image/recipe.rs and the Containerfile (a test checks).
+# to NODE_VERSION in src/image/recipe.rs (a test checks; the Containerfile takes its own from PyPI).
 NODE_VERSION=22.23.5
 # What the finished root filesystem must import (checked in the chroot before it is packed).
 IMPORTS="pandas, numpy, matplotlib.pyplot, scipy.optimize, scipy.stats, scipy.signal, sklearn.linear_model, seaborn, openpyxl, PIL, cloudpickle"
