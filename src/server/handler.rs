@@ -391,6 +391,15 @@ impl ServerHandler for BridgeServer {
                     None,
                 ))
             }
+            _ if self.settings.languages.typescript => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool '{}'; the tools are {TOOL_NAME} and {TS_TOOL_NAME}",
+                        request.name
+                    ),
+                    None,
+                ))
+            }
             _ => {
                 return Err(ErrorData::invalid_params(
                     format!(

@@ -10,7 +10,7 @@ import hashlib
 import json
 
 import pytest
-from bridge_driver import _flatten
+from bridge_driver import McpError, _flatten
 
 import servers as S
 
@@ -59,6 +59,10 @@ def ts(b, code, servers=None, timeout=None, name="run_typescript"):
 def test_without_the_setting_only_run_python_is_listed(bridge):
     names = [t.name for t in bridge.request(lambda s: s.list_tools()).tools]
     assert names == ["run_python"], names
+    # and a call of run_typescript is an unknown tool whose error names the setting
+    with pytest.raises(McpError) as refused:
+        bridge.call_raw({"code": "console.log(1)"}, name="run_typescript")
+    assert "MCP_BRIDGE_LANGUAGES=python,typescript" in str(refused.value), refused.value
 
 
 def test_the_setting_adds_run_typescript(tsb):
@@ -203,6 +207,18 @@ def test_a_waiting_cell_is_stopped_by_its_timeout(tsb):
     assert r.is_error and "Timed out" in r.text, r
     r = ts(tsb, "console.log('w is', w)")
     assert not r.is_error and "w is 1" in r.text, r
+
+
+def test_node_runs_under_the_sandbox_limits(tsb):
+    # the JIT runs (no --jitless) within the pids limit, as the sandbox user, in the same container
+    code = (
+        "const s = require('fs').readFileSync('/proc/self/status', 'utf8')\n"
+        "const threads = Number(s.match(/Threads:\\s+(\\d+)/)[1])\n"
+        "console.log(process.version, threads < 64, process.execArgv.includes('--jitless'), process.getuid())"
+    )
+    r = ts(tsb, code)
+    assert not r.is_error, r
+    assert r.text.startswith("v22.") and "true false 65534" in r.text, r
 
 
 def test_the_host_is_out_of_reach(tsb):
