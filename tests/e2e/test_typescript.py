@@ -233,3 +233,13 @@ def test_the_host_is_out_of_reach(tsb):
     assert not r.is_error, r
     assert "yes" not in r.text, r
     assert "failed" in r.text and "65534" in r.text, r
+
+
+def test_the_output_mode_applies(bridge_factory):
+    b = bridge_factory(name="ts-toon", env=dict(LANGS, MCP_BRIDGE_OUTPUT_MODE="toon"))
+    try:
+        r = ts(b, "console.log('a'); console.log('b')")
+        assert not r.is_error, r
+        assert "stdout[2]" in r.text, r
+    finally:
+        b.close()
