@@ -19,6 +19,7 @@ from . import runtime
 
 INTERRUPT_WAIT = 0.4  # seconds a cell gets to stop after SIGINT before node is killed
 START_WAIT = 10.0  # seconds node gets to say it is ready
+EXIT_WAIT = 1.0  # seconds node gets to exit once its channel ended
 MAX_LINE = 8 << 20  # bytes of one line from node; longer ends the child (the harness cuts at 64 KiB)
 READ_CHUNK = 65536  # bytes read from node per wake-up: what is queued unread stays this small
 # What node code may ask of the host: the helpers' methods (runtime.HOST_METHODS is the list).
@@ -190,7 +191,7 @@ class JsCells:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
         except (OSError, ValueError, AttributeError) as exc:
-            raise NodeLost("its stdin is closed") from exc
+            raise NodeLost("stopped reading its input") from exc
 
     async def _forward(self, msg):
         """One `call` from node, to the host and back."""
@@ -218,9 +219,12 @@ class JsCells:
         tasks = set()
         while True:
             msg = await self._lines.get()
-            if msg is None:
-                raise NodeLost("it exited" if self.proc.poll() is not None else
-                               "its channel broke")
+            if msg is None:  # its channel ended: it exits (reaped within a moment) or broke it
+                try:
+                    self.proc.wait(timeout=EXIT_WAIT)
+                except subprocess.TimeoutExpired:
+                    raise NodeLost("closed its channel") from None
+                raise NodeLost("exited")
             kind = msg.get("t")
             if kind == "out" and isinstance(msg.get("s"), str):
                 sys.stdout.write(msg["s"])

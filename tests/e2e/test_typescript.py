@@ -202,6 +202,14 @@ def test_a_loop_that_never_yields_times_out_and_the_next_cell_works(tsb):
     assert not r.is_error and "py ok" in r.text, r
 
 
+def test_a_cell_that_ends_node_says_the_state_is_lost(tsb):
+    r = ts(tsb, "globalThis.gone = 1; process.exit(3)")
+    assert r.is_error and "The JavaScript runtime exited (exit code 3)" in r.text, r
+    assert "JavaScript state" in r.text, r
+    r = ts(tsb, "console.log('new node', typeof gone)")
+    assert not r.is_error and "new node undefined" in r.text, r
+
+
 def test_a_waiting_cell_is_stopped_by_its_timeout(tsb):
     r = ts(tsb, "globalThis.w = 1; await new Promise(() => {})", timeout=2)
     assert r.is_error and "Timed out" in r.text, r
