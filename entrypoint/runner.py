@@ -11,7 +11,7 @@ import sys
 import traceback
 import types
 
-from . import cell, cellprocs, precheck, protocol
+from . import cell, cellprocs, jscells, precheck, protocol
 from .inbox import TrackedSelector
 
 FILENAME = "<run_python>"
@@ -132,6 +132,8 @@ class Runner:
         self._outputs = {}
         self.loop = self.selector = None
         self.inbox = None  # inbox.Inbox: the exec loop reads host frames while it waits
+        self.js = None  # jscells.JsCells: runs exec frames whose "language" is "typescript"
+        self._js_error = None  # why node could not be started for the exec being run
         self._ensure_loop()
 
     def close(self):
@@ -154,6 +156,9 @@ class Runner:
         limit = max(0, limit)
         st, outcome = self.state, None
         self._outputs = {}
+        if frame.get("language") == "typescript" and self.js is not None:
+            # node starts before the exec counts as begun: an interrupt's sweep spares it
+            self._js_error = self.js.prepare()
         try:
             try:
                 st.begin(eid)
@@ -207,6 +212,9 @@ class Runner:
                 self.prepare(self.namespace, frame)
             if self.state.cancelled_before_start(frame["id"]):
                 raise KeyboardInterrupt("interrupted before it started")
+            if frame.get("language") is not None and frame.get("language") != "python":
+                self._execute_js(loop, frame)
+                return True, None, None
             precheck.check(code, self.namespace, cell.FLAGS)
             compiled, shows = cell.compile_cell(code, FILENAME)
             self._remember(compiled, code)
@@ -220,6 +228,50 @@ class Runner:
         except BaseException as exc:  # noqa: BLE001 - everything the sandbox code raises
             cell.take_result(self.namespace)
             return False, self.format_exception(cell.explain(exc)), exit_of(exc)
+
+    def _execute_js(self, loop, frame):
+        """Run a TypeScript exec in the node child (jscells.py); raises _Interrupted with the
+        error text when the cell failed, was interrupted or took node with it."""
+        js = self.js
+        if frame.get("language") != "typescript" or js is None:
+            raise _Interrupted("this sandbox runs python and typescript cells, not %r"
+                               % (frame.get("language"),))
+        if self._js_error is not None:
+            raise _Interrupted(self._js_error)
+        servers = jscells.servers_of(self.namespace.get("mcp_servers"))
+        eid, code = frame["id"], frame.get("code")
+        if self.inbox is not None:
+            self.inbox.attach(loop, self.selector)
+        try:
+            task = loop.create_task(js.start_cell(eid, code, servers))
+            try:
+                done = loop.run_until_complete(task)
+            except KeyboardInterrupt:
+                done = self._stop_js(loop, task, eid)
+        except jscells.NodeLost as exc:
+            raise _Interrupted(js.lost(str(exc))) from None
+        finally:
+            if self.inbox is not None:
+                self.inbox.detach()
+        if done.get("ok") is not True:
+            error = done.get("error")
+            raise _Interrupted(error if isinstance(error, str) and error else "the cell failed")
+
+    def _stop_js(self, loop, task, eid):
+        """The exec was interrupted: SIGINT node and wait INTERRUPT_WAIT for the cell's end;
+        else kill node (its state is lost; the error says so)."""
+        js = self.js
+        if not task.done():
+            task.cancel()
+        js.interrupt()
+        try:
+            loop.run_until_complete(asyncio.wait([task], timeout=0.05))
+            return loop.run_until_complete(
+                asyncio.wait_for(js.wait_done(eid), jscells.INTERRUPT_WAIT))
+        except (TimeoutError, KeyboardInterrupt):
+            raise _Interrupted("KeyboardInterrupt: the cell did not stop within %.1f s of the "
+                               "interrupt. %s" % (jscells.INTERRUPT_WAIT,
+                                                  js.lost("was killed"))) from None
 
     def _await(self, loop, coro):
         task = loop.create_task(coro)

@@ -69,7 +69,11 @@ fn the_module_map_names_every_file_and_only_files_that_exist() {
         named.extend(first.split('`').skip(1).step_by(2).map(String::from));
     }
     let mut files = BTreeSet::new();
-    for (dir, ext, prefix) in [("src", "rs", ""), ("entrypoint", "py", "entrypoint/")] {
+    for (dir, ext, prefix) in [
+        ("src", "rs", ""),
+        ("entrypoint", "py", "entrypoint/"),
+        ("entrypoint", "js", "entrypoint/"),
+    ] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {
             for entry in std::fs::read_dir(&d).unwrap() {

@@ -118,6 +118,19 @@ impl Bridge {
             .expect("tools/call run_python")
     }
 
+    /// Calls the tool `tool` (`run_python`, `run_typescript`) with `code`; returns (text,
+    /// is_error).
+    pub async fn run_tool(&self, tool: &'static str, code: &str) -> (String, bool) {
+        let args = json!({"code": code, "timeout": 30});
+        let r = self
+            .client
+            .peer()
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(obj(args)))
+            .await
+            .expect("tools/call");
+        (text_of(&r), r.is_error == Some(true))
+    }
+
     /// Runs sandbox code that prints one `BENCH <json>` line and returns that JSON.
     pub async fn measure(&self, code: &str, servers: &[&str]) -> Value {
         let (text, is_error) = self.run(code, servers, 600).await;

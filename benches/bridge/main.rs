@@ -25,6 +25,7 @@ mod serve_first;
 mod served;
 mod stats;
 mod trace;
+mod typescript;
 
 use std::path::PathBuf;
 use std::time::Instant;

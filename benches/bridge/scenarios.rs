@@ -40,6 +40,9 @@ pub const ALL: &[(&str, Scenario)] = &[
     ("preload", |t, q| Box::pin(crate::preload::preload(t, q))),
     ("trace", |t, q| Box::pin(crate::trace::trace(t, q))),
     ("remote", |t, q| Box::pin(crate::remote::remote(t, q))),
+    ("typescript", |t, q| {
+        Box::pin(crate::typescript::typescript(t, q))
+    }),
 ];
 
 fn tokens(bytes: usize) -> f64 {

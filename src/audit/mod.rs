@@ -198,6 +198,7 @@ mod tests {
             run: "r1".into(),
             token: None,
             code_sha256: "c".into(),
+            language: None,
             status: "ok".into(),
             duration_ms: 5.0,
             calls: 5,

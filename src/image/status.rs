@@ -3,7 +3,7 @@
 //! Pure: the callers ask the engine.
 
 use super::debian;
-use super::recipe::{LABEL_RECIPE, LABEL_SOURCE, RECIPE_VERSION};
+use super::recipe::{LABEL_NODE, LABEL_RECIPE, LABEL_SOURCE, RECIPE_VERSION};
 use crate::config::{ImageBuildMode, Settings};
 use crate::container::ImageInfo;
 
@@ -37,6 +37,24 @@ pub fn recipe_line(info: &ImageInfo) -> String {
         Recipe::Unknown => {
             "unknown (not built by a recipe of this bridge: not checked)".to_string()
         }
+    }
+}
+
+/// The image's JavaScript runtime (`run_typescript`) as its [`LABEL_NODE`] says: the Node
+/// version, or `None` when the image has none (built before recipe 5, or not by a recipe).
+pub fn node_of(info: &ImageInfo) -> Option<String> {
+    let v = info.labels.get(LABEL_NODE)?.trim();
+    let ok =
+        !v.is_empty() && v.len() <= 20 && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.');
+    ok.then(|| v.to_string())
+}
+
+/// The image's JavaScript runtime, in words (`image status`, `doctor`).
+pub fn node_line(info: &ImageInfo) -> String {
+    match node_of(info) {
+        Some(v) => format!("node {v} (run_typescript can run)"),
+        None => "none (run_typescript needs node: rebuild with `mcp-code-bridge image build`)"
+            .to_string(),
     }
 }
 
@@ -86,8 +104,9 @@ pub fn report(image: &str, engine: &str, info: Option<&ImageInfo>, settings: &Se
         .unwrap_or_else(|| "unknown".into());
     let id = info.id.trim_start_matches("sha256:");
     out.push_str(&format!(
-        "present:  yes\nrecipe:   {}\nsource:   {source}\nsize:     {} MB\ncreated:  {}\nid:       {}\n",
+        "present:  yes\nrecipe:   {}\nsource:   {source}\njs:       {}\nsize:     {} MB\ncreated:  {}\nid:       {}\n",
         recipe_line(info),
+        node_line(info),
         info.size / 1_000_000,
         if info.created.is_empty() { "unknown" } else { &info.created },
         &id[..id.len().min(12)],
@@ -133,9 +152,32 @@ mod tests {
             text,
             format!(
                 "image:    x:1\nengine:   podman at unix:///run/p.sock\npresent:  yes\n\
-                 recipe:   {RECIPE_VERSION} (this binary's)\nsource:   debian\nsize:     612 MB\n\
+                 recipe:   {RECIPE_VERSION} (this binary's)\nsource:   debian\n\
+                 js:       none (run_typescript needs node: rebuild with `mcp-code-bridge image build`)\n\
+                 size:     612 MB\n\
                  created:  2026-11-24T03:00:00Z\nid:       0123456789ab\n"
             )
+        );
+    }
+
+    #[test]
+    fn the_node_label_is_shown_and_checked() {
+        let mut with_node = info(Some(&RECIPE_VERSION.to_string()), "debian");
+        with_node
+            .labels
+            .insert(LABEL_NODE.into(), super::super::recipe::NODE_VERSION.into());
+        assert_eq!(
+            node_of(&with_node).as_deref(),
+            Some(super::super::recipe::NODE_VERSION)
+        );
+        assert!(report("x", "e", Some(&with_node), &settings(&[])).contains("js:       node 22."));
+        with_node
+            .labels
+            .insert(LABEL_NODE.into(), "22\n; rm -rf".into());
+        assert_eq!(
+            node_of(&with_node),
+            None,
+            "a label that is no version is not shown"
         );
     }
 

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::audit::{AuditLog, CallRecord, RunRecord};
 use crate::calls::{
     Admission, Answered, BackendCall, CallContext, CallError, CallHook, ErrorKind, HostCalls,
-    HostRequest, RunScope, Tally, ToolCall, ToolFacts,
+    HostRequest, Language, RunScope, Tally, ToolCall, ToolFacts,
 };
 use crate::config::PolicySettings;
 use crate::ids::sha256_hex;
@@ -325,6 +325,7 @@ impl CallHook for Policy {
             run: scope.id.clone(),
             token: scope.caller.as_ref().map(|c| c.token.clone()),
             code_sha256: scope.code_sha256.clone(),
+            language: (scope.language != Language::Python).then(|| scope.language.name().into()),
             status: serde_json::to_value(report.status)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_string))

@@ -14,7 +14,8 @@ pub const PACKAGE: &str = "_mcp_bridge";
 /// The bootstrap program passed to `python3 -c`.
 pub const BOOT: &str = include_str!("../../entrypoint/boot.py");
 
-/// Entrypoint sources shipped in the boot frame: every `.py` in `entrypoint/` but `boot.py`.
+/// Entrypoint sources shipped in the boot frame: every `.py` in `entrypoint/` but `boot.py`,
+/// and `js/harness.js` (node's side of `run_typescript`).
 pub const FILES: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../entrypoint/__init__.py")),
     ("ack.py", include_str!("../../entrypoint/ack.py")),
@@ -28,6 +29,9 @@ pub const FILES: &[(&str, &str)] = &[
     ("confine.py", include_str!("../../entrypoint/confine.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
+    ("jscells.py", include_str!("../../entrypoint/jscells.py")),
+    // Not a module: jscells.py hands it to node (`run_typescript`).
+    ("harness.js", include_str!("../../entrypoint/js/harness.js")),
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),
     ("outbox.py", include_str!("../../entrypoint/outbox.py")),
     ("pictures.py", include_str!("../../entrypoint/pictures.py")),
@@ -84,6 +88,7 @@ mod tests {
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| n.ends_with(".py") && n != "boot.py")
             .collect();
+        on_disk.push("harness.js".into()); // js/harness.js, shipped under its file name
         on_disk.sort();
         let mut shipped: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
         shipped.sort();

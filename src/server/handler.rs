@@ -1,4 +1,5 @@
-//! [`BridgeServer`]: our MCP face. One tool, one resource; decides whose error an error is.
+//! [`BridgeServer`]: our MCP face. One tool (two with `MCP_BRIDGE_LANGUAGES=python,typescript`),
+//! one resource; decides whose error an error is.
 //!
 //! A failure of the user's code, a timeout, a sandbox problem or bad `run_python` arguments is a
 //! tool result with `isError: true`; a request we cannot route (unknown tool or resource) is a
@@ -23,8 +24,8 @@ use super::progress::Forwarder;
 use super::resources::{capabilities, CAPABILITIES_URI};
 use super::router::{SandboxRouter, SessionTie, Who};
 use super::skills;
-use super::tool::{self, TOOL_NAME};
-use crate::calls::{Asker, Caller, RunScope, SignInWay, TraceContext};
+use super::tool::{self, TOOL_NAME, TS_TOOL_NAME};
+use crate::calls::{Asker, Caller, Language, RunScope, SignInWay, TraceContext};
 use crate::config::Settings;
 use crate::format;
 use crate::outbox::Outbox;
@@ -154,15 +155,17 @@ impl BridgeServer {
         }
     }
 
-    /// Runs one `run_python` call and renders it as a tool result; `asker` asks the user to
-    /// approve calls (none: such calls fail closed).
+    /// Runs one `run_python` call (or `run_typescript`: `language`) and renders it as a tool
+    /// result; `asker` asks the user to approve calls (none: such calls fail closed).
     ///
     /// Bad arguments are a tool result with `isError: true` (SEP-1303), not a JSON-RPC error.
     ///
     /// # Errors
     /// None today; the `Result` keeps the handler's shape.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run_python(
         &self,
+        language: Language,
         args: Option<rmcp::model::JsonObject>,
         who: Option<&Who>,
         cancel: tokio_util::sync::CancellationToken,
@@ -175,9 +178,13 @@ impl BridgeServer {
             Ok(args) => args,
             // SEP-1303 (2025-11-25): input validation errors are tool results the model sees.
             Err(message) => {
+                let tool = match language {
+                    Language::Python => TOOL_NAME,
+                    Language::TypeScript => TS_TOOL_NAME,
+                };
                 let report = RunReport::failed(
                     RunStatus::Error,
-                    format!("invalid run_python arguments: {message}"),
+                    format!("invalid {tool} arguments: {message}"),
                 );
                 return Ok(self.result(&report));
             }
@@ -202,7 +209,8 @@ impl BridgeServer {
                 .with_audited_code(self.settings.policy.audit_code.then_some(&*args.code))
                 .with_caller(dest.caller.clone())
                 .with_trace_context(trace)
-                .signing_in(SignInWay::Ask),
+                .signing_in(SignInWay::Ask)
+                .in_language(language),
         );
         let req = RunRequest {
             code: args.code,
@@ -354,11 +362,17 @@ impl ServerHandler for BridgeServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let definition = match self.target {
-            Target::One { .. } => tool::definition(),
-            Target::Many(_) => tool::definition_for_many(),
+        let many = matches!(self.target, Target::Many(_));
+        let definition = if many {
+            tool::definition_for_many()
+        } else {
+            tool::definition()
         };
-        Ok(ListToolsResult::with_all_items(vec![definition]))
+        let mut tools = vec![definition];
+        if self.settings.languages.typescript {
+            tools.push(tool::definition_ts(many));
+        }
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -366,15 +380,37 @@ impl ServerHandler for BridgeServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        if request.name != TOOL_NAME {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "unknown tool '{}'; the only tool is {TOOL_NAME}",
-                    request.name
-                ),
-                None,
-            ));
-        }
+        let language = match request.name.as_ref() {
+            TOOL_NAME => Language::Python,
+            TS_TOOL_NAME if self.settings.languages.typescript => Language::TypeScript,
+            TS_TOOL_NAME => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool '{TS_TOOL_NAME}': set MCP_BRIDGE_LANGUAGES=python,typescript \
+                         to offer it; the only tool is {TOOL_NAME}"
+                    ),
+                    None,
+                ))
+            }
+            _ if self.settings.languages.typescript => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool '{}'; the tools are {TOOL_NAME} and {TS_TOOL_NAME}",
+                        request.name
+                    ),
+                    None,
+                ))
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "unknown tool '{}'; the only tool is {TOOL_NAME}",
+                        request.name
+                    ),
+                    None,
+                ))
+            }
+        };
         let who = Who::of(&context);
         // Whose approval rounds these are: only the same caller's retry answers them.
         let caller = who.as_ref().map(Who::binding).unwrap_or_default();
@@ -399,8 +435,16 @@ impl ServerHandler for BridgeServer {
                 let arguments = request.arguments.clone();
                 let links = approve::takes_links(&context);
                 let run = move |asker, stop| async move {
-                    me.run_python(arguments, who.as_ref(), stop, progress, Some(asker), trace)
-                        .await
+                    me.run_python(
+                        language,
+                        arguments,
+                        who.as_ref(),
+                        stop,
+                        progress,
+                        Some(asker),
+                        trace,
+                    )
+                    .await
                 };
                 let response = self
                     .rounds
@@ -412,6 +456,7 @@ impl ServerHandler for BridgeServer {
         };
         let result = self
             .run_python(
+                language,
                 request.arguments,
                 who.as_ref(),
                 context.ct,

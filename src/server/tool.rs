@@ -1,4 +1,5 @@
-//! The `run_python` tool: its definition (kept small and constant) and argument parsing.
+//! The `run_python` tool (and `run_typescript`, offered with `MCP_BRIDGE_LANGUAGES`): their
+//! definitions (kept small and constant) and argument parsing.
 
 use std::sync::Arc;
 
@@ -18,6 +19,16 @@ MCP servers: pass servers=[\"name\"], then await mcp_<name>.<tool>(arg=...). Fin
 from mcp import runtime; runtime.search_tool_docs(\"query\"), \
 runtime.query_tool_docs(server, tool, detail=\"full\").";
 
+/// The TypeScript tool's name (`MCP_BRIDGE_LANGUAGES=python,typescript`).
+pub const TS_TOOL_NAME: &str = "run_typescript";
+
+/// The TypeScript tool's description: its helpers in brief, as the JavaScript systems name them.
+pub const TS_DESCRIPTION: &str = "Run TypeScript or JavaScript (node) in the same persistent \
+sandbox (no network). Top-level await; variables persist between calls; console.log is the \
+output. MCP servers: pass servers=[\"name\"], then await mcp_<name>.<tool>({...}) or \
+await callMCPTool(\"server\", \"tool\", {...}). Find tools: await searchTools(\"query\"), \
+await getToolSchema(server, tool), await listServers(), await discoverMCPTools().";
+
 /// The server instructions sent in `initialize` (under 2,048 characters: Claude Code's cap).
 pub const INSTRUCTIONS: &str = "Use run_python to reach the user's MCP servers: find tools with \
 runtime.search_tool_docs(\"task\"), load them with servers=[...], call \
@@ -27,6 +38,28 @@ await mcp_<server>.<tool>(...). Filter and aggregate in Python; print only what 
 /// defer tools behind a tool search (`anthropic/alwaysLoad`, Claude Code).
 pub fn definition() -> Tool {
     definition_with(None)
+}
+
+/// The `run_typescript` definition: [`definition`]'s schema (with `serve`'s `sandbox` and
+/// `release` when `many`) under the TypeScript tool's name and description.
+pub fn definition_ts(many: bool) -> Tool {
+    let mut tool = if many {
+        definition_for_many()
+    } else {
+        definition()
+    };
+    tool.name = TS_TOOL_NAME.into();
+    tool.description = Some(TS_DESCRIPTION.into());
+    let mut schema = (*tool.input_schema).clone();
+    if let Some(Value::Object(code)) = schema.get_mut("properties").and_then(|p| p.get_mut("code"))
+    {
+        code.insert(
+            "description".into(),
+            "TypeScript or JavaScript source".into(),
+        );
+    }
+    tool.input_schema = Arc::new(schema);
+    tool
 }
 
 /// The tool definition `serve --http` lists: [`definition`] plus the optional `sandbox`
@@ -252,6 +285,11 @@ mod tests {
         let def = serde_json::to_value(definition()).expect("serializes");
         assert_eq!(def["_meta"]["anthropic/alwaysLoad"], json!(true));
         assert!(def["inputSchema"]["properties"].get("sandbox").is_none());
+        let ts = serde_json::to_value(definition_ts(false)).expect("serializes");
+        assert_eq!(ts["name"], json!(TS_TOOL_NAME));
+        assert!(ts.to_string().len() < 1200, "run_typescript entry: {ts}");
+        assert_eq!(ts["inputSchema"]["required"], json!(["code"]));
+        assert_eq!(ts["_meta"]["anthropic/alwaysLoad"], json!(true));
         assert!(def["inputSchema"]["properties"].get("release").is_none());
         // serve --http adds the handle, described so that models pass it back.
         let many = serde_json::to_value(definition_for_many()).expect("serializes");

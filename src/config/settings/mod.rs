@@ -5,6 +5,7 @@ pub(super) mod guide_table;
 pub(super) mod host_paths;
 pub(super) mod host_system;
 pub(super) mod image_values;
+pub(super) mod languages;
 pub(super) mod modes;
 pub(super) mod mounts;
 pub(super) mod oauth_settings;
@@ -25,6 +26,7 @@ use self::image_values::{
     parse_absolute_path, parse_build_mode, parse_image_ref, parse_mirror, parse_pip_packages,
     ImageBuildMode,
 };
+use self::languages::{parse_languages, Languages};
 use self::modes::{
     parse_channel, parse_log_level, parse_output_mode, parse_runtime, ChannelMode, OutputMode,
     RuntimeChoice,
@@ -96,6 +98,8 @@ pub struct Settings {
     pub progress_interval: Duration,
     /// `MCP_BRIDGE_OUTPUT_MODE`.
     pub output_mode: OutputMode,
+    /// `MCP_BRIDGE_LANGUAGES`: the languages offered besides Python.
+    pub languages: Languages,
     /// `MCP_BRIDGE_LOG_LEVEL` (a tracing filter directive), when set; unset, `run` and `exec`
     /// log at `info` and the commands that speak to a person at `warn`.
     pub log_level: Option<String>,
@@ -253,6 +257,7 @@ impl Settings {
             snapshot_timeout: rows::SNAPSHOT_TIMEOUT.duration(var)?,
             progress_interval: rows::PROGRESS_INTERVAL.duration(var)?,
             output_mode: rows::OUTPUT_MODE.parse(var, OutputMode::Compact, parse_output_mode)?,
+            languages: languages::LANGUAGES.parse(var, Languages::default(), parse_languages)?,
             log_level: rows::LOG_LEVEL.parse(var, None, parse_log_level)?,
             max_output: rows::MAX_OUTPUT.get(var)? as usize,
             max_frame: rows::MAX_FRAME.get(var)? as usize,

@@ -375,6 +375,7 @@ pub const ROWS: &[Row] = &[
     Row::Number(&PROGRESS_INTERVAL),
     Row::Text(&STATE_DIR),
     Row::Text(&OUTPUT_MODE),
+    Row::Text(&super::languages::LANGUAGES),
     Row::Text(&LOG_LEVEL),
     Row::Number(&MAX_OUTPUT),
     Row::Number(&MAX_FRAME),

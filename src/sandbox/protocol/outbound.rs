@@ -39,6 +39,9 @@ pub enum Outbound<'a> {
         tools: &'a BTreeMap<&'a str, ExecTools<'a>>,
         /// Characters kept per output stream.
         output_limit: usize,
+        /// The code's language when it is not Python (`typescript`); absent for Python.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        language: Option<&'static str>,
     },
     /// Interrupt exec `id` if it still runs.
     Interrupt {
@@ -215,6 +218,7 @@ mod tests {
                 servers: ExecServers::Listed(&[]),
                 tools,
                 output_limit: 1,
+                language: None,
             };
             let v: Value = serde_json::from_slice(&frame.to_line()).expect("json");
             v["tools"]["gh"].clone()
@@ -255,6 +259,7 @@ mod tests {
                 servers: ExecServers::for_exec(&mut sent, &servers),
                 tools: &tools,
                 output_limit: 1,
+                language: None,
             };
             let v: Value = serde_json::from_slice(&frame.to_line()).expect("json");
             v["servers"].clone()
@@ -282,12 +287,28 @@ mod tests {
             servers: ExecServers::Listed(&[]),
             tools: &tools,
             output_limit: 10,
+            language: None,
         }
         .to_line();
         assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1);
         assert!(line.ends_with(b"\n"));
         let v: Value = serde_json::from_slice(&line).expect("valid json");
         assert_eq!(v["t"], "exec");
+        assert!(
+            v.get("language").is_none(),
+            "python frames carry no language"
+        );
+        let ts = Outbound::Exec {
+            id: 2,
+            code: "console.log(1)",
+            servers: ExecServers::Same,
+            tools: &tools,
+            output_limit: 10,
+            language: Some("typescript"),
+        }
+        .to_line();
+        let ts: Value = serde_json::from_slice(&ts).expect("valid json");
+        assert_eq!(ts["language"], "typescript");
         let reply = Outbound::Reply {
             id: 2,
             ok: false,

@@ -40,7 +40,7 @@ use super::error::{explain_exit, BridgeError};
 use super::posture::Expected;
 use super::progress::Progress;
 use super::protocol::{ExecServers, ExecTools, Outbound, RestoredFrame, ResultFrame, SentTools};
-use crate::calls::LoadedTools;
+use crate::calls::{Language, LoadedTools};
 use crate::container::{ContainerRuntime, SandboxSpec};
 use crate::outbox::{CellFiles, Outbox};
 use cell_progress::CellProgress;
@@ -224,6 +224,7 @@ impl Session {
                 servers: ExecServers::for_exec(&mut sent, &servers),
                 tools: &frame_tools,
                 output_limit,
+                language: (scope.language != Language::Python).then(|| scope.language.name()),
             }
             .to_line()
         };

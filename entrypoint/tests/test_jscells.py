@@ -1,0 +1,79 @@
+"""TypeScript cells' pieces that need no container: the harness's name splitting
+(`mcp__server__tool`, longest configured server name wins) and cell rewriting (declarations made
+globals), run by the host's node; and jscells' answer when there is no node at all. Node is
+required under CI=true (.ci/run installs it); elsewhere a missing node skips the harness tests."""
+import json
+import os
+import shutil
+import subprocess
+import unittest
+from pathlib import Path
+
+from entrypoint import jscells
+
+HARNESS = Path(__file__).resolve().parents[1] / "js" / "harness.js"
+NODE = shutil.which("node")
+
+
+def harness(expr):
+    """Evaluate `expr` (JavaScript, `h` is the harness's exports) with the host's node; its JSON."""
+    script = "const h = require(%s); process.stdout.write(JSON.stringify(%s))" % (
+        json.dumps(str(HARNESS)), expr)
+    out = subprocess.run([NODE, "-e", script], capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+@unittest.skipIf(NODE is None and os.environ.get("CI", "").lower() not in ("1", "true"),
+                 "node is not installed (CI installs it)")
+class HarnessTest(unittest.TestCase):
+    def test_the_longest_configured_server_name_wins(self):
+        self.assertEqual(harness("h.splitToolName('mcp__a__b__c', ['a', 'a__b'])"),
+                         {"server": "a__b", "tool": "c"})
+        self.assertEqual(harness("h.splitToolName('mcp__a__b__c', ['a'])"),
+                         {"server": "a", "tool": "b__c"})
+        self.assertEqual(harness("h.splitToolName('mcp__github__create_issue', ['git', 'github'])"),
+                         {"server": "github", "tool": "create_issue"})
+
+    def test_names_that_do_not_fit_are_null(self):
+        for expr in ("h.splitToolName('mcp__x__y', ['a'])", "h.splitToolName('a__b__c', ['a'])",
+                     "h.splitToolName('mcp__a__', ['a'])", "h.splitToolName(7, ['a'])",
+                     "h.splitToolName('mcp__a', ['a'])"):
+            self.assertIsNone(harness(expr), expr)
+
+    def test_aliases_match_the_python_side(self):
+        self.assertEqual(harness("[h.alias('my-server.v2'), h.alias('2fa'), h.alias('ok_1')]"),
+                         ["my_server_v2", "_2fa", "ok_1"])
+
+    def test_top_level_declarations_become_globals(self):
+        cell = harness("h.rewriteCell('const x = 1, y = 2\\nlet {a, b: c, ...d} = o; "
+                       "function f() { const inner = 1 }\\nclass K {}\\n(k)')")
+        self.assertEqual(sorted(cell["names"]), ["K", "a", "c", "d", "f", "x", "y"])
+        self.assertTrue(cell["prelude"].startswith("var "))
+        self.assertIn("void ( x = 1, y = 2)", cell["body"])
+        self.assertIn("void ( {a, b: c, ...d} = o)", cell["body"])
+        self.assertIn("globalThis.f = f;", cell["body"])
+        self.assertIn("K = class K {};", cell["body"])
+        self.assertIn("const inner = 1", cell["body"])  # not at the top level: kept
+        self.assertEqual(cell["body"].count("\n"), 3)  # the source's lines kept
+
+    def test_nested_and_quoted_declarations_are_left_alone(self):
+        src = ("for (const i of [1]) {}\\nconst s = 'const no = 1'\\n"
+               "const t = `${ {const: 1}.const }`\\nif (1) { let inside = 2 }\\nconst r = /const z/g")
+        cell = harness("h.rewriteCell(%s)" % json.dumps(src).replace("\\\\", "\\"))
+        self.assertEqual(sorted(cell["names"]), ["r", "s", "t"])
+
+
+class NoNodeTest(unittest.TestCase):
+    def test_an_image_without_node_says_how_to_get_it(self):
+        old = os.environ.get("PATH")
+        os.environ["PATH"] = "/nonexistent"
+        try:
+            why = jscells.JsCells(source="// harness").prepare()
+        finally:
+            os.environ["PATH"] = old
+        self.assertIn("no JavaScript runtime (node)", why)
+        self.assertIn("mcp-code-bridge image build", why)
+
+
+if __name__ == "__main__":
+    unittest.main()
