@@ -32,7 +32,7 @@ pub use servers::{discover, discover_with_env, Servers};
 pub use settings::data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SERVER_MESSAGE};
 pub use settings::guide_table::guide_table;
 pub use settings::image_values::ImageBuildMode;
-pub use settings::modes::{ChannelMode, OutputMode, RuntimeChoice};
+pub use settings::modes::{ChannelMode, OutputMode, PinTools, RuntimeChoice};
 pub use settings::mounts::{Mount, RESERVED_INSIDE};
 pub use settings::oauth_settings::OAuthSettings;
 pub use settings::overrides::Override;

@@ -36,6 +36,14 @@ impl UpstreamHostCalls {
         // Checked against the tool list of the running server; when it is not running (it
         // crashed since the run loaded it) the call restarts it and goes unchecked.
         if let Some(live) = up.live_now() {
+            // Changed or new since pinned: refused before its (pinned) schema is checked.
+            if live.held.contains(tool) {
+                return Err(UpstreamError::ToolChanged {
+                    server: server.into(),
+                    tool: tool.into(),
+                }
+                .into());
+            }
             let args = Value::Object(arguments);
             let checked = self.validators.check(server, &live.tools, tool, &args);
             let Value::Object(args) = args else {
