@@ -127,7 +127,7 @@ fn approve(settings: &Settings, name: &str, yes: bool) -> Result<String, String>
         .approve(name, &identity, &seen)
         .map_err(|e| format!("cannot record the approval: {e}"))?;
     Ok(format!(
-        "pinned {pinned} new tool definition(s) of '{shown}': its calls work again once the bridge restarts it"
+        "pinned {pinned} new tool definition(s) of '{shown}': calls to them work from now on"
     ))
 }
 

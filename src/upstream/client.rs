@@ -334,15 +334,17 @@ impl Upstream {
             }
         };
         // A tool changed or new since the server was pinned (`pins/`): refused until approved.
-        if live.held.contains(tool) {
+        // A held tool: the pins file is read for an approval given since (a refused call only).
+        if live.held.holds(tool) && live.held.still_held_now(tool) {
             return Err(UpstreamError::ToolChanged {
                 server: self.spec.name.clone(),
                 tool: tool.into(),
             });
         }
         // The live list holds no refused tool (filtered at its source): the rules are read only
-        // for a tool it lacks, to say which rule refuses it.
-        if !live.tools.iter().any(|t| t.name == tool) {
+        // for a tool it lacks, to say which rule refuses it. A tool approved since it was held
+        // is not in it as listed.
+        if !live.tools.iter().any(|t| t.name == tool) && !live.held.approved_since(tool) {
             let available = live.tools.iter().map(|t| t.name.to_string()).collect();
             return Err(UpstreamError::missing_tool(&self.spec, tool, available));
         }

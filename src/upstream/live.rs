@@ -30,7 +30,7 @@ pub struct Live {
     /// Its tools, as listed at connect time (a held tool as pinned, or left out: `pins/`).
     pub tools: Arc<Vec<Tool>>,
     /// The tools changed or new since the server was pinned: their calls are refused.
-    pub held: Arc<std::collections::HashSet<String>>,
+    pub held: Arc<super::pins::Held>,
     /// What the server said about itself at initialize.
     pub info: Option<Arc<ServerPeerInfo>>,
     /// The fast lane for `tools/call`: stdio servers with an `initialize` handshake.

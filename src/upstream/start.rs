@@ -267,7 +267,7 @@ impl Starter {
                 let checked = tokio::task::spawn_blocking(move || pins.check(&spec, tools))
                     .await
                     .map_err(|e| StartError::Redacted(format!("checking the pinned tools: {e}")))?
-                    .map_err(StartError::Pins)?;
+                    .map_err(|e| StartError::Pins(Box::new(e)))?;
                 (checked.tools, checked.held)
             }
         };

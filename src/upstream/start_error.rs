@@ -56,7 +56,7 @@ pub(super) enum StartError {
     Redacted(String),
     /// Its tool list could not be checked against its pins (`pins/`).
     #[error("{0}")]
-    Pins(#[source] super::pins::PinError),
+    Pins(#[source] Box<super::pins::PinError>),
     /// Listing its tools failed.
     #[error("tools/list failed: {0}")]
     ListTools(#[source] rmcp::ServiceError),

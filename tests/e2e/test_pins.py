@@ -117,6 +117,32 @@ def test_a_changed_tool_is_refused_shown_as_a_diff_and_works_once_approved(helpe
     assert "approve-changes" not in listing.stdout and "change\t" not in listing.stdout, listing.stdout
 
 
+def test_an_approval_reaches_a_bridge_that_is_running(helpers, tmp_path, bridge_factory):
+    """`run` keeps its server's connection: a call refused there works once approved, no restart."""
+    pin_dir, config = _setup(tmp_path)
+    env = _env(tmp_path, config, MCP_BRIDGE_PIN_TOOLS="1")
+    assert _probe(helpers, env, tmp_path)["greet"][0] == "ok"
+    (pin_dir / "greet.txt").write_text(NEW)
+    (pin_dir / "extra").write_text("")
+    b = bridge_factory(name="pins-running", env=env)
+    try:
+        def probe() -> dict:
+            r = b.run(PROBE, servers=["pinned"])
+            assert not r.is_error, r.text
+            return json.loads(r.structured["stdout"].strip().splitlines()[-1])
+
+        got = probe()
+        _refused(got, "greet")
+        _refused(got, "extra")
+        yes = _cli(helpers, env, tmp_path, "servers", "--approve-changes", "pinned", "--yes")
+        assert yes.returncode == 0, yes
+        got = probe()
+        assert got["greet"] == ["ok", "hello ada"] and got["extra"] == ["ok", "extra ran"], got
+        assert got["add"] == ["ok", 5], got
+    finally:
+        b.close()
+
+
 def test_a_tool_that_appears_later_is_refused_and_left_out(helpers, tmp_path):
     pin_dir, config = _setup(tmp_path)
     env = _env(tmp_path, config, MCP_BRIDGE_PIN_TOOLS="1")

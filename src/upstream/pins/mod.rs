@@ -10,15 +10,17 @@
 pub mod canonical;
 pub mod diff;
 mod error;
+pub mod held;
 pub mod store;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use rmcp::model::Tool;
 
 pub use error::PinError;
+pub use held::Held;
 
 use self::store::PinStore;
 use crate::config::{PinTools, ServerSpec, Transport};
@@ -37,7 +39,7 @@ pub struct Checked {
     /// The list shown to the sandbox, its search, docs and the tool cache.
     pub tools: Vec<Tool>,
     /// The changed or new tools, refused until approved.
-    pub held: Arc<HashSet<String>>,
+    pub held: Arc<Held>,
 }
 
 impl Pins {
@@ -89,6 +91,12 @@ impl Pins {
             changed = verdict.held.len(),
             "tools changed since they were pinned are refused until `mcp-code-bridge servers --approve-changes NAME`"
         );
+        let digests: HashMap<String, String> = listed
+            .into_iter()
+            .filter(|(name, _)| verdict.held.contains(name))
+            .map(|(name, def)| (name, def.sha256))
+            .collect();
+        let mut held_listed = HashMap::new();
         let record = self.store.record(&spec.name, &identity)?;
         let pinned = |name: &str| -> Option<Tool> {
             let pin = record.as_ref()?.tools.get(name)?;
@@ -100,8 +108,10 @@ impl Pins {
         let shown = tools
             .into_iter()
             .filter_map(|t| {
-                if verdict.held.contains(t.name.as_ref()) {
-                    pinned(&t.name)
+                if let Some(digest) = digests.get(t.name.as_ref()) {
+                    let shown = pinned(&t.name);
+                    held_listed.insert(t.name.to_string(), (digest.clone(), t));
+                    shown
                 } else {
                     Some(t)
                 }
@@ -109,7 +119,12 @@ impl Pins {
             .collect();
         Ok(Checked {
             tools: shown,
-            held: Arc::new(verdict.held.into_iter().collect()),
+            held: Arc::new(Held::new(
+                held_listed,
+                self.store.clone(),
+                &spec.name,
+                &identity,
+            )),
         })
     }
 
@@ -176,8 +191,32 @@ mod tests {
                 ("b".into(), Some("B".into()))
             ]
         );
-        let held: HashSet<String> = ["b", "c"].map(String::from).into();
-        assert_eq!(*later.held, held);
+        assert_eq!(later.held.names(), ["b", "c"]);
+        assert!(later.held.holds("b") && later.held.holds("c") && !later.held.holds("a"));
+        assert!(later.held.still_held_blocking("b"), "nothing approved yet");
+        // Approved in another process: found on the next refused call, then remembered.
+        let store = pins.store();
+        let rec = store
+            .record("s", &canonical::identity(&spec))
+            .expect("read")
+            .expect("a record");
+        let shown = rec
+            .pending
+            .iter()
+            .map(|(t, p)| (t.clone(), p.sha256.clone()))
+            .collect();
+        assert_eq!(
+            store
+                .approve("s", &canonical::identity(&spec), &shown)
+                .expect("approved"),
+            2
+        );
+        assert!(!later.held.still_held_blocking("b"));
+        assert!(!later.held.holds("b") && later.held.approved_since("b"));
+        assert!(
+            later.held.holds("c"),
+            "each tool is looked up on its own call"
+        );
     }
 
     #[test]
