@@ -64,6 +64,7 @@ enum Command {
     },
     /// List the discovered MCP servers, where each was defined, and config problems; exit 3
     /// when there are problems. Starts nothing.
+    #[command(group(clap::ArgGroup::new("approving").args(["allow", "approve_changes"]).multiple(true)))]
     Servers {
         /// Approve a project's server (its `.mcp.json`, `.cursor/mcp.json` or `.vscode/mcp.json`
         /// entry as written now) so the bridge may start it: shows the one definition `servers`
@@ -76,7 +77,7 @@ enum Command {
         from: Option<std::path::PathBuf>,
         /// With --allow or --approve-changes: approve without asking (after reading what it
         /// prints).
-        #[arg(long)]
+        #[arg(long, requires = "approving")]
         yes: bool,
         /// Pin the changed tool definitions this server listed since its tools were pinned
         /// (MCP_BRIDGE_PIN_TOOLS): shows the diff and asks on a terminal (or takes --yes).
