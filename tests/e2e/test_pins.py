@@ -201,3 +201,15 @@ def test_a_damaged_pins_file_is_a_clear_error_not_a_silent_re_pin(helpers, tmp_p
     assert pins.read_text().endswith('"identity": "0"'), "the damaged file is left as it was"
     listing = servers_cli(helpers.BRIDGE_BIN, env, tmp_path)
     assert listing.code == 3 and any("damaged" in m for _, m in listing.problems), listing.stdout
+
+
+def test_a_changed_tool_that_needs_approval_is_refused_as_changed_not_asked_for(helpers, tmp_path):
+    """The policy hears of the pin first: nobody is asked to approve a call that cannot run."""
+    pin_dir, config = _setup(tmp_path)
+    config.write_text(json.dumps({"mcpServers": {"pinned": {**_entry(pin_dir), "requireApproval": ["greet"]}}}))
+    env = _env(tmp_path, config, MCP_BRIDGE_PIN_TOOLS="1", MCP_BRIDGE_APPROVAL="allow")
+    assert _probe(helpers, env, tmp_path)["greet"] == ["ok", "hello ada"]
+    (pin_dir / "greet.txt").write_text(NEW)
+    got = _probe(helpers, {**env, "MCP_BRIDGE_APPROVAL": "ask"}, tmp_path)  # exec: nobody to ask
+    _refused(got, "greet")
+    assert got["add"] == ["ok", 5], got
