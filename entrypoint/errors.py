@@ -111,13 +111,22 @@ class AuthRequiredError(BridgeCallError, PermissionError):
     KIND = "auth_required"
 
 
+class ToolChangedError(BridgeCallError, PermissionError):
+    """The MCP server changed this tool's definition (or listed it after its tools were pinned);
+    calls to it are refused until the user reviews the change and runs the command the message
+    names (`mcp-code-bridge servers --approve-changes NAME`). The server's other tools work."""
+
+    __module__ = "mcp"
+    KIND = "tool_changed"
+
+
 MCPError = BridgeCallError  # the Python bridge's name for a failed MCP call
 
 
 EXCEPTIONS = (BridgeCallError, ToolError, ServerNotLoadedError, UnknownServerError,
               UnknownToolError, ToolDisabledError, ServerNotAllowedError, ServerError,
               InvalidArgumentsError, PolicyDeniedError, NotApprovedError, LimitExceededError,
-              AuthRequiredError)
+              AuthRequiredError, ToolChangedError)
 # Kinds with no class of their own: raised as a plain BridgeCallError carrying the kind. With the
 # KIND of each class in EXCEPTIONS, the kinds the host sends: the Rust test in
 # src/bridge/error_kind.rs holds this list equal to ErrorKind::ALL.

@@ -64,6 +64,7 @@ enum Command {
     },
     /// List the discovered MCP servers, where each was defined, and config problems; exit 3
     /// when there are problems. Starts nothing.
+    #[command(group(clap::ArgGroup::new("approving").args(["allow", "approve_changes"]).multiple(true)))]
     Servers {
         /// Approve a project's server (its `.mcp.json`, `.cursor/mcp.json` or `.vscode/mcp.json`
         /// entry as written now) so the bridge may start it: shows the one definition `servers`
@@ -74,9 +75,14 @@ enum Command {
         /// the same name).
         #[arg(long, value_name = "FILE", requires = "allow")]
         from: Option<std::path::PathBuf>,
-        /// With --allow: approve without asking (after reading the definition it prints).
-        #[arg(long, requires = "allow")]
+        /// With --allow or --approve-changes: approve without asking (after reading what it
+        /// prints).
+        #[arg(long, requires = "approving")]
         yes: bool,
+        /// Pin the changed tool definitions this server listed since its tools were pinned
+        /// (MCP_BRIDGE_PIN_TOOLS): shows the diff and asks on a terminal (or takes --yes).
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["allow", "from"])]
+        approve_changes: Option<String>,
     },
     /// Sign in to a remote MCP server (OAuth): opens the sign-in page with $BROWSER when set,
     /// else the desktop's opener, else prints the link; waits for the browser's callback on
@@ -315,10 +321,19 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             answer_defaults,
         )
         .await),
+        Command::Servers {
+            approve_changes: Some(name),
+            yes,
+            ..
+        } => Ok(mcp_code_bridge::cli::servers_pins::approve_changes(
+            &settings, &name, yes,
+        )),
         Command::Servers { allow, .. } if allow.is_empty() => {
             Ok(mcp_code_bridge::cli::servers::list(&settings))
         }
-        Command::Servers { allow, from, yes } => {
+        Command::Servers {
+            allow, from, yes, ..
+        } => {
             let args = mcp_code_bridge::cli::servers_allow::AllowArgs {
                 names: allow,
                 from,

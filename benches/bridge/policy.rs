@@ -67,6 +67,7 @@ impl HostCalls for Instant0 {
             read_only: false,
             hints_known: true,
             sign_in: None,
+            changed: None,
             creds: None,
         }
     }

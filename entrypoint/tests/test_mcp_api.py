@@ -13,7 +13,7 @@ KINDS = (("tool", "ToolError"), ("not_loaded", "ServerNotLoadedError"),
          ("tool_disabled", "ToolDisabledError"), ("not_allowed", "ServerNotAllowedError"),
          ("server", "ServerError"), ("policy_denied", "PolicyDeniedError"),
          ("not_approved", "NotApprovedError"), ("limit_exceeded", "LimitExceededError"),
-         ("auth_required", "AuthRequiredError"),
+         ("auth_required", "AuthRequiredError"), ("tool_changed", "ToolChangedError"),
          ("bad_request", "BridgeCallError"), (None, "BridgeCallError"))
 
 
@@ -296,11 +296,11 @@ class RuntimeHelperTest(McpCase):
             "(query, limit=5, detail='summary')",
             "call_tool (server, tool, args=None) False (server, tool, args=None)",
             "list_tools (server) False (server)",
-            "46 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
+            "47 True ['AuthRequiredError', 'BridgeCallError', 'InvalidArgumentsError', 'LimitExceededError', "
             "'MCPError', "
             "'NotApprovedError', 'PolicyDeniedError', 'ServerError', "
-            "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolDisabledError', 'ToolError', "
-            "'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
+            "'ServerNotAllowedError', 'ServerNotLoadedError', 'ToolChangedError', 'ToolDisabledError', "
+            "'ToolError', 'UnknownServerError', 'UnknownToolError', 'runtime', 'servers']"])
 
 
 

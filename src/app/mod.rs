@@ -189,6 +189,10 @@ impl App {
                 client_metadata_url: settings.oauth.client_metadata_url.clone(),
                 public: None,
             },
+            pins: Some(crate::upstream::pins::Pins::new(
+                &settings.state_dir,
+                settings.pin_tools,
+            )),
         };
         let pool = Arc::new(
             UpstreamPool::with_tasks(servers, &settings.state_dir, tasks)

@@ -36,11 +36,13 @@ pub enum ErrorKind {
     LimitExceeded,
     /// A remote server needs sign-in (`mcp-code-bridge login NAME`).
     AuthRequired,
+    /// The tool changed since it was pinned (`mcp-code-bridge servers --approve-changes NAME`).
+    ToolChanged,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 13] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::Tool,
         ErrorKind::NotLoaded,
         ErrorKind::UnknownServer,
@@ -54,6 +56,7 @@ impl ErrorKind {
         ErrorKind::NotApproved,
         ErrorKind::LimitExceeded,
         ErrorKind::AuthRequired,
+        ErrorKind::ToolChanged,
     ];
 
     /// The kind as it is written on the wire (`"not_loaded"`).
@@ -72,6 +75,7 @@ impl ErrorKind {
             ErrorKind::NotApproved => "not_approved",
             ErrorKind::LimitExceeded => "limit_exceeded",
             ErrorKind::AuthRequired => "auth_required",
+            ErrorKind::ToolChanged => "tool_changed",
         }
     }
 }
@@ -164,6 +168,7 @@ mod tests {
             ErrorKind::NotApproved => 10,
             ErrorKind::LimitExceeded => 11,
             ErrorKind::AuthRequired => 12,
+            ErrorKind::ToolChanged => 13,
         };
         for (i, kind) in ErrorKind::ALL.into_iter().enumerate() {
             assert_eq!(position(kind), i);

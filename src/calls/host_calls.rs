@@ -87,6 +87,10 @@ pub struct ToolFacts {
     /// The server needs sign-in (its last start met a 401): the message naming the command,
     /// raised as `AuthRequiredError` before approval is asked for a call that cannot run.
     pub sign_in: Option<String>,
+    /// The tool changed (or appeared) since its server's tools were pinned and is refused
+    /// until approved: the message naming the command, raised as `ToolChangedError` before
+    /// approval is asked for a call that cannot run.
+    pub changed: Option<String>,
     /// Whose credentials a call to a remote server uses (the audit line's `creds`): the
     /// caller's token name, or `operator`; `None` for a local (stdio) server.
     pub creds: Option<String>,

@@ -1,5 +1,5 @@
 //! The commands: `run` (one client over stdio), and those that speak to a person on a terminal
-//! (`servers`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`, `login`, `logout`, `skills`); [`safe_line`] is the last
+//! (`servers` with `servers_pins.rs`, `doctor`, `image`, `setup`, `exec`, `audit`, `kube`, `login`, `logout`, `skills`); [`safe_line`] is the last
 //! escape before that terminal. `serve --http` is `crate::http`.
 
 pub mod audit;
@@ -13,5 +13,6 @@ pub mod run;
 pub mod safe_line;
 pub mod servers;
 pub mod servers_allow;
+pub mod servers_pins;
 pub mod setup;
 pub mod skills;

@@ -1,6 +1,7 @@
 //! `mcp-code-bridge servers`: lists the discovered servers with their provenance and state,
 //! notes and problems, every piece from a config file escaped (`crate::shown`). Starts nothing.
-//! `--allow` is `cli/servers_allow.rs`.
+//! `--allow` is `cli/servers_allow.rs`; pinned tools' pending changes (`change` lines, a diff)
+//! and `--approve-changes` are `cli/servers_pins.rs`.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -28,16 +29,34 @@ pub fn list(settings: &Settings) -> ExitCode {
         );
     }
     let tokens = crate::upstream::oauth::store::TokenFile::new(&settings.state_dir);
+    let mut changes = Vec::new();
+    let mut pin_problems = Vec::new();
     for s in &found.specs {
+        let mut state = with_sign_in(state(s, &pool), s, &tokens);
+        // Pinned tools changed since: the state says so, the diff follows the table.
+        match crate::cli::servers_pins::pending(settings, s) {
+            Ok(None) => {}
+            Ok(Some((pending, diff))) => {
+                state = format!("{state}; {pending}");
+                changes.extend(diff.into_iter().map(|l| (s.name.clone(), l)));
+            }
+            Err(e) => pin_problems.push(e),
+        }
         let _ = writeln!(
             out,
             "{}\t{}\t{}\t{}\t{}",
             Shown(&s.name),
             s.transport.kind(),
             ShownPath(&s.source),
-            safe_line(&with_sign_in(state(s, &pool), s, &tokens)),
+            safe_line(&state),
             s.origin.label()
         );
+    }
+    for (name, line) in &changes {
+        let _ = writeln!(out, "change\t{}\t{}", Shown(name), safe_line(line));
+    }
+    for p in &pin_problems {
+        let _ = writeln!(out, "problem\tpins\t{}", safe_line(p));
     }
     for n in &found.notes {
         let _ = writeln!(
@@ -55,7 +74,7 @@ pub fn list(settings: &Settings) -> ExitCode {
             safe_line(&i.message)
         );
     }
-    if found.issues.is_empty() {
+    if found.issues.is_empty() && pin_problems.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(EXIT_PROBLEMS)

@@ -33,7 +33,7 @@ pub use settings::data::{DataSettings, ImageBudget, OutboxLimits, DEFAULT_MAX_SE
 pub use settings::guide_table::guide_table;
 pub use settings::image_values::ImageBuildMode;
 pub use settings::languages::Languages;
-pub use settings::modes::{ChannelMode, OutputMode, RuntimeChoice};
+pub use settings::modes::{ChannelMode, OutputMode, PinTools, RuntimeChoice};
 pub use settings::mounts::{Mount, RESERVED_INSIDE};
 pub use settings::oauth_settings::OAuthSettings;
 pub use settings::overrides::Override;

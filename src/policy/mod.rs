@@ -170,6 +170,17 @@ impl Policy {
             );
             return (refused, None);
         }
+        // A tool changed since its server was pinned cannot run either: say how to approve
+        // the change rather than ask for an approval of the call.
+        if let Some(message) = &facts.changed {
+            let refused = Decision::refused(
+                Verdict::Denied,
+                "tool changed since pinned",
+                ErrorKind::ToolChanged,
+                message.clone(),
+            );
+            return (refused, None);
+        }
         let reservation = match self
             .limits
             .admit(ctx, (&call.server, &call.tool), &policy.limits, &facts.file)

@@ -56,6 +56,8 @@ pub struct UpstreamTasks {
     pub question_timeout: Duration,
     /// How a sign-in inside a run goes (`MCP_BRIDGE_LOGIN_TIMEOUT`, the metadata document).
     pub login: super::oauth::login::LoginOptions,
+    /// The pinned tool definitions (`MCP_BRIDGE_PIN_TOOLS`); `None`: nothing is pinned.
+    pub pins: Option<super::pins::Pins>,
 }
 
 impl Default for UpstreamTasks {
@@ -69,6 +71,7 @@ impl Default for UpstreamTasks {
             tokens: None,
             question_timeout: Duration::from_secs(300),
             login: Default::default(),
+            pins: None,
         }
     }
 }
@@ -275,6 +278,7 @@ impl Upstream {
                     tokens: self.tasks.tokens.clone(),
                     flights: self.flights.clone(),
                     question_timeout: self.tasks.question_timeout,
+                    pins: self.tasks.pins.clone(),
                 },
                 status: self.status.clone(),
                 failures: (0, None),
@@ -330,9 +334,18 @@ impl Upstream {
                 Arc::new(Box::pin(self.connect(by)).await?)
             }
         };
+        // A tool changed or new since the server was pinned (`pins/`): refused until approved.
+        // A held tool: the pins file is read for an approval given since (a refused call only).
+        if live.held.holds(tool) && live.held.still_held_now(tool) {
+            return Err(UpstreamError::ToolChanged {
+                server: self.spec.name.clone(),
+                tool: tool.into(),
+            });
+        }
         // The live list holds no refused tool (filtered at its source): the rules are read only
-        // for a tool it lacks, to say which rule refuses it.
-        if !live.tools.iter().any(|t| t.name == tool) {
+        // for a tool it lacks, to say which rule refuses it. A tool approved since it was held
+        // is not in it as listed.
+        if !live.tools.iter().any(|t| t.name == tool) && !live.held.approved_since(tool) {
             let available = live.tools.iter().map(|t| t.name.to_string()).collect();
             return Err(UpstreamError::missing_tool(&self.spec, tool, available));
         }

@@ -138,6 +138,15 @@ pub enum UpstreamError {
         /// The server.
         server: String,
     },
+    /// The tool's definition changed (or the tool appeared) since the server's tools were
+    /// pinned: refused until the operator approves the change.
+    #[error("MCP server '{server}' changed the definition of its tool '{tool}' (or listed it after its tools were pinned); calls to it are refused until the user reviews the change and runs `mcp-code-bridge servers --approve-changes {server}`; its other tools work")]
+    ToolChanged {
+        /// The server.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
     /// The tool ran and reported an error, or the server rejected the request.
     #[error("{server}.{tool}: {message}")]
     Tool {
@@ -165,6 +174,7 @@ impl UpstreamError {
             | UpstreamError::Timeout { .. } => ErrorKind::Server,
             UpstreamError::Tool { .. } => ErrorKind::Tool,
             UpstreamError::TooManyClients { .. } => ErrorKind::LimitExceeded,
+            UpstreamError::ToolChanged { .. } => ErrorKind::ToolChanged,
             UpstreamError::AuthRequired { .. } | UpstreamError::CallerSignIn { .. } => {
                 ErrorKind::AuthRequired
             }

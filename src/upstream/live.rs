@@ -28,8 +28,10 @@ pub const STDERR_LINE_CHARS: usize = 1000;
 pub struct Live {
     /// The MCP peer (clone per call; concurrent calls are fine).
     pub peer: Peer<RoleClient>,
-    /// Its tools, as listed at connect time.
+    /// Its tools, as listed at connect time (a held tool as pinned, or left out: `pins/`).
     pub tools: Arc<Vec<Tool>>,
+    /// The tools changed or new since the server was pinned: their calls are refused.
+    pub held: Arc<super::pins::Held>,
     /// What the server said about itself at initialize.
     pub info: Option<Arc<ServerPeerInfo>>,
     /// The fast lane for `tools/call`: stdio servers with an `initialize` handshake.

@@ -7,7 +7,8 @@
 //! `remote_headers.rs` the headers of remote servers, `headers_helper.rs` Claude Code's
 //! `headersHelper` command that adds to them); `host/` answers the
 //! sandbox's host methods over the pool; `docs.rs`, `search/`, `result.rs` and `near.rs` ("did
-//! you mean") are pure; `validate/` checks arguments against input schemas before a call; `read_chunk.rs` sizes
+//! you mean") are pure; `validate/` checks arguments against input schemas before a call; `pins/` holds
+//! changed tool definitions to their pins; `read_chunk.rs` sizes
 //! the buffers a server's pipes are read into by what they carry. `elicit.rs` is the bridge's
 //! own client on each connection: a server's questions go to the run whose call is in flight,
 //! checked by `question.rs`.
@@ -27,6 +28,7 @@ mod near;
 pub mod oauth;
 mod owner;
 mod per_client;
+pub mod pins;
 mod pool;
 pub mod pytypes;
 mod question;

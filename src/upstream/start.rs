@@ -60,6 +60,8 @@ pub(super) struct Starter {
     pub flights: Arc<Flights>,
     /// How long a relayed question waits for the user (`MCP_BRIDGE_QUESTION_TIMEOUT`).
     pub question_timeout: Duration,
+    /// The pinned tool definitions, when pinning is on (`MCP_BRIDGE_PIN_TOOLS`).
+    pub pins: Option<super::pins::Pins>,
 }
 
 impl Starter {
@@ -263,9 +265,23 @@ impl Starter {
         // `allowedTools` / `disabledTools`: refused tools are hidden from the sandbox, its
         // listings, its search and the tool cache.
         tools.retain(|t| self.spec.tool_refusal(&t.name).is_none());
+        // Pinned definitions: a changed or new tool is held (`pins/`); the file work is
+        // blocking, and a start is rare.
+        let (tools, held) = match self.pins.clone().filter(|p| p.covers(&self.spec)) {
+            None => (tools, Default::default()),
+            Some(pins) => {
+                let spec = self.spec.clone();
+                let checked = tokio::task::spawn_blocking(move || pins.check(&spec, tools))
+                    .await
+                    .map_err(|e| StartError::Redacted(format!("checking the pinned tools: {e}")))?
+                    .map_err(|e| StartError::Pins(Box::new(e)))?;
+                (checked.tools, checked.held)
+            }
+        };
         let live = Live {
             peer,
             tools: self.list.share(tools),
+            held,
             info,
             lane,
             http_lane,
@@ -295,6 +311,7 @@ mod tests {
             tokens: None,
             flights: Arc::default(),
             question_timeout: Duration::from_secs(1),
+            pins: None,
         }
     }
 

@@ -54,7 +54,10 @@ pub(super) enum StartError {
     /// `[redacted]`.
     #[error("{0}")]
     Redacted(String),
-    /// The server did not list its tools.
+    /// Its tool list could not be checked against its pins (`pins/`).
+    #[error("{0}")]
+    Pins(#[source] Box<super::pins::PinError>),
+    /// Listing its tools failed.
     #[error("tools/list failed: {0}")]
     ListTools(#[source] rmcp::ServiceError),
 }

@@ -28,8 +28,8 @@ use self::image_values::{
 };
 use self::languages::{parse_languages, Languages};
 use self::modes::{
-    parse_channel, parse_log_level, parse_output_mode, parse_runtime, ChannelMode, OutputMode,
-    RuntimeChoice,
+    parse_channel, parse_log_level, parse_output_mode, parse_pin_tools, parse_runtime, ChannelMode,
+    OutputMode, PinTools, RuntimeChoice,
 };
 use self::mounts::{engine_sockets, HostRules};
 use self::oauth_settings::OAuthSettings;
@@ -124,6 +124,8 @@ pub struct Settings {
     /// `MCP_BRIDGE_CALL_LANE`: proxied `tools/call`s to stdio servers take the lane past rmcp's
     /// service loop (on by default); off, every call goes through rmcp's request path.
     pub call_lane: bool,
+    /// `MCP_BRIDGE_PIN_TOOLS`: whose tool definitions are pinned at first start.
+    pub pin_tools: PinTools,
     /// `DOCKER_HOST` (else `CONTAINER_HOST`), when set.
     pub docker_host: Option<String>,
     /// Which variable named the engine: `DOCKER_HOST` or `CONTAINER_HOST`.
@@ -267,6 +269,7 @@ impl Settings {
             allow_weak_sandbox: rows::ALLOW_WEAK_SANDBOX.get(var)?,
             structured_content: rows::STRUCTURED_CONTENT.get(var)?,
             call_lane: rows::CALL_LANE.get(var)?,
+            pin_tools: rows::PIN_TOOLS.parse(var, PinTools::Untrusted, parse_pin_tools)?,
             docker_host: paths.docker_host,
             docker_host_var: paths.docker_host_var,
             docker_tls: paths.docker_tls,

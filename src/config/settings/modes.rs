@@ -83,3 +83,23 @@ mod tests {
         assert!(parse_log_level("[[[").is_err());
     }
 }
+
+/// Which servers' tool definitions are pinned (`MCP_BRIDGE_PIN_TOOLS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PinTools {
+    /// Unset: the servers whose definitions the user did not write (project-scoped, remote).
+    #[default]
+    Untrusted,
+    /// `1`: every server.
+    All,
+    /// `0`: none.
+    Off,
+}
+
+/// `1` (every server) or `0` (none); unset is [`PinTools::Untrusted`].
+pub fn parse_pin_tools(v: &str) -> Result<PinTools, String> {
+    match super::values::parse_flag(v)? {
+        true => Ok(PinTools::All),
+        false => Ok(PinTools::Off),
+    }
+}

@@ -338,6 +338,13 @@ pub const SERVERS_CONFIG: Text = Text {
     allowed: "a file",
     doc: "one more server definition file",
 };
+/// `MCP_BRIDGE_PIN_TOOLS`.
+pub const PIN_TOOLS: Text = Text {
+    name: "MCP_BRIDGE_PIN_TOOLS",
+    default: "unset",
+    allowed: "`0` or `1`",
+    doc: "pin the tool definitions servers list at their first start (SHA-256, GUIDE \"Pinned tool definitions\"): a changed or new tool is refused with `ToolChangedError` until `servers --approve-changes NAME`; `1`: every server; unset: project-scoped and remote (`http`/`sse`) servers; `0`: none",
+};
 /// `MCP_BRIDGE_IMPORT_CLIENT_CONFIGS`.
 pub const IMPORT_CLIENT_CONFIGS: Flag = Flag {
     name: "MCP_BRIDGE_IMPORT_CLIENT_CONFIGS",
@@ -420,6 +427,7 @@ pub const ROWS: &[Row] = &[
     Row::Text(&CONFIG_DIR),
     Row::Text(&SERVERS_CONFIG),
     Row::Flag(&IMPORT_CLIENT_CONFIGS),
+    Row::Text(&PIN_TOOLS),
     Row::Flag(&ALLOW_SELF_SERVER),
     Row::Number(&oauth::LOGIN_TIMEOUT),
     Row::Text(&oauth::OAUTH_CLIENT_METADATA_URL),

@@ -218,6 +218,7 @@ mod tests {
             read_only,
             hints_known: hints.is_some(),
             sign_in: None,
+            changed: None,
             creds: None,
         }
     }

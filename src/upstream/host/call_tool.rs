@@ -36,6 +36,18 @@ impl UpstreamHostCalls {
         // Checked against the tool list of the running server; when it is not running (it
         // crashed since the run loaded it) the call restarts it and goes unchecked.
         if let Some(live) = up.live_now() {
+            // Changed or new since pinned (`pins/`): refused before its pinned schema is
+            // checked (the pins file is read for an approval given since: a refused call only).
+            if live.held.holds(tool) && live.held.still_held_now(tool) {
+                return Err(UpstreamError::ToolChanged {
+                    server: server.into(),
+                    tool: tool.into(),
+                }
+                .into());
+            }
+        }
+        // Approved since it was held: sent unchecked (the list holds its pinned text).
+        if let Some(live) = up.live_now().filter(|l| !l.held.approved_since(tool)) {
             let args = Value::Object(arguments);
             let checked = self.validators.check(server, &live.tools, tool, &args);
             let Value::Object(args) = args else {
@@ -105,9 +117,12 @@ impl UpstreamHostCalls {
         }
         // Rare: `{"result": v}`; the tool's output schema tells whether FastMCP wrapped `v`.
         let live = up.live_now();
-        let def = live
-            .as_ref()
-            .and_then(|l| l.tools.iter().find(|t| t.name == tool));
+        // A tool approved since it was held: the definition it listed, not the pinned one.
+        let def = live.as_ref().and_then(|l| {
+            l.held
+                .approved_definition(tool)
+                .or_else(|| l.tools.iter().find(|t| t.name == tool))
+        });
         Ok(result::unwrap_fastmcp(value, def))
     }
 }

@@ -180,6 +180,17 @@ impl HostCalls for UpstreamHostCalls {
             read_only,
             hints_known: hints.is_some(),
             sign_in: up.needs_sign_in().then(|| up.sign_in_refusal().to_string()),
+            // Held to its pin (`pins/`; the file read only for a held tool).
+            changed: up
+                .live_handle()
+                .filter(|l| l.held.holds(tool) && l.held.still_held_now(tool))
+                .map(|_| {
+                    UpstreamError::ToolChanged {
+                        server: server.into(),
+                        tool: tool.into(),
+                    }
+                    .to_string()
+                }),
             creds,
         }
     }
