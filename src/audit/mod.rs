@@ -6,6 +6,7 @@
 
 mod dropped;
 mod file;
+mod net;
 pub mod read;
 mod record;
 mod writer;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 pub use file::{FIX_AUDIT, ROTATED};
+pub use net::NetRecord;
 pub use record::{
     CallRecord, Record, RotatedRecord, RunRecord, MAX_ARGUMENTS, MAX_DROPPED_RUNS, MAX_NAME,
 };
@@ -107,6 +109,11 @@ impl AuditLog {
     /// disk after it. Never waits.
     pub fn run(&self, record: RunRecord) {
         self.send(Record::Run(record.bounded()));
+    }
+
+    /// Queues an egress connection's line (bounded first: [`NetRecord::bounded`]); never waits.
+    pub fn net(&self, record: NetRecord) {
+        self.send(Record::Net(record.bounded()));
     }
 
     fn send(&self, record: Record) {

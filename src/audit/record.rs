@@ -203,6 +203,8 @@ pub enum Record {
     Run(RunRecord),
     /// A rotation dropped the oldest file.
     Rotated(RotatedRecord),
+    /// A connection through the egress proxy.
+    Net(super::net::NetRecord),
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ pub use settings::guide_table::guide_table;
 pub use settings::image_values::ImageBuildMode;
 pub use settings::modes::{ChannelMode, OutputMode, RuntimeChoice};
 pub use settings::mounts::{Mount, RESERVED_INSIDE};
+pub use settings::net_settings::{parse_host, AllowEntry, AllowHost, NetSettings};
 pub use settings::oauth_settings::OAuthSettings;
 pub use settings::overrides::Override;
 pub use settings::policy_settings::{ApprovalMode, PolicySettings};
