@@ -42,25 +42,14 @@ pub struct EgressPolicy {
 
 impl EgressPolicy {
     /// The policy of `settings`, or `None` when the list is empty (no network).
-    ///
-    /// # Errors
-    /// The hosts file (`MCP_BRIDGE_NETWORK_HOSTS`) cannot be read.
-    pub fn new(
-        settings: &NetSettings,
-        audit: Option<AuditLog>,
-    ) -> std::io::Result<Option<EgressPolicy>> {
-        if !settings.enabled() {
-            return Ok(None);
-        }
-        let resolver = resolve::Resolver::new(settings.hosts_file.as_deref())
-            .map_err(|e| std::io::Error::other(format!("MCP_BRIDGE_NETWORK_HOSTS: {e}")))?;
-        Ok(Some(EgressPolicy {
+    pub fn new(settings: &NetSettings, audit: Option<AuditLog>) -> Option<EgressPolicy> {
+        settings.enabled().then(|| EgressPolicy {
             allow: settings.allow.clone(),
-            resolver,
+            resolver: resolve::Resolver::new(settings.hosts_file.as_deref()),
             audit,
             max_connections: settings.max_connections,
             max_bytes: settings.max_bytes,
-        }))
+        })
     }
 
     /// A fresh budget for one sandbox.

@@ -157,7 +157,20 @@ where
 /// Answers `refusal` with a 403 naming the setting.
 async fn refuse<S: AsyncWrite + Unpin>(client: &mut S, refusal: &Refusal) -> Ending {
     let text = format!("mcp-code-bridge refused this connection: {refusal}\n");
-    let _ = respond(client, 403, "Forbidden", &text).await;
+    // The reason phrase carries it too: clients show it in their error (urllib's `HTTPError`,
+    // `Tunnel connection failed: 403 ...`) where they drop the body.
+    let phrase: String = format!("Forbidden: {refusal}")
+        .chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .take(300)
+        .collect();
+    let _ = respond(client, 403, &phrase, &text).await;
     Ending::because("refused", format!("{}: {refusal}", refusal.kind()))
 }
 

@@ -3,8 +3,9 @@
 //! (tests point names at loopback and metadata addresses this way).
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The largest hosts file read.
@@ -23,6 +24,9 @@ pub enum ResolveError {
     /// The lookup took longer than [`LOOKUP_TIMEOUT`].
     #[error("its lookup timed out")]
     Timeout,
+    /// The hosts file `MCP_BRIDGE_NETWORK_HOSTS` names cannot be read.
+    #[error("the hosts file MCP_BRIDGE_NETWORK_HOSTS names cannot be read")]
+    HostsFile,
 }
 
 /// Where names are looked up.
@@ -32,26 +36,17 @@ pub enum Resolver {
     System,
     /// Only these names (lower case).
     Hosts(HashMap<String, Vec<IpAddr>>),
+    /// Only the names of this hosts file, read at each lookup (at most [`MAX_HOSTS_FILE`]).
+    HostsFile(PathBuf),
 }
 
 impl Resolver {
     /// The resolver for `hosts_file`: the system's when `None`.
-    ///
-    /// # Errors
-    /// The file cannot be read, or is larger than [`MAX_HOSTS_FILE`].
-    pub fn new(hosts_file: Option<&Path>) -> std::io::Result<Resolver> {
-        let Some(path) = hosts_file else {
-            return Ok(Resolver::System);
-        };
-        let meta = std::fs::metadata(path)?;
-        if meta.len() > MAX_HOSTS_FILE {
-            return Err(std::io::Error::other(format!(
-                "larger than {MAX_HOSTS_FILE} bytes"
-            )));
+    pub fn new(hosts_file: Option<&Path>) -> Resolver {
+        match hosts_file {
+            None => Resolver::System,
+            Some(path) => Resolver::HostsFile(path.to_path_buf()),
         }
-        Ok(Resolver::Hosts(parse_hosts(&std::fs::read_to_string(
-            path,
-        )?)))
     }
 
     /// The addresses of `name` (lower case), at most [`MAX_ADDRESSES`], in the resolver's order.
@@ -61,6 +56,13 @@ impl Resolver {
     pub async fn lookup(&self, name: &str, port: u16) -> Result<Vec<IpAddr>, ResolveError> {
         let found = match self {
             Resolver::Hosts(map) => map.get(name).cloned().unwrap_or_default(),
+            Resolver::HostsFile(path) => {
+                let mut text = String::new();
+                std::fs::File::open(path)
+                    .and_then(|f| f.take(MAX_HOSTS_FILE).read_to_string(&mut text))
+                    .map_err(|_| ResolveError::HostsFile)?;
+                parse_hosts(&text).remove(name).unwrap_or_default()
+            }
             Resolver::System => {
                 match tokio::time::timeout(LOOKUP_TIMEOUT, tokio::net::lookup_host((name, port)))
                     .await

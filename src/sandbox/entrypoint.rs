@@ -26,6 +26,7 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("confine.py", include_str!("../../entrypoint/confine.py")),
+    ("egress.py", include_str!("../../entrypoint/egress.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),

@@ -1,0 +1,226 @@
+"""The egress allow list (GUIDE.md, "Network"; issue 34 point 2) with real containers: a cell
+reaches an allowed local HTTP server with urllib through the bridge's proxy (the container
+keeps no interface of its own: the entrypoint's relay on the sandbox's loopback carries each
+connection over a unix socket to the bridge), and is refused, with an error naming
+MCP_BRIDGE_NETWORK_ALLOW, a host not on the list, a name resolving to 127.0.0.1 or
+169.254.169.254 (names come from the hosts file MCP_BRIDGE_NETWORK_HOSTS), a redirect from an
+allowed host to another, a CONNECT whose name is not the listed address, and connections past
+the run's bound. Every connection is one audit line. Without the setting there is no network.
+
+Local servers only (loopback), as everywhere in these tests.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+SETTING = "MCP_BRIDGE_NETWORK_ALLOW"
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    other_port = 0
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        if self.path.startswith("/redirect-ip"):
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{self.other_port}/hello")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path.startswith("/redirect-meta"):
+            self.send_response(302)
+            self.send_header("Location", "http://meta.test/latest/meta-data/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = b"hello from the host"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _serve() -> tuple[http.server.ThreadingHTTPServer, int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, server.server_address[1]
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """Two local HTTP servers: `allowed` (on the list) and `other` (not)."""
+    other, other_port = _serve()
+    allowed, port = _serve()
+    _Handler.other_port = other_port
+    yield {"port": port, "other": other_port}
+    allowed.shutdown()
+    other.shutdown()
+
+
+@pytest.fixture(scope="module")
+def net_bridge(bridge_factory, servers, tmp_path_factory):
+    d = tmp_path_factory.mktemp("egress")
+    hosts = d / "hosts"
+    hosts.write_text("127.0.0.1 local.test\n169.254.169.254 meta.test\n")
+    log = d / "audit.log"
+    port = servers["port"]
+    env = {
+        SETTING: f"127.0.0.1:{port},local.test:{servers['other']},meta.test",
+        "MCP_BRIDGE_NETWORK_HOSTS": str(hosts),
+        "MCP_BRIDGE_NETWORK_MAX_CONNECTIONS": "20",
+        "MCP_BRIDGE_AUDIT_LOG": str(log),
+    }
+    b = bridge_factory(name="egress", env=env)
+    b.log = log
+    yield b
+    b.close()
+
+
+def fetch(url: str) -> str:
+    """A cell printing what urllib got from `url`, or the error's text."""
+    return (
+        "import urllib.request, urllib.error\n"
+        "try:\n"
+        f"    print('BODY', urllib.request.urlopen({url!r}, timeout=20).read().decode())\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    print('HTTPERROR', e.code, e, e.read().decode(errors='replace'))\n"
+        "except Exception as e:\n"
+        "    print('ERROR', type(e).__name__, e)\n"
+    )
+
+
+def records(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.engine
+def test_an_allowed_local_server_is_reached_with_urllib(net_bridge, servers):
+    r = net_bridge.run(fetch(f"http://127.0.0.1:{servers['port']}/hello"))
+    assert not r.is_error, r
+    assert "BODY hello from the host" in r.text, r
+    r = net_bridge.run("import os; print(os.environ['HTTP_PROXY'].startswith('http://127.0.0.1:'))")
+    assert "True" in r.text, r
+
+
+@pytest.mark.engine
+def test_a_host_not_on_the_list_is_refused_naming_the_setting(net_bridge, servers):
+    r = net_bridge.run(fetch(f"http://127.0.0.1:{servers['other']}/hello"))
+    assert "HTTPERROR 403" in r.text and SETTING in r.text, r
+    assert "hello from the host" not in r.text, r
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("name,why", [("local.test", "loopback"), ("meta.test", "metadata")])
+def test_a_name_resolving_to_loopback_or_metadata_is_refused(net_bridge, servers, name, why):
+    # local.test is listed on the port of `other`, whose IP (127.0.0.1) is not listed with it
+    port = servers["other"] if name == "local.test" else 80
+    r = net_bridge.run(fetch(f"http://{name}:{port}/hello"))
+    assert "HTTPERROR 403" in r.text and SETTING in r.text and why in r.text, r
+    assert "hello from the host" not in r.text, r
+
+
+@pytest.mark.engine
+@pytest.mark.parametrize("path", ["/redirect-ip", "/redirect-meta"])
+def test_a_redirect_from_an_allowed_host_is_checked_like_a_first_request(net_bridge, servers, path):
+    r = net_bridge.run(fetch(f"http://127.0.0.1:{servers['port']}{path}"))
+    assert "HTTPERROR 403" in r.text and SETTING in r.text, r
+    assert "hello from the host" not in r.text, r
+
+
+@pytest.mark.engine
+def test_a_connect_is_checked_by_its_own_target(net_bridge, servers):
+    port = servers["port"]
+    code = (
+        "import os, socket\n"
+        "host, port = os.environ['HTTPS_PROXY'].rsplit('/', 1)[1].split(':')\n"
+        "def tunnel(target, host_header):\n"
+        "    s = socket.create_connection((host, int(port)), timeout=20)\n"
+        "    s.sendall(f'CONNECT {target} HTTP/1.1\\r\\nHost: {host_header}\\r\\n\\r\\n'.encode())\n"
+        "    first = s.recv(4096).decode(errors='replace')\n"
+        "    if first.startswith('HTTP/1.1 200'):\n"
+        "        s.sendall(b'GET /hello HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
+        "        first += s.recv(4096).decode(errors='replace')\n"
+        "    s.close()\n"
+        "    return first\n"
+        f"print('NAME', tunnel('other.test:{port}', '127.0.0.1:{port}'))\n"
+        f"print('LOCAL', tunnel('local.test:{servers['other']}', '127.0.0.1:{port}'))\n"
+        f"print('LISTED', tunnel('127.0.0.1:{port}', 'other.test'))\n"
+        "import urllib.request\n"
+        "try:\n"
+        "    urllib.request.urlopen('https://other.test/', timeout=20)\n"
+        "except Exception as e:\n"
+        "    print('HTTPS', e)\n"
+    )
+    r = net_bridge.run(code)
+    lines = {line.split(" ", 1)[0]: line for line in r.text.splitlines() if line[:1].isupper()}
+    assert "403" in lines.get("NAME", "") and SETTING in lines["NAME"], r
+    assert "403" in lines.get("LOCAL", "") and "loopback" in r.text, r
+    assert "hello from the host" in r.text.split("LISTED", 1)[1], r
+    assert "Tunnel connection failed: 403" in lines.get("HTTPS", "") and SETTING in lines["HTTPS"], r
+
+
+@pytest.mark.engine
+def test_a_flood_of_connections_is_bounded_per_run(net_bridge, servers):
+    url = f"http://127.0.0.1:{servers['port']}/hello"
+    code = (
+        "import urllib.request, urllib.error\n"
+        "ok = refused = 0\n"
+        "last = ''\n"
+        "for _ in range(40):\n"
+        "    try:\n"
+        f"        urllib.request.urlopen({url!r}, timeout=20).read(); ok += 1\n"
+        "    except urllib.error.HTTPError as e:\n"
+        "        refused += 1; last = str(e)\n"
+        "print('COUNTS', ok, refused, last)\n"
+    )
+    r = net_bridge.run(code)
+    assert "COUNTS 20 20" in r.text and "MCP_BRIDGE_NETWORK_MAX_CONNECTIONS" in r.text, r
+    # the next run has its own budget
+    r = net_bridge.run(fetch(url))
+    assert "BODY hello from the host" in r.text, r
+
+
+@pytest.mark.engine
+def test_every_connection_is_one_audit_line(net_bridge, servers, helpers):
+    port = servers["port"]
+    marker = f"/hello?audit-{port}"
+    net_bridge.run(fetch(f"http://127.0.0.1:{port}{marker}"))
+    net_bridge.run(fetch(f"http://127.0.0.1:{servers['other']}/audit"))
+
+    def found():
+        lines = [r for r in records(net_bridge.log) if r.get("kind") == "net"]
+        ok = [r for r in lines if r["outcome"] == "ok" and r["port"] == port and r["bytes_down"] > 0]
+        refused = [r for r in lines if r["outcome"] == "refused" and r["port"] == servers["other"]]
+        return (ok, refused) if ok and refused else None
+
+    got = helpers.poll(found, timeout=30, interval=0.1)
+    assert got, f"no net lines in {net_bridge.log}:\n{net_bridge.log.read_text() if net_bridge.log.exists() else ''}"
+    ok, refused = got
+    assert ok[-1]["host"] == "127.0.0.1" and ok[-1]["method"] == "GET" and ok[-1]["bytes_up"] > 0
+    assert ok[-1]["run"] and ok[-1]["addr"] == f"127.0.0.1:{port}"
+    assert SETTING in refused[-1]["reason"]
+
+
+@pytest.mark.engine
+def test_without_the_setting_there_is_no_network(bridge, servers):
+    code = (
+        "import os, socket\n"
+        "print('PROXY', [k for k in os.environ if k.lower().endswith('_proxy')])\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {servers['port']}), timeout=5)\n"
+        "    print('CONNECTED')\n"
+        "except OSError as e:\n"
+        "    print('NO NETWORK', e)\n"
+    )
+    r = bridge.run(code)
+    assert "PROXY []" in r.text and "NO NETWORK" in r.text and "CONNECTED" not in r.text, r
