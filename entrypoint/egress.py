@@ -9,6 +9,7 @@ import os
 import select
 import socket
 import struct
+import sys
 import threading
 
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
@@ -57,6 +58,9 @@ def start(fd):
     for name in ("NO_PROXY", "no_proxy"):
         os.environ.pop(name, None)
     state["proxy"] = url
+    packages = os.environ.get("MCP_BRIDGE_PACKAGES")
+    if packages and packages not in sys.path:
+        sys.path.append(packages)  # python3 -I ignores PYTHONPATH; pip installs here
     return url
 
 

@@ -9,7 +9,7 @@
 
 /// The recipe version: the `mcp-code-bridge.image-recipe` label of images this binary builds.
 /// An image with an older one is stale (`image status`, `doctor`).
-pub const RECIPE_VERSION: u32 = 4;
+pub const RECIPE_VERSION: u32 = 5;
 /// The label carrying [`RECIPE_VERSION`].
 pub const LABEL_RECIPE: &str = "mcp-code-bridge.image-recipe";
 /// The label naming the recipe an image came from (see [`Source`]).

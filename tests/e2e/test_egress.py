@@ -5,16 +5,22 @@ connection over a unix socket to the bridge), and is refused, with an error nami
 MCP_BRIDGE_NETWORK_ALLOW, a host not on the list, a name resolving to 127.0.0.1 or
 169.254.169.254 (names come from the hosts file MCP_BRIDGE_NETWORK_HOSTS), a redirect from an
 allowed host to another, a CONNECT whose name is not the listed address, and connections past
-the run's bound. Every connection is one audit line. Without the setting there is no network.
+the run's bound. Every connection is one audit line. With the list, the sandbox has a package
+folder on sys.path that may hold compiled code, and `python -m pip install` fills it from an
+allowed local PEP 503 index (a wheel built here). Without the setting there is no network.
 
 Local servers only (loopback), as everywhere in these tests.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import http.server
 import json
 import threading
+import zipfile
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -54,15 +60,49 @@ def _serve() -> tuple[http.server.ThreadingHTTPServer, int]:
     return server, server.server_address[1]
 
 
+def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> Path:
+    """A minimal pure-Python wheel, as pip accepts it (METADATA, WHEEL, RECORD)."""
+    dist = f"{name}-{version}.dist-info"
+    contents = dict(files)
+    contents[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    contents[f"{dist}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    record = []
+    for path, text in contents.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{dist}/RECORD,,")
+    contents[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    whl = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for path, text in contents.items():
+            z.writestr(path, text)
+    return whl
+
+
+def _index(root: Path) -> Path:
+    """A PEP 503 simple index with one project, `mcb-demo`, holding a wheel built here."""
+    files = root / "files"
+    files.mkdir(parents=True)
+    whl = _wheel(files, "mcb_demo", "1.0", {"mcb_demo/__init__.py": "VALUE = 'installed by pip'\n"})
+    project = root / "simple" / "mcb-demo"
+    project.mkdir(parents=True)
+    (project / "index.html").write_text(f'<html><body><a href="../../files/{whl.name}">{whl.name}</a></body></html>\n')
+    return root
+
+
 @pytest.fixture(scope="module")
-def servers():
-    """Two local HTTP servers: `allowed` (on the list) and `other` (not)."""
+def servers(tmp_path_factory):
+    """Local HTTP servers: `port` (on the list), `other` (not) and `index` (a package index)."""
     other, other_port = _serve()
     allowed, port = _serve()
     _Handler.other_port = other_port
-    yield {"port": port, "other": other_port}
-    allowed.shutdown()
-    other.shutdown()
+    root = _index(tmp_path_factory.mktemp("index"))
+    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    index = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=index.serve_forever, daemon=True).start()
+    yield {"port": port, "other": other_port, "index": index.server_address[1]}
+    for s in (allowed, other, index):
+        s.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +113,7 @@ def net_bridge(bridge_factory, servers, tmp_path_factory):
     log = d / "audit.log"
     port = servers["port"]
     env = {
-        SETTING: f"127.0.0.1:{port},local.test:{servers['other']},meta.test",
+        SETTING: f"127.0.0.1:{port},local.test:{servers['other']},meta.test,127.0.0.1:{servers['index']}",
         "MCP_BRIDGE_NETWORK_HOSTS": str(hosts),
         "MCP_BRIDGE_NETWORK_MAX_CONNECTIONS": "20",
         "MCP_BRIDGE_AUDIT_LOG": str(log),
@@ -149,7 +189,8 @@ def test_a_connect_is_checked_by_its_own_target(net_bridge, servers):
         "    first = s.recv(4096).decode(errors='replace')\n"
         "    if first.startswith('HTTP/1.1 200'):\n"
         "        s.sendall(b'GET /hello HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n')\n"
-        "        first += s.recv(4096).decode(errors='replace')\n"
+        "        while chunk := s.recv(4096):  # the server closes after its answer\n"
+        "            first += chunk.decode(errors='replace')\n"
         "    s.close()\n"
         "    return first\n"
         f"print('NAME', tunnel('other.test:{port}', '127.0.0.1:{port}'))\n"
@@ -216,6 +257,7 @@ def test_without_the_setting_there_is_no_network(bridge, servers):
     code = (
         "import os, socket\n"
         "print('PROXY', [k for k in os.environ if k.lower().endswith('_proxy')])\n"
+        "print('PACKAGES', os.path.exists('/opt/packages'))\n"
         "try:\n"
         f"    socket.create_connection(('127.0.0.1', {servers['port']}), timeout=5)\n"
         "    print('CONNECTED')\n"
@@ -224,3 +266,40 @@ def test_without_the_setting_there_is_no_network(bridge, servers):
     )
     r = bridge.run(code)
     assert "PROXY []" in r.text and "NO NETWORK" in r.text and "CONNECTED" not in r.text, r
+    assert "PACKAGES False" in r.text, r
+
+
+@pytest.mark.engine
+def test_the_package_folder_is_on_sys_path_and_may_hold_compiled_code(net_bridge):
+    # a shared library copied there loads (the folder is not noexec); the same copy in /tmp does not
+    code = (
+        "import ctypes, ctypes.util, glob, shutil, sys\n"
+        "lib = sorted(glob.glob('/usr/lib/*/libz.so.1') + glob.glob('/lib/*/libz.so.1'))[0]\n"
+        "print('ON PATH', '/opt/packages' in sys.path)\n"
+        "for where in ('/opt/packages', '/tmp'):\n"
+        "    copy = shutil.copy(lib, where + '/libz-copy.so')\n"
+        "    try:\n"
+        "        print('LOADED', where, ctypes.CDLL(copy).zlibVersion is not None)\n"
+        "    except OSError as e:\n"
+        "        print('REFUSED', where, e)\n"
+    )
+    r = net_bridge.run(code)
+    assert "ON PATH True" in r.text, r
+    assert "LOADED /opt/packages True" in r.text, r
+    assert "REFUSED /tmp" in r.text, r
+
+
+@pytest.mark.engine
+def test_pip_installs_from_an_allowed_index_into_the_package_folder(net_bridge, servers):
+    index = f"http://127.0.0.1:{servers['index']}/simple/"
+    code = (
+        "import subprocess, sys\n"
+        f"p = subprocess.run([sys.executable, '-m', 'pip', 'install', '--index-url', {index!r}, 'mcb-demo'],\n"
+        "                   capture_output=True, text=True, timeout=120)\n"
+        "print('PIP', p.returncode, p.stdout[-2000:], p.stderr[-2000:])\n"
+        "import mcb_demo\n"
+        "print('VALUE', mcb_demo.VALUE, mcb_demo.__file__)\n"
+    )
+    r = net_bridge.run(code, timeout=120, wait=150)
+    assert "PIP 0" in r.text, r
+    assert "VALUE installed by pip /opt/packages/mcb_demo/__init__.py" in r.text, r

@@ -46,6 +46,15 @@ pub const NETWORK_MAX_CONNECTIONS: Number = Number::new(
     "connections through the proxy per run; later ones are refused",
 );
 
+/// `MCP_BRIDGE_NETWORK_PACKAGES_SIZE`.
+pub const NETWORK_PACKAGES_SIZE: Number = Number::new(
+    "MCP_BRIDGE_NETWORK_PACKAGES_SIZE",
+    Unit::Bytes,
+    256 * MIB,
+    (16 * MIB, 64 * GIB),
+    "size of the sandbox's package folder (`/opt/packages`, on `sys.path`, the one writable place that may hold compiled extensions; counted in `MCP_BRIDGE_MEMORY`); only with `MCP_BRIDGE_NETWORK_ALLOW`",
+);
+
 /// Where an entry points.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AllowHost {
@@ -85,6 +94,8 @@ pub struct NetSettings {
     pub max_bytes: u64,
     /// `MCP_BRIDGE_NETWORK_MAX_CONNECTIONS`.
     pub max_connections: u64,
+    /// `MCP_BRIDGE_NETWORK_PACKAGES_SIZE`.
+    pub packages_size: u64,
 }
 
 impl NetSettings {
@@ -105,6 +116,7 @@ impl NetSettings {
             })?,
             max_bytes: NETWORK_MAX_BYTES.get(var)?,
             max_connections: NETWORK_MAX_CONNECTIONS.get(var)?,
+            packages_size: NETWORK_PACKAGES_SIZE.get(var)?,
         })
     }
 

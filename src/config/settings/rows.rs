@@ -401,6 +401,7 @@ pub const ROWS: &[Row] = &[
     Row::Text(&net::NETWORK_HOSTS),
     Row::Number(&net::NETWORK_MAX_BYTES),
     Row::Number(&net::NETWORK_MAX_CONNECTIONS),
+    Row::Number(&net::NETWORK_PACKAGES_SIZE),
     Row::Text(&policy::AUDIT_LOG),
     Row::Flag(&policy::AUDIT_VALUES),
     Row::Number(&policy::AUDIT_MAX_BYTES),
