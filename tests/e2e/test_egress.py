@@ -303,3 +303,14 @@ def test_pip_installs_from_an_allowed_index_into_the_package_folder(net_bridge, 
     r = net_bridge.run(code, timeout=120, wait=150)
     assert "PIP 0" in r.text, r
     assert "VALUE installed by pip /opt/packages/mcb_demo/__init__.py" in r.text, r
+
+
+@pytest.mark.engine
+def test_without_the_socket_channel_the_list_is_refused_naming_it(bridge_factory, servers):
+    env = {SETTING: f"127.0.0.1:{servers['port']}", "MCP_BRIDGE_CHANNEL": "stdio"}
+    b = bridge_factory(name="egress-stdio", env=env)
+    try:
+        r = b.run("print('ran')")
+        assert r.is_error and SETTING in r.text and "ran" not in r.text, r
+    finally:
+        b.close()
