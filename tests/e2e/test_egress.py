@@ -60,18 +60,18 @@ def _serve() -> tuple[http.server.ThreadingHTTPServer, int]:
     return server, server.server_address[1]
 
 
-def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> Path:
+def _wheel(folder: Path, name: str, version: str, files: dict[str, str | bytes]) -> Path:
     """A minimal pure-Python wheel, as pip accepts it (METADATA, WHEEL, RECORD)."""
     dist = f"{name}-{version}.dist-info"
-    contents = dict(files)
-    contents[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    contents[f"{dist}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    contents = {path: data if isinstance(data, bytes) else data.encode() for path, data in files.items()}
+    contents[f"{dist}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    contents[f"{dist}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     record = []
-    for path, text in contents.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    for path, data in contents.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
     record.append(f"{dist}/RECORD,,")
-    contents[f"{dist}/RECORD"] = "\n".join(record) + "\n"
+    contents[f"{dist}/RECORD"] = ("\n".join(record) + "\n").encode()
     whl = folder / f"{name}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(whl, "w") as z:
         for path, text in contents.items():
@@ -79,14 +79,31 @@ def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> Path
     return whl
 
 
+# A package with compiled code: the host's zlib (Debian's, as in the image) loaded by its module.
+NATIVE_INIT = (
+    "import ctypes, os\n"
+    "lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), 'libz-copy.so'))\n"
+    "lib.zlibVersion.restype = ctypes.c_char_p\n"
+    "VERSION = lib.zlibVersion().decode()\n"
+)
+
+
 def _index(root: Path) -> Path:
-    """A PEP 503 simple index with one project, `mcb-demo`, holding a wheel built here."""
+    """A PEP 503 simple index of wheels built here: `mcb-demo` (pure Python) and `mcb-native`
+    (a shared library its module loads)."""
     files = root / "files"
     files.mkdir(parents=True)
-    whl = _wheel(files, "mcb_demo", "1.0", {"mcb_demo/__init__.py": "VALUE = 'installed by pip'\n"})
-    project = root / "simple" / "mcb-demo"
-    project.mkdir(parents=True)
-    (project / "index.html").write_text(f'<html><body><a href="../../files/{whl.name}">{whl.name}</a></body></html>\n')
+    zlib = next(p for p in (Path("/lib/x86_64-linux-gnu/libz.so.1"), Path("/usr/lib/x86_64-linux-gnu/libz.so.1"),
+                            Path("/lib/aarch64-linux-gnu/libz.so.1")) if p.exists())
+    wheels = {
+        "mcb-demo": _wheel(files, "mcb_demo", "1.0", {"mcb_demo/__init__.py": "VALUE = 'installed by pip'\n"}),
+        "mcb-native": _wheel(files, "mcb_native", "1.0", {"mcb_native/__init__.py": NATIVE_INIT,
+                                                          "mcb_native/libz-copy.so": zlib.read_bytes()}),
+    }
+    for project, whl in wheels.items():
+        folder = root / "simple" / project
+        folder.mkdir(parents=True)
+        (folder / "index.html").write_text(f'<html><body><a href="../../files/{whl.name}">{whl.name}</a></body></html>\n')
     return root
 
 
@@ -294,15 +311,18 @@ def test_pip_installs_from_an_allowed_index_into_the_package_folder(net_bridge, 
     index = f"http://127.0.0.1:{servers['index']}/simple/"
     code = (
         "import subprocess, sys\n"
-        f"p = subprocess.run([sys.executable, '-m', 'pip', 'install', '--index-url', {index!r}, 'mcb-demo'],\n"
+        f"p = subprocess.run([sys.executable, '-m', 'pip', 'install', '--index-url', {index!r}, 'mcb-demo', 'mcb-native'],\n"
         "                   capture_output=True, text=True, timeout=120)\n"
         "print('PIP', p.returncode, p.stdout[-2000:], p.stderr[-2000:])\n"
         "import mcb_demo\n"
         "print('VALUE', mcb_demo.VALUE, mcb_demo.__file__)\n"
+        "import mcb_native\n"
+        "print('NATIVE', mcb_native.VERSION, mcb_native.__file__)\n"
     )
     r = net_bridge.run(code, timeout=120, wait=150)
     assert "PIP 0" in r.text, r
     assert "VALUE installed by pip /opt/packages/mcb_demo/__init__.py" in r.text, r
+    assert "NATIVE 1." in r.text and "/opt/packages/mcb_native/__init__.py" in r.text, r
 
 
 @pytest.mark.engine
