@@ -158,7 +158,8 @@ enum Command {
     /// Show the audit log's last entries (MCP_BRIDGE_AUDIT_LOG, and its rotated files when
     /// --last reaches back): one line per tool call, a summary line ending each run; refused
     /// calls stand out (DENIED, LIMIT, DECLINED, UNAPPROVED) and the header counts them. Lines
-    /// that are not audit entries are skipped and counted. Exit 2 when no log is named.
+    /// that are not audit entries are skipped and counted. Exit 2 when no log is named. With
+    /// --verify, check the log's chain of MACs instead and name the first line that does not hold.
     Audit {
         /// How many entries to show (the newest).
         #[arg(long, value_name = "N", default_value_t = mcp_code_bridge::cli::audit::DEFAULT_LAST)]
@@ -169,6 +170,10 @@ enum Command {
         /// The log to read [default: MCP_BRIDGE_AUDIT_LOG].
         #[arg(long, value_name = "PATH")]
         file: Option<std::path::PathBuf>,
+        /// Check the log's chain of MACs, oldest kept file first, instead: exit 0 when every
+        /// line holds, 1 naming the first line that does not, 2 when it cannot be checked.
+        #[arg(long, conflicts_with_all = ["last", "json"])]
+        verify: bool,
     },
     /// Sandboxes on Kubernetes: print the pod spec the design uses, judge its self-check.
     Kube {
@@ -269,7 +274,7 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
     }
     // An audit log that cannot be written safely stops the bridge: never run unaudited.
     let audit = if runs_code {
-        match AuditLog::open(&settings.policy) {
+        match AuditLog::open(&settings.policy, &settings.state_dir) {
             Ok(log) => log,
             Err(e) => {
                 eprintln!("mcp-code-bridge: {}", safe_line(&e.to_string()));
@@ -343,7 +348,16 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             };
             Ok(mcp_code_bridge::cli::setup::run(&settings, &opts))
         }
-        Command::Audit { last, json, file } => {
+        Command::Audit {
+            file, verify: true, ..
+        } => Ok(mcp_code_bridge::cli::audit_verify::verify(
+            settings.policy.audit_log.as_deref(),
+            file.as_deref(),
+            &settings.state_dir,
+        )),
+        Command::Audit {
+            last, json, file, ..
+        } => {
             let args = mcp_code_bridge::cli::audit::AuditArgs { last, json, file };
             Ok(mcp_code_bridge::cli::audit::audit(
                 settings.policy.audit_log.as_deref(),

@@ -20,6 +20,8 @@ mod sandbox_preload;
 mod upstream;
 // Servers shared by many clients: a process per client for "perClient", replies never cross.
 mod upstream_per_client;
+// A streamable HTTP server: the HTTP lane, questions on a call's stream, calls withdrawn.
+mod upstream_http;
 
 // Client config files as each client writes them: provenance, consent, what starts.
 mod client_homes;

@@ -202,6 +202,72 @@ async fn direct(url: &str, token: Option<String>) -> RunningService<RoleClient, 
         .expect("initialize the remote server directly")
 }
 
+/// A bare streamable HTTP session made with reqwest alone (no rmcp): each call one POST whose
+/// whole body is read, as a client with no service loop or worker tasks would make it. A
+/// reference for what rmcp's client path costs per call, not a client to use.
+struct Raw {
+    http: reqwest::Client,
+    url: String,
+    session: Option<String>,
+    token: Option<String>,
+}
+
+impl Raw {
+    fn post(&self, body: serde_json::Value) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(s) = &self.session {
+            r = r
+                .header("mcp-session-id", s)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        if let Some(t) = &self.token {
+            r = r.bearer_auth(t);
+        }
+        r
+    }
+
+    async fn open(url: &str, token: Option<String>) -> Raw {
+        let mut raw = Raw {
+            http: reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("a reqwest client"),
+            url: url.to_string(),
+            session: None,
+            token,
+        };
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "bench-raw", "version": "0"}}});
+        let answer = raw.post(init).send().await.expect("raw initialize");
+        raw.session = answer
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        answer.bytes().await.expect("raw initialize body");
+        let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        raw.post(done).send().await.expect("raw initialized");
+        raw
+    }
+
+    async fn call(&self, id: u64) {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "x"}}});
+        let body = self.post(call).send().await.expect("raw call");
+        let body = body.bytes().await.expect("raw call body");
+        assert!(
+            body.windows(9).any(|w| w == b"\"result\":"),
+            "a raw call's answer has a result"
+        );
+    }
+}
+
 /// Proxied and direct echo calls to `url`, alternating in blocks: (proxied µs, direct µs, the
 /// ratio of each proxied block's median to the direct block's just before it).
 async fn calls(
@@ -209,8 +275,9 @@ async fn calls(
     url: &str,
     token: Option<String>,
     quick: bool,
-) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
     let (n, blocks) = if quick { (200, 4) } else { (1000, 20) };
+    let raw = Raw::open(url, token.clone()).await;
     let d = direct(url, token).await;
     let b = Bridge::start(work, &[]).await;
     let args: JsonObject = json!({"text": "x"}).as_object().cloned().expect("object");
@@ -226,7 +293,15 @@ async fn calls(
     let code = REMOTE_SEQ_CODE.replace("__N__", &(n / blocks).to_string());
     let (mut proxied, mut direct_us) = (Vec::with_capacity(n), Vec::with_capacity(n));
     let mut ratios = Vec::with_capacity(blocks);
+    let mut raw_us = Vec::with_capacity(n);
+    let mut raw_id = 1 << 20;
     for _ in 0..blocks {
+        for _ in 0..n / blocks {
+            raw_id += 1;
+            let s = Instant::now();
+            raw.call(raw_id).await;
+            raw_us.push(s.elapsed().as_secs_f64() * 1e6);
+        }
         let mut block = Vec::with_capacity(n / blocks);
         for _ in 0..n / blocks {
             let s = Instant::now();
@@ -240,7 +315,7 @@ async fn calls(
     }
     b.stop().await;
     let _ = d.cancel().await;
-    (proxied, direct_us, ratios)
+    (proxied, direct_us, ratios, raw_us)
 }
 
 /// The scenario `remote` (benches/RESULTS.md, "Issue 32: remote calls and sign-in").
@@ -277,7 +352,7 @@ pub async fn remote(t: &mut Table, quick: bool) {
         } else {
             None
         };
-        let (proxied, direct, mut ratios) = calls(&work, &url, token, quick).await;
+        let (proxied, direct, mut ratios, raw) = calls(&work, &url, token, quick).await;
         let (p, d) = (summarize(&proxied), summarize(&direct));
         ratios.sort_by(f64::total_cmp);
         t.add(
@@ -291,6 +366,12 @@ pub async fn remote(t: &mut Table, quick: bool) {
             "µs/call",
             d,
             "",
+        );
+        t.add(
+            &format!("remote HTTP ({label}): bare reqwest POST, no rmcp (reference)"),
+            "µs/call",
+            summarize(&raw),
+            "what rmcp's client path costs: direct minus this",
         );
         t.single(
             &format!("remote HTTP ({label}): proxied ÷ direct (medians)"),

@@ -7,16 +7,26 @@
 //! oldest dropped), and a new `0600` file started. Nothing goes unannounced: when a rotation
 //! drops `PATH.3`, the new file's first line is a `rotated` record saying how many lines and
 //! which runs it held (`dropped.rs`), and the first such drop is logged as a warning.
+//!
+//! Lines are chained (`mac.rs`): several bridges may append to one log, so each append holds
+//! an exclusive `flock` on `PATH.lock` (beside the log, never renamed), opens the current
+//! file again (another bridge may have rotated it), rotates when due, reads the last line's
+//! MAC from the file's last bytes only, and writes its line sealed after it. A file's first
+//! line names the MAC it follows (`PATH.1`'s last, so a rotation carries the chain on); a
+//! line after one with no MAC starts the chain afresh from zeros.
 
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::checked_dir::{Access, CheckedDir};
 use crate::shown::ShownPath;
 
 use super::dropped::summarize;
+use super::head::Head;
+use super::mac::{seal, ChainKey, Mac, GENESIS, MAC_FIELD, PREV_FIELD};
 use super::record::{Record, RotatedRecord};
 use super::AuditError;
 
@@ -31,34 +41,55 @@ pub const ROTATED: usize = 3;
 pub struct AuditFile {
     dir: CheckedDir,
     name: String,
+    /// The current file as last opened.
     file: File,
-    size: u64,
+    /// `NAME.lock`: held while a line is appended.
+    lock: File,
+    key: ChainKey,
+    /// The last MAC written, kept in the state folder; `None` in tests that need none.
+    head: Option<Head>,
+    /// Whether a log not ending in the head was warned of (once per process).
+    warned_cut: bool,
     max: u64,
     /// Whether dropping a rotated file was warned of (once per process).
     warned_drop: bool,
 }
 
 impl AuditFile {
-    /// Opens (or creates, `0600`) the log at `path`, rotated past `max` bytes.
+    /// Opens (or creates, `0600`) the log at `path`, rotated past `max` bytes, its lines
+    /// chained under `key`.
     ///
     /// # Errors
     /// [`AuditError`] when the folder or the file is not safe, or cannot be opened.
-    pub fn open(path: &Path, max: u64) -> Result<AuditFile, AuditError> {
+    pub fn open(path: &Path, max: u64, key: ChainKey) -> Result<AuditFile, AuditError> {
         let (parent, name) = match (path.parent(), path.file_name().and_then(|n| n.to_str())) {
             (Some(p), Some(n)) if !p.as_os_str().is_empty() => (p, n.to_string()),
             _ => return Err(file_error(path, "not a file path (or not UTF-8)".into())),
         };
         let dir = CheckedDir::open(parent, Access::Shared, FIX_AUDIT)?;
         let file = open_in(&dir, &name)?;
-        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let lock_name = format!("{name}.lock");
+        let lock = dir
+            .open_file(&lock_name, libc::O_RDWR | libc::O_CREAT, 0o600)
+            .map_err(|e| file_error(&dir.join(&lock_name), e.to_string()))?;
         Ok(AuditFile {
             dir,
             name,
             file,
-            size,
+            lock,
+            key,
+            head: None,
+            warned_cut: false,
             max,
             warned_drop: false,
         })
+    }
+
+    /// This file, keeping the last MAC written in `head` and chaining to it when the log does
+    /// not end in it (lines cut from its end, or added).
+    pub fn with_head(mut self, head: Head) -> Self {
+        self.head = Some(head);
+        self
     }
 
     /// The log's path.
@@ -66,17 +97,83 @@ impl AuditFile {
         self.dir.join(&self.name)
     }
 
-    /// Appends `line` (which ends in a newline), rotating first when it would pass the limit.
+    /// Appends `record` (one JSON object, no newline) as a chained line, rotating first when
+    /// it would pass the limit; under the log's lock, so appends of several bridges never fork
+    /// the chain.
     ///
     /// # Errors
-    /// The rotation or the write failed.
-    pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
-        if self.size > 0 && self.size.saturating_add(line.len() as u64) > self.max {
+    /// The lock, the rotation or the write failed.
+    pub fn append(&mut self, record: &[u8]) -> io::Result<()> {
+        let _held = Held::take(&self.lock)?;
+        // Another bridge may have rotated the file since: write to the one the name holds.
+        self.file = open_in(&self.dir, &self.name).map_err(io::Error::other)?;
+        let size = self.file.metadata()?.len();
+        let line = (record.len() + PREV_FIELD + MAC_FIELD + 2) as u64;
+        if size > 0 && size.saturating_add(line) > self.max {
             self.rotate()?;
         }
-        self.file.write_all(line)?;
-        self.size += line.len() as u64;
+        self.chain(record)
+    }
+
+    /// Writes `record` sealed after the current file's last MAC (see the module doc).
+    fn chain(&mut self, record: &[u8]) -> io::Result<()> {
+        let size = self.file.metadata()?.len();
+        let (mut prev, mut anchor, newline) = if size == 0 {
+            (self.last_of_previous(), true, false)
+        } else {
+            match last_mac(&self.file, size)? {
+                Tail::Mac(mac) => (mac, false, false),
+                Tail::None { ended } => (GENESIS, true, !ended),
+            }
+        };
+        if let Some(last) = self.head.as_ref().and_then(Head::read) {
+            if last != prev {
+                // The log does not end in the last line written: it follows that line, so the
+                // gap shows as a broken link.
+                self.warn_cut();
+                (prev, anchor) = (last, true);
+            }
+        }
+        let (mut line, mac) = seal(&self.key, record, &prev, anchor);
+        if newline {
+            // A line cut short before ours stays a line of its own (and fails the check).
+            line.insert(0, b'\n');
+        }
+        self.file.write_all(&line)?;
+        if let Some(head) = &self.head {
+            head.write(&mac)?;
+        }
         Ok(())
+    }
+
+    fn warn_cut(&mut self) {
+        if !self.warned_cut {
+            self.warned_cut = true;
+            tracing::warn!(
+                file = %ShownPath(&self.path()),
+                "the audit log does not end in the last line written to it: lines were removed \
+                 or added; the next line follows the last one written, so `audit --verify` \
+                 shows the gap (warned once)"
+            );
+        }
+    }
+
+    /// The last MAC of `NAME.1`, which a new file follows; zeros when there is none.
+    fn last_of_previous(&self) -> Mac {
+        let name = format!("{}.1", self.name);
+        let Ok(file) = self
+            .dir
+            .open_file(&name, libc::O_RDONLY | libc::O_NONBLOCK, 0)
+        else {
+            return GENESIS;
+        };
+        match file.metadata().map(|m| m.len()) {
+            Ok(size) if size > 0 => match last_mac(&file, size) {
+                Ok(Tail::Mac(mac)) => mac,
+                _ => GENESIS,
+            },
+            _ => GENESIS,
+        }
     }
 
     /// Flushes the file to disk (`fsync`).
@@ -84,7 +181,13 @@ impl AuditFile {
     /// # Errors
     /// As `fsync(2)`.
     pub fn sync(&self) -> io::Result<()> {
-        self.file.sync_all()
+        self.file.sync_all()?;
+        // The log first, then the head: after a crash the head names a line on disk (as far
+        // as the kernel's write-back order allows).
+        match &self.head {
+            Some(head) => head.sync(),
+            None => Ok(()),
+        }
     }
 
     fn rotate(&mut self) -> io::Result<()> {
@@ -101,7 +204,6 @@ impl AuditFile {
         self.dir
             .rename_file(&self.name, &format!("{}.1", self.name))?;
         self.file = open_in(&self.dir, &self.name).map_err(io::Error::other)?;
-        self.size = self.file.metadata()?.len();
         if let Some(record) = dropped {
             self.announce(record)?;
         }
@@ -148,11 +250,60 @@ impl AuditFile {
                 record.dropped_runs.len() as u64 + record.more_runs
             );
         }
-        let mut line = serde_json::to_vec(&Record::Rotated(record)).map_err(io::Error::other)?;
-        line.push(b'\n');
-        self.file.write_all(&line)?;
-        self.size += line.len() as u64;
-        Ok(())
+        let line = serde_json::to_vec(&Record::Rotated(record)).map_err(io::Error::other)?;
+        self.chain(&line)
+    }
+}
+
+/// What a file's last bytes say of its last line.
+enum Tail {
+    /// It ends in a MAC.
+    Mac(Mac),
+    /// It carries none; `ended`: it ends in a newline.
+    None {
+        /// Whether the file ends in a newline.
+        ended: bool,
+    },
+}
+
+/// The MAC of the last line of `file` (`size` bytes), reading only its last bytes.
+fn last_mac(file: &File, size: u64) -> io::Result<Tail> {
+    let want = (MAC_FIELD + 1).min(size as usize);
+    let mut buf = vec![0u8; want];
+    file.read_exact_at(&mut buf, size - want as u64)?;
+    let Some(line) = buf.strip_suffix(b"\n") else {
+        return Ok(Tail::None { ended: false });
+    };
+    Ok(match super::mac::trailing(line) {
+        Some(mac) => Tail::Mac(mac),
+        None => Tail::None { ended: true },
+    })
+}
+
+/// An exclusive `flock` on a file of the [`AuditFile`] (which outlives the guard), released
+/// when dropped.
+struct Held(std::os::fd::RawFd);
+
+impl Held {
+    /// Waits for the lock (another bridge holds it only while it appends one line).
+    fn take(file: &File) -> io::Result<Held> {
+        loop {
+            // SAFETY: flock on a descriptor the AuditFile keeps open for the guard's life.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(Held(file.as_raw_fd()));
+            }
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::Interrupted {
+                return Err(err);
+            }
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: as in `take`.
+        unsafe { libc::flock(self.0, libc::LOCK_UN) };
     }
 }
 
@@ -166,7 +317,8 @@ fn now() -> String {
 /// Opens `name` in `dir` for appending and checks it (see the module doc).
 fn open_in(dir: &CheckedDir, name: &str) -> Result<File, AuditError> {
     let path = dir.join(name);
-    let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_NONBLOCK;
+    // Read too: the last line's MAC is read back before each append.
+    let flags = libc::O_RDWR | libc::O_CREAT | libc::O_APPEND | libc::O_NONBLOCK;
     let file = match dir.open_file(name, flags, 0o600) {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
@@ -207,21 +359,26 @@ mod tests {
         std::fs::symlink_metadata(path).expect("stat").mode() & 0o7777
     }
 
+    fn key() -> ChainKey {
+        ChainKey([5; 32])
+    }
+
     #[test]
     fn a_new_log_is_0600_and_rotates_by_size_keeping_three() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
-        let mut log = AuditFile::open(&path, 1000).expect("open");
+        let mut log = AuditFile::open(&path, 1000, key()).expect("open");
         assert_eq!(mode_of(&path), 0o600);
-        // Each line is 400 bytes: two fit in 1000 (with a rotation line), the third starts a
-        // new file.
-        let line = |i: u64| {
+        // Each record is 320 bytes, about 400 sealed: two fit in 1000 (with a rotation
+        // line), the third starts a new file.
+        let record = |i: u64| {
             let head = format!("{{\"kind\":\"call\",\"run\":\"{i:016x}\",\"pad\":\"");
-            format!("{head}{}\"}}\n", "x".repeat(400 - head.len() - 3))
+            format!("{head}{}\"}}", "x".repeat(320 - head.len() - 2))
         };
+        let body = |i: u64| record(i).trim_end_matches('}').to_string();
         for i in 0..9 {
-            assert_eq!(line(i).len(), 400);
-            log.append(line(i).as_bytes()).expect("append");
+            assert_eq!(record(i).len(), 320);
+            log.append(record(i).as_bytes()).expect("append");
         }
         let read = |p: &Path| std::fs::read_to_string(p).expect("read");
         let at = |n: &str| PathBuf::from(format!("{}{n}", path.display()));
@@ -239,24 +396,48 @@ mod tests {
             r.dropped_runs,
             [format!("{:016x}", 0), format!("{:016x}", 1)]
         );
-        assert_eq!(format!("{}\n", lines[1]), line(8));
-        assert!(read(&at(".1")).starts_with(&line(6)));
-        assert!(read(&at(".3")).starts_with(&line(2)));
+        assert!(lines[1].starts_with(&body(8)), "{}", lines[1]);
+        assert!(read(&at(".1")).starts_with(&body(6)));
+        assert!(read(&at(".3")).starts_with(&body(2)));
         assert!(!at(".4").exists(), "only three rotated files are kept");
         for p in [path.clone(), at(".1"), at(".2"), at(".3")] {
             assert_eq!(mode_of(&p), 0o600, "{}", p.display());
         }
-        // Opening again appends to the current file and knows its size.
-        let mut again = AuditFile::open(&path, 1000).expect("reopen");
-        again.append(line(9).as_bytes()).expect("append");
+        // Opening again appends to the current file.
+        let mut again = AuditFile::open(&path, 1 << 20, key()).expect("reopen");
+        again.append(record(9).as_bytes()).expect("append");
         assert_eq!(read(&path).lines().count(), 3);
         // Rotations that drop nothing announce nothing.
         let fresh = dir.path().join("fresh.log");
-        let mut log = AuditFile::open(&fresh, 1000).expect("open");
+        let mut log = AuditFile::open(&fresh, 1000, key()).expect("open");
         for i in 0..4 {
-            log.append(line(i).as_bytes()).expect("append");
+            log.append(record(i).as_bytes()).expect("append");
         }
-        assert!(read(&fresh).starts_with(&line(2)));
+        assert!(read(&fresh).starts_with(&body(2)));
+    }
+
+    #[test]
+    fn a_file_rotated_by_another_writer_is_followed_and_a_cut_line_kept_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("audit.log");
+        let mut a = AuditFile::open(&path, 1 << 20, key()).expect("open");
+        a.append(b"{\"n\":1}").expect("append");
+        // Moved aside (as another bridge's rotation does): the next line goes to a new file
+        // at PATH, and names the moved file's last MAC.
+        std::fs::rename(&path, dir.path().join("audit.log.1")).expect("rename");
+        a.append(b"{\"n\":2}").expect("append");
+        let old = std::fs::read_to_string(dir.path().join("audit.log.1")).expect("read");
+        let new = std::fs::read_to_string(&path).expect("read");
+        let last = super::super::mac::trailing(old.trim_end().as_bytes()).expect("a MAC");
+        let prev = format!("\"prev\":\"{}\"", super::super::mac::hex(&last));
+        assert!(new.starts_with("{\"n\":2,") && new.contains(&prev), "{new}");
+        // A line cut short (no newline): ours starts on a line of its own, from zeros.
+        std::fs::write(&path, "{\"n\":").expect("write");
+        a.append(b"{\"n\":3}").expect("append");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "{\"n\":");
+        assert!(lines[1].contains(&"0".repeat(64)), "{text}");
     }
 
     #[test]
@@ -266,20 +447,24 @@ mod tests {
         std::fs::write(&target, "").expect("write");
         let link = dir.path().join("link.log");
         symlink(&target, &link).expect("symlink");
-        let err = AuditFile::open(&link, 4096).err().expect("link refused");
+        let err = AuditFile::open(&link, 4096, key())
+            .err()
+            .expect("link refused");
         assert!(err.to_string().contains("symbolic link"), "{err}");
 
         let fifo = dir.path().join("fifo.log");
         let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("c");
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let err = AuditFile::open(&fifo, 4096).err().expect("fifo refused");
+        let err = AuditFile::open(&fifo, 4096, key())
+            .err()
+            .expect("fifo refused");
         assert!(matches!(err, AuditError::File { .. }), "{err}");
 
         let open = dir.path().join("open.log");
         std::fs::write(&open, "").expect("write");
         std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-        let err = AuditFile::open(&open, 4096)
+        let err = AuditFile::open(&open, 4096, key())
             .err()
             .expect("world-writable refused");
         assert!(err.to_string().contains("mode 0666"), "{err}");
@@ -289,7 +474,7 @@ mod tests {
         let readable = dir.path().join("readable.log");
         std::fs::write(&readable, "").expect("write");
         std::fs::set_permissions(&readable, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-        AuditFile::open(&readable, 4096).expect("tightened");
+        AuditFile::open(&readable, 4096, key()).expect("tightened");
         assert_eq!(mode_of(&readable), 0o600);
     }
 
@@ -299,7 +484,7 @@ mod tests {
         let open_dir = dir.path().join("shared");
         std::fs::create_dir(&open_dir).expect("mkdir");
         std::fs::set_permissions(&open_dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-        let err = AuditFile::open(&open_dir.join("audit.log"), 4096)
+        let err = AuditFile::open(&open_dir.join("audit.log"), 4096, key())
             .err()
             .expect("open folder refused");
         assert!(matches!(err, AuditError::Folder(_)), "{err}");
@@ -313,7 +498,7 @@ mod tests {
         std::fs::write(&foreign, "").expect("write");
         std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         std::os::unix::fs::chown(&foreign, Some(65534), Some(65534)).expect("chown");
-        let err = AuditFile::open(&foreign, 4096)
+        let err = AuditFile::open(&foreign, 4096, key())
             .err()
             .expect("foreign refused");
         assert!(err.to_string().contains("uid 65534"), "{err}");

@@ -2,16 +2,22 @@
 //! the host by one writer thread (`writer.rs`) to a checked file (`file.rs`). Callers never
 //! wait for the disk: lines go through a bounded queue (`try_send`); a full queue is counted,
 //! logged once, and reported in the next run line's `dropped`. `read.rs` reads the log back
-//! for `mcp-code-bridge audit`.
+//! for `mcp-code-bridge audit`. Lines are chained by HMAC-SHA256 (`mac.rs`) under a key in the
+//! private state folder (`key.rs`), beside the last MAC written (`head.rs`); `verify.rs` checks
+//! the chain for `audit --verify`.
 
 mod dropped;
 mod file;
+pub mod head;
+pub mod key;
+pub mod mac;
 mod net;
 pub mod read;
 mod record;
+pub mod verify;
 mod writer;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +27,8 @@ use tokio::sync::{mpsc, oneshot};
 pub use file::{FIX_AUDIT, ROTATED};
 pub use net::NetRecord;
 pub use record::{
-    CallRecord, Record, RotatedRecord, RunRecord, MAX_ARGUMENTS, MAX_DROPPED_RUNS, MAX_NAME,
+    CallRecord, Record, RotatedRecord, RunRecord, MAX_ARGUMENTS, MAX_CODE, MAX_DROPPED_RUNS,
+    MAX_NAME,
 };
 
 use crate::checked_dir::DirError;
@@ -41,6 +48,9 @@ pub enum AuditError {
     /// The log's folder is not safe (another user's, or writable by others).
     #[error("the audit log's folder: {0}")]
     Folder(#[from] DirError),
+    /// The chain's key cannot be read or made.
+    #[error(transparent)]
+    Key(#[from] key::KeyError),
     /// The file itself is not safe, or cannot be opened.
     #[error(
         "cannot use {} as the audit log (MCP_BRIDGE_AUDIT_LOG): {cause}",
@@ -64,15 +74,22 @@ pub struct AuditLog {
 }
 
 impl AuditLog {
-    /// Opens the log `settings` name and starts its writer; `None` when none is set.
+    /// Opens the log `settings` name and starts its writer, its lines chained under the key
+    /// kept in `state_dir` (made when missing); `None` when no log is set.
     ///
     /// # Errors
-    /// [`AuditError`] when the file cannot be opened safely: the bridge must not run unaudited.
-    pub fn open(settings: &PolicySettings) -> Result<Option<AuditLog>, AuditError> {
+    /// [`AuditError`] when the file or the key cannot be had safely: the bridge must not run
+    /// unaudited.
+    pub fn open(
+        settings: &PolicySettings,
+        state_dir: &Path,
+    ) -> Result<Option<AuditLog>, AuditError> {
         let Some(path) = &settings.audit_log else {
             return Ok(None);
         };
-        let file = file::AuditFile::open(path, settings.audit_max_bytes)?;
+        let key = key::load_or_make(state_dir)?;
+        let head = head::Head::open(state_dir, path)?;
+        let file = file::AuditFile::open(path, settings.audit_max_bytes, key)?.with_head(head);
         let (log, queue) = AuditLog::queue(settings.audit_values, QUEUE_LINES);
         let handle =
             writer::spawn(file, queue, log.shared.clone()).map_err(|e| AuditError::File {
@@ -197,6 +214,8 @@ mod tests {
             tokens_direct: None,
             tokens_run: None,
             dropped: 0,
+            code: None,
+            code_cut: 0,
         }
     }
 
@@ -212,7 +231,7 @@ mod tests {
     async fn a_full_queue_is_counted_and_reported_in_the_next_run_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
-        let file = file::AuditFile::open(&path, 1 << 20).expect("open");
+        let file = file::AuditFile::open(&path, 1 << 20, mac::ChainKey([1; 32])).expect("open");
         // No writer yet: the queue of two fills, the other three calls are dropped.
         let (log, queue) = AuditLog::queue(false, 2);
         for n in 0..5 {
@@ -242,7 +261,7 @@ mod tests {
     async fn close_returns_once_every_queued_line_is_on_disk() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
-        let file = file::AuditFile::open(&path, 1 << 20).expect("open");
+        let file = file::AuditFile::open(&path, 1 << 20, mac::ChainKey([1; 32])).expect("open");
         let (log, queue) = AuditLog::queue(false, 8);
         for n in 0..3 {
             log.call(call(n));
@@ -274,7 +293,9 @@ mod tests {
             audit_log: Some(path.clone()),
             ..crate::config::PolicySettings::from_lookup(&|_| None).expect("defaults")
         };
-        let log = AuditLog::open(&settings).expect("open").expect("set");
+        let log = AuditLog::open(&settings, &dir.path().join("state"))
+            .expect("open")
+            .expect("set");
         for n in 0..50 {
             log.call(call(n));
         }
@@ -289,6 +310,6 @@ mod tests {
         assert!(matches!(&got[50], Record::Run(r) if r.dropped == 0));
         // Unset: no log.
         let none = crate::config::PolicySettings::from_lookup(&|_| None).expect("defaults");
-        assert!(AuditLog::open(&none).expect("unset").is_none());
+        assert!(AuditLog::open(&none, dir.path()).expect("unset").is_none());
     }
 }

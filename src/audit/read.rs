@@ -29,7 +29,7 @@ pub struct Tail {
 }
 
 /// One line as the reader sees it.
-enum Line<'a> {
+pub(super) enum Line<'a> {
     /// A line within [`MAX_LINE`]; `ended` when a newline closed it.
     Text { bytes: &'a [u8], ended: bool },
     /// A line longer than [`MAX_LINE`] (skipped).
@@ -38,7 +38,7 @@ enum Line<'a> {
 
 /// The file at `path`, opened without following a link or waiting on a FIFO, if it is a
 /// regular file; `None` when it does not exist.
-fn open(path: &Path) -> io::Result<Option<File>> {
+pub(super) fn open(path: &Path) -> io::Result<Option<File>> {
     match own_file::open(path, libc::O_RDONLY, Keep::AnyOwner) {
         Ok(file) => Ok(Some(file)),
         Err(e) if e.is_missing() => Ok(None),
@@ -47,7 +47,7 @@ fn open(path: &Path) -> io::Result<Option<File>> {
 }
 
 /// Calls `each` with every line of `file`, never holding more than [`MAX_LINE`] bytes.
-fn lines(file: File, mut each: impl FnMut(Line<'_>)) -> io::Result<()> {
+pub(super) fn lines(file: File, mut each: impl FnMut(Line<'_>)) -> io::Result<()> {
     let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut line = Vec::new();
     let mut too_long = false;
@@ -173,7 +173,7 @@ pub fn tail(path: &Path, last: usize) -> io::Result<Tail> {
     Ok(tail)
 }
 
-fn named(path: &Path, e: io::Error) -> io::Error {
+pub(super) fn named(path: &Path, e: io::Error) -> io::Error {
     io::Error::new(e.kind(), format!("{}: {e}", crate::shown::ShownPath(path)))
 }
 

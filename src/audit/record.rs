@@ -91,6 +91,13 @@ pub struct RunRecord {
     /// Audit lines dropped because the queue was full since the last run line.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped: u64,
+    /// The run's code (only with `MCP_BRIDGE_AUDIT_CODE=1`; never redacted), at most
+    /// [`MAX_CODE`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// Bytes of the code cut off to fit [`MAX_CODE`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub code_cut: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -111,6 +118,9 @@ fn is_false(b: &bool) -> bool {
 
 /// The most bytes of argument values one call line holds (as JSON text).
 pub const MAX_ARGUMENTS: usize = 64 * 1024;
+
+/// The most bytes of a run's code one run line holds (`MCP_BRIDGE_AUDIT_CODE=1`).
+pub const MAX_CODE: usize = 64 * 1024;
 
 /// The most bytes of any one name (server, tool, run id, token, rule, error kind) in a line.
 pub const MAX_NAME: usize = 1024;
@@ -161,10 +171,21 @@ impl CallRecord {
 }
 
 impl RunRecord {
-    /// The record with its token's name cut to [`MAX_NAME`] bytes (the rest is the bridge's).
+    /// The record with its token's name cut to [`MAX_NAME`] bytes, and its code to
+    /// [`MAX_CODE`] (at a character boundary, the bytes cut counted in `code_cut`).
     pub fn bounded(mut self) -> RunRecord {
         if let Some(token) = &mut self.token {
             cut(token, MAX_NAME);
+        }
+        if let Some(code) = &mut self.code {
+            if code.len() > MAX_CODE {
+                let mut end = MAX_CODE;
+                while !code.is_char_boundary(end) {
+                    end -= 1;
+                }
+                self.code_cut += (code.len() - end) as u64;
+                code.truncate(end);
+            }
         }
         self
     }
@@ -284,8 +305,39 @@ mod tests {
             tokens_direct: None,
             tokens_run: None,
             dropped: 0,
+            code: None,
+            code_cut: 0,
         };
-        let cut = run.bounded().token.expect("a token");
+        let cut = run.clone().bounded().token.expect("a token");
         assert!(cut.len() <= MAX_NAME + 3 && cut.ends_with('…'));
+        // No code unless given; given, it is kept up to MAX_CODE and the cut counted.
+        let plain = serde_json::to_string(&Record::Run(run.clone())).expect("json");
+        assert!(
+            !plain.contains("code\"") && !plain.contains("code_cut"),
+            "{plain}"
+        );
+        let small = RunRecord {
+            code: Some("print(1)".into()),
+            ..run.clone()
+        }
+        .bounded();
+        assert_eq!(
+            (small.code.as_deref(), small.code_cut),
+            (Some("print(1)"), 0)
+        );
+        let big = RunRecord {
+            code: Some(format!("x{}", "é".repeat(MAX_CODE))),
+            ..run
+        }
+        .bounded();
+        let kept = big.code.as_deref().expect("code");
+        assert_eq!(kept.len(), MAX_CODE - 1, "cut at a character boundary");
+        assert_eq!(big.code_cut, (1 + 2 * MAX_CODE - kept.len()) as u64);
+        let line = serde_json::to_string(&Record::Run(big)).expect("json");
+        assert!(
+            line.contains("\"code_cut\":"),
+            "{}",
+            &line[line.len() - 80..]
+        );
     }
 }

@@ -1,5 +1,5 @@
 //! The audit log's one writer: a plain thread that takes lines off the queue in order and
-//! appends them to the [`AuditFile`], syncing the file after each run line and when told to
+//! appends them to the [`AuditFile`] (which chains them), syncing the file after each run line and when told to
 //! stop. A run line carries the count of lines dropped since the previous run line (a full
 //! queue, or a failed write), taken when it is written.
 
@@ -72,8 +72,7 @@ fn write(file: &mut AuditFile, mut record: Record, shared: &Shared) {
     } else {
         false
     };
-    let mut line = serde_json::to_vec(&record).unwrap_or_default();
-    line.push(b'\n');
+    let line = serde_json::to_vec(&record).unwrap_or_default();
     if let Err(e) = file.append(&line) {
         shared.drop_one();
         if let Record::Run(run) = &record {

@@ -58,6 +58,8 @@ pub struct RunScope {
     pub ended: AtomicBool,
     /// The run's tool calls, for the result's trace (`trace.rs`).
     pub trace: super::trace::Trace,
+    /// The run's code, for its audit line (`MCP_BRIDGE_AUDIT_CODE=1`); `None` otherwise.
+    pub audited_code: Option<String>,
     /// The `_meta` entries of the W3C trace context the request carried, passed on to
     /// downstream calls (made once per run).
     pub trace_meta: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
@@ -110,6 +112,7 @@ impl RunScope {
             sign_in: SignInWay::Ask,
             trace: Default::default(),
             trace_meta: None,
+            audited_code: None,
         }
     }
 
@@ -146,6 +149,13 @@ impl RunScope {
         context: Option<super::trace_context::TraceContext>,
     ) -> Self {
         self.trace_meta = context.map(|c| Arc::new(c.to_meta()));
+        self
+    }
+
+    /// This scope, its code kept for the run's audit line when `code` is given
+    /// (`MCP_BRIDGE_AUDIT_CODE=1`).
+    pub fn with_audited_code(mut self, code: Option<&str>) -> Self {
+        self.audited_code = code.map(str::to_string);
         self
     }
 

@@ -349,6 +349,8 @@ mod tests {
             tokens_direct: None,
             tokens_run: None,
             dropped: 0,
+            code: None,
+            code_cut: 0,
         }));
         let out = readable(Path::new("/a.log"), &tail);
         let lines: Vec<&str> = out.lines().collect();

@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use crate::cli::safe_line::safe_line;
 use crate::config::{discover, ServerSpec, Settings};
 use crate::shown::Shown;
-use crate::upstream::oauth::login::{self, LoggedOut, LoginOptions, Revoked};
+use crate::upstream::oauth::login::{self, LoginOptions};
+use crate::upstream::oauth::logout::{self, LoggedOut, Revoked};
 use crate::upstream::oauth::store::TokenFile;
 
 /// Exit code when the sign-in (or out) failed.
@@ -114,7 +115,7 @@ pub async fn logout(settings: &Settings, name: &str) -> ExitCode {
         },
     };
     let shown = Shown(&spec.name);
-    match login::logout(&spec, &tokens).await {
+    match logout::logout(&spec, &tokens).await {
         Ok(LoggedOut::NotSignedIn) => {
             println!("not signed in to '{shown}'; nothing to forget");
             ExitCode::SUCCESS

@@ -3,6 +3,7 @@
 //! escape before that terminal. `serve --http` is `crate::http`.
 
 pub mod audit;
+pub mod audit_verify;
 pub mod doctor;
 pub mod exec;
 pub mod image;

@@ -166,7 +166,7 @@ async fn every_connection_is_one_audit_line() {
         audit_log: Some(path.clone()),
         ..crate::config::PolicySettings::from_lookup(&|_| None).expect("defaults")
     };
-    let audit = crate::audit::AuditLog::open(&settings)
+    let audit = crate::audit::AuditLog::open(&settings, &dir.path().join("state"))
         .expect("open")
         .expect("set");
     let mut p = Arc::try_unwrap(policy(&format!("127.0.0.1:{port}"), 100))

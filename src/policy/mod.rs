@@ -337,6 +337,8 @@ impl CallHook for Policy {
             tokens_direct: report.tokens.map(|t| t.direct),
             tokens_run: report.tokens.map(|t| t.run),
             dropped: 0,
+            code: scope.audited_code.clone(),
+            code_cut: 0,
         });
     }
 }
@@ -367,7 +369,9 @@ mod tests {
             audit_log: Some(path.clone()),
             ..PolicySettings::from_lookup(&|_| None).expect("defaults")
         };
-        let audit = AuditLog::open(&settings).expect("open").expect("a log");
+        let audit = AuditLog::open(&settings, dir.path())
+            .expect("open")
+            .expect("a log");
         let policy = Policy::new(&settings, Arc::new(NoHostCalls), Some(audit.clone()));
         let caller = Caller {
             token: "ci-bot".into(),
@@ -424,7 +428,9 @@ mod tests {
             run_max_refusals: 5,
             ..PolicySettings::from_lookup(&|_| None).expect("defaults")
         };
-        let audit = AuditLog::open(&settings).expect("open").expect("a log");
+        let audit = AuditLog::open(&settings, dir.path())
+            .expect("open")
+            .expect("a log");
         let policy = Policy::new(&settings, Arc::new(NoHostCalls), Some(audit.clone()));
         let narrowing = crate::calls::Narrowing::parse(&["s.echo".into()]).expect("valid");
         let scope = Arc::new(RunScope::new("flood", Some(narrowing), None));

@@ -199,6 +199,7 @@ impl BridgeServer {
         // (`upstream/sign_in.rs`).
         let scope = Arc::new(
             RunScope::new(&args.code, args.narrowing, asker)
+                .with_audited_code(self.settings.policy.audit_code.then_some(&*args.code))
                 .with_caller(dest.caller.clone())
                 .with_trace_context(trace)
                 .signing_in(SignInWay::Ask),

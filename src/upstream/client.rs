@@ -21,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
 use super::elicit::{Flights, InFlight};
+use super::lane::http_lane::Taken;
 use super::lane::LaneError;
 use super::live::SameList;
 pub use super::live::{
@@ -339,25 +340,28 @@ impl Upstream {
             .saturating_duration_since(Instant::now())
             .as_secs_f64();
         let call = async {
-            match &live.lane {
-                Some(lane) => lane
-                    .call_tool(tool, &args, meta)
-                    .await
-                    .map(CallToolResponse::Complete)
-                    .map_err(LaneError::into_service_error),
-                // rmcp's request future is large; boxed, it stays off the lane's path.
-                None => {
-                    let mut params =
-                        CallToolRequestParams::new(tool.to_string()).with_arguments(args);
-                    params.meta = meta.map(|m| RequestMetaObject(MetaObject(m.clone())));
-                    match Box::pin(live.peer.call_tool_once(params)).await {
-                        // A result rmcp could not read as a tool result: the lane's words.
-                        Err(rmcp::ServiceError::UnexpectedResponse) => {
-                            Err(LaneError::not_a_tool_result().into_service_error())
-                        }
-                        r => r,
-                    }
+            let lane_result = |r: Result<CallToolResult, LaneError>| {
+                r.map(CallToolResponse::Complete)
+                    .map_err(LaneError::into_service_error)
+            };
+            if let Some(lane) = &live.lane {
+                return lane_result(lane.call_tool(tool, &args, meta).await);
+            }
+            if let Some(lane) = &live.http_lane {
+                // Boxed: the HTTP request's future is large, and the stdio lane's path stays small.
+                if let Taken::Done(r) = Box::pin(lane.call_tool(tool, &args, meta)).await {
+                    return lane_result(r);
                 }
+            }
+            // rmcp's request future is large; boxed, it stays off the lane's path.
+            let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
+            params.meta = meta.map(|m| RequestMetaObject(MetaObject(m.clone())));
+            match Box::pin(live.peer.call_tool_once(params)).await {
+                // A result rmcp could not read as a tool result: the lane's words.
+                Err(rmcp::ServiceError::UnexpectedResponse) => {
+                    Err(LaneError::not_a_tool_result().into_service_error())
+                }
+                r => r,
             }
         };
         let done = match waits {

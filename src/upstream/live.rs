@@ -9,6 +9,7 @@ use rmcp::model::{ServerPeerInfo, Tool};
 use rmcp::service::{Peer, RoleClient};
 use tokio_util::sync::CancellationToken;
 
+use super::lane::http_lane::HttpLane;
 use super::lane::Lane;
 use super::read_chunk::ReadChunk;
 use crate::config::ServerSpec;
@@ -33,6 +34,8 @@ pub struct Live {
     pub info: Option<Arc<ServerPeerInfo>>,
     /// The fast lane for `tools/call`: stdio servers with an `initialize` handshake.
     pub(super) lane: Option<Arc<Lane>>,
+    /// The fast lane for `tools/call` of a streamable HTTP server.
+    pub(super) http_lane: Option<Arc<HttpLane>>,
     /// Cancelled by the owner once the connection has ended.
     pub(super) closed: CancellationToken,
     /// rmcp's own token: cancelling it ends the connection.

@@ -3,13 +3,16 @@
 //! that speak only the old one. Headers come from one [`RemoteHeaders`] for both.
 
 use std::collections::HashSet;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use rmcp::transport::auth::AuthClient;
 use rmcp::ServiceExt;
 
 use super::elicit::{BridgeClient, Flights};
 use super::handshake::Service;
+use super::lane::http_lane::{HttpLane, Poster};
+use super::lane::inject::Injected;
+use super::lane::recording::{Recording, SessionSeen};
 use super::remote_headers::RemoteHeaders;
 use super::sse::{wants_legacy, SseTransport};
 use super::start_error::StartError;
@@ -45,9 +48,11 @@ pub(super) struct RemoteStart<'a> {
     /// The largest message accepted from the server.
     pub max_message: usize,
     /// The calls in flight, whose runs the server's questions go to.
-    pub flights: &'a std::sync::Arc<Flights>,
+    pub flights: &'a Arc<Flights>,
     /// How long a relayed question waits for the user.
     pub question_timeout: std::time::Duration,
+    /// With the lane on: the tracker its tasks run on.
+    pub lane: Option<tokio_util::task::TaskTracker>,
 }
 
 impl RemoteStart<'_> {
@@ -59,17 +64,18 @@ impl RemoteStart<'_> {
     /// Connects over streamable HTTP; when the server answers the `initialize` POST with a 4xx
     /// (not 401/403), tries the legacy SSE transport at the same URL, and logs which one is used.
     /// With `authorized`, the streamable HTTP requests go through rmcp's authorizing client; an
-    /// answer that asks for sign-in is [`StartError::SignInAsked`], never a fallback.
+    /// answer that asks for sign-in is [`StartError::SignInAsked`], never a fallback. A
+    /// streamable HTTP connection comes with its lane when the lane is on.
     pub(super) async fn http(
         &self,
         url: &str,
         headers: RemoteHeaders,
         authorized: Option<AuthClient<reqwest::Client>>,
-    ) -> Result<Service, StartError> {
+    ) -> Result<(Service, Option<Arc<HttpLane>>), StartError> {
         use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
         if known_legacy(url) {
             match self.sse_service(url, headers.clone()).await {
-                Ok(service) => return Ok(service),
+                Ok(service) => return Ok((service, None)),
                 Err(_) => remember_legacy(url, false), // changed: try both again
             }
         }
@@ -77,13 +83,32 @@ impl RemoteStart<'_> {
         for (name, value) in headers.fixed() {
             config.custom_headers.insert(name.clone(), value.clone());
         }
+        let (uri, max_event) = (config.uri.clone(), config.max_sse_event_size);
+        let seen = Arc::new(SessionSeen::default());
         use rmcp::transport::StreamableHttpClientTransport as T;
-        let served = match authorized {
-            Some(client) => self.client().serve(T::with_client(client, config)).await,
-            None => self.client().serve(T::from_config(config)).await,
+        let (served, lane) = match authorized {
+            Some(client) => {
+                let poster: Arc<dyn Poster> = Arc::new(client.clone());
+                let recording = Recording::new(client, seen.clone());
+                let (transport, to_rmcp) = Injected::new(T::with_client(recording, config));
+                (self.client().serve(transport).await, (poster, to_rmcp))
+            }
+            None => {
+                let client = super::oauth::transport_client();
+                let poster: Arc<dyn Poster> = Arc::new(client.clone());
+                let recording = Recording::new(client, seen.clone());
+                let (transport, to_rmcp) = Injected::new(T::with_client(recording, config));
+                (self.client().serve(transport).await, (poster, to_rmcp))
+            }
         };
         let err = match served {
-            Ok(service) => return Ok(service),
+            Ok(service) => {
+                let lane = self.lane.clone().map(|tasks| {
+                    let (poster, to_rmcp) = lane;
+                    Arc::new(HttpLane::new(poster, uri, seen, to_rmcp, max_event, tasks))
+                });
+                return Ok((service, lane));
+            }
             Err(e) => e,
         };
         if let Some(step_up) = super::oauth::sign_in_challenge(&err) {
@@ -100,7 +125,7 @@ impl RemoteStart<'_> {
                     "the server refused streamable HTTP's initialize; connected over the legacy \
                      HTTP+SSE transport"
                 );
-                Ok(service)
+                Ok((service, None))
             }
             Err(sse) => Err(StartError::NoFallback {
                 http: Box::new(err),

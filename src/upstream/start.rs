@@ -123,6 +123,7 @@ impl Starter {
             max_message: self.max_message,
             flights: &self.flights,
             question_timeout: self.question_timeout,
+            lane: self.call_lane.then(|| self.tracker.clone()),
         }
     }
 
@@ -147,6 +148,7 @@ impl Starter {
         self.starts.fetch_add(1, Ordering::Relaxed);
         tracing::info!(server = %crate::shown::Shown(&self.spec.name), "starting MCP server");
         let mut lane = None;
+        let mut http_lane = None;
         let closed = CancellationToken::new();
         let service = match &self.spec.transport {
             Transport::Stdio {
@@ -217,7 +219,11 @@ impl Starter {
                         self.mark_sign_in(step_up).await;
                         return Err(StartError::AuthRequired);
                     }
-                    started => started?,
+                    started => {
+                        let (service, lane) = started?;
+                        http_lane = lane;
+                        service
+                    }
                 }
             }
             Transport::Sse { url, headers } => {
@@ -239,10 +245,11 @@ impl Starter {
         let info = peer.peer_info();
         // Servers that negotiated a protocol without `initialize` expect per-request metadata,
         // which only rmcp's own requests carry.
-        let lane = lane.filter(|_| {
-            info.as_ref()
-                .is_some_and(|i| i.protocol_version.has_initialize())
-        });
+        let with_initialize = info
+            .as_ref()
+            .is_some_and(|i| i.protocol_version.has_initialize());
+        let lane = lane.filter(|_| with_initialize);
+        let http_lane = http_lane.filter(|_| with_initialize);
         let mut tools = match peer.list_all_tools().await {
             Ok(tools) => tools,
             Err(e) => match super::oauth::sign_in_challenge(&e) {
@@ -261,6 +268,7 @@ impl Starter {
             tools: self.list.share(tools),
             info,
             lane,
+            http_lane,
             closed,
             stop: CancellationToken::new(),
         };

@@ -65,8 +65,10 @@ pub async fn exec(
     } else {
         crate::calls::SignInWay::Nobody
     };
-    let scope =
-        std::sync::Arc::new(crate::calls::RunScope::new(&code, None, asker).signing_in(way));
+    let scope = crate::calls::RunScope::new(&code, None, asker)
+        .with_audited_code(settings.policy.audit_code.then_some(&*code))
+        .signing_in(way);
+    let scope = std::sync::Arc::new(scope);
     let req = RunRequest {
         code,
         servers: servers.into(),

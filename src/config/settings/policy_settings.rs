@@ -25,6 +25,12 @@ pub const AUDIT_VALUES: Flag = Flag {
     default: false,
     doc: "`1`: the audit log also records argument values (secret-looking keys still redacted); by default only their SHA-256",
 };
+/// `MCP_BRIDGE_AUDIT_CODE`.
+pub const AUDIT_CODE: Flag = Flag {
+    name: "MCP_BRIDGE_AUDIT_CODE",
+    default: false,
+    doc: "`1`: each run line of the audit log also holds the run's code (at most 64 KiB, the bytes cut counted in `code_cut`); secrets in code are NOT redacted",
+};
 /// `MCP_BRIDGE_AUDIT_MAX_BYTES`.
 pub const AUDIT_MAX_BYTES: Number = Number::new(
     "MCP_BRIDGE_AUDIT_MAX_BYTES",
@@ -110,6 +116,8 @@ pub struct PolicySettings {
     pub audit_log: Option<PathBuf>,
     /// `MCP_BRIDGE_AUDIT_VALUES`: also log argument values.
     pub audit_values: bool,
+    /// `MCP_BRIDGE_AUDIT_CODE`: run lines hold the run's code.
+    pub audit_code: bool,
     /// `MCP_BRIDGE_AUDIT_MAX_BYTES`: the log is rotated when it grows past this.
     pub audit_max_bytes: u64,
     /// `MCP_BRIDGE_APPROVAL`.
@@ -142,6 +150,7 @@ impl PolicySettings {
                 }
             })?,
             audit_values: AUDIT_VALUES.get(var)?,
+            audit_code: AUDIT_CODE.get(var)?,
             audit_max_bytes: AUDIT_MAX_BYTES.get(var)?,
             approval: APPROVAL.parse(var, ApprovalMode::Ask, parse_approval)?,
             approval_timeout: APPROVAL_TIMEOUT.duration(var)?,
@@ -180,7 +189,12 @@ mod tests {
         let p = with(&[]).expect("defaults");
         assert_eq!(p.approval, ApprovalMode::Ask);
         assert_eq!(p.limits, Limits::default());
-        assert!(p.audit_log.is_none() && !p.audit_values);
+        assert!(p.audit_log.is_none() && !p.audit_values && !p.audit_code);
+        assert!(
+            with(&[("MCP_BRIDGE_AUDIT_CODE", "1")])
+                .expect("on")
+                .audit_code
+        );
         assert_eq!(p.approval_timeout, Duration::from_secs(300));
         assert_eq!(p.run_max_refusals, 1000);
         assert!(with(&[("MCP_BRIDGE_RUN_MAX_REFUSALS", "0")]).is_err());

@@ -234,7 +234,7 @@ pub const CHANNEL: Text = Text {
 pub const CALL_LANE: Flag = Flag {
     name: "MCP_BRIDGE_CALL_LANE",
     default: true,
-    doc: "`0`: every proxied `tools/call` goes through rmcp's normal request path instead of the bridge's own fast path (bridge addition; same results and error texts, slower)",
+    doc: "`0`: every proxied `tools/call` goes through rmcp's normal request path instead of the bridge's own fast path, to stdio and to streamable HTTP servers (bridge addition; same results and error texts, slower)",
 };
 /// `MCP_BRIDGE_PREWARM`.
 pub const PREWARM: Flag = Flag {
@@ -404,6 +404,7 @@ pub const ROWS: &[Row] = &[
     Row::Number(&net::NETWORK_PACKAGES_SIZE),
     Row::Text(&policy::AUDIT_LOG),
     Row::Flag(&policy::AUDIT_VALUES),
+    Row::Flag(&policy::AUDIT_CODE),
     Row::Number(&policy::AUDIT_MAX_BYTES),
     Row::Text(&policy::APPROVAL),
     Row::Number(&policy::APPROVAL_TIMEOUT),

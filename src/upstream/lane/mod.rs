@@ -12,6 +12,9 @@
 //! offers it every line ([`Lane::route`], [`Lane::route_malformed`]) before rmcp sees it.
 //! `wire.rs` writes and reads the lane's lines.
 
+pub mod http_lane;
+pub mod inject;
+pub mod recording;
 mod wire;
 
 use std::collections::HashMap;
@@ -43,6 +46,8 @@ pub enum LaneError {
     Server(ErrorData),
     /// The server's reply was not a `CallToolResult` or an error.
     Malformed(String),
+    /// The HTTP request failed (rmcp's streamable HTTP error: a refused token among them).
+    Http(Box<http_lane::HttpError>),
 }
 
 impl LaneError {
@@ -61,6 +66,14 @@ impl LaneError {
                 None,
             )),
             LaneError::Closed => rmcp::ServiceError::TransportClosed,
+            // As rmcp's worker reports a failed send, so `oauth::sign_in_challenge` finds it.
+            LaneError::Http(e) => rmcp::ServiceError::TransportSend(
+                rmcp::transport::DynamicTransportError::from_parts(
+                    "streamable-http-lane",
+                    std::any::TypeId::of::<http_lane::HttpLane>(),
+                    e,
+                ),
+            ),
         }
     }
 }

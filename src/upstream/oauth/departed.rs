@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use super::login::{revoke_record, Revoked};
+use super::logout::{revoke_record, Revoked};
 use super::store::{Forgotten, StoreError, TokenFile};
 use crate::config::Servers;
 use crate::shown::Shown;

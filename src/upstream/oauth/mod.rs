@@ -13,8 +13,10 @@
 mod authorizer;
 pub mod browser;
 pub mod callback;
+mod challenge;
 pub mod departed;
 pub mod login;
+pub mod logout;
 pub mod public;
 pub mod server_tokens;
 pub mod store;
@@ -24,9 +26,9 @@ use std::time::Duration;
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationManager, AuthorizationMetadata, OAuthClientConfig,
 };
-use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use crate::config::ServerSpec;
+pub use challenge::{needs_sign_in, sign_in_challenge};
 use server_tokens::ServerTokens;
 use store::{canonical_resource, StoreError, TokenFile};
 
@@ -300,7 +302,7 @@ pub(crate) async fn authorized(
 /// The HTTP client under rmcp's `AuthClient`, made as rmcp makes its own transport's: no idle
 /// connections kept (a reused one stalls ~40 ms on delayed ACKs: measured, 48 ms a call
 /// instead of 3), and redirects followed only within the origin, at most 5.
-fn transport_client() -> reqwest::Client {
+pub(crate) fn transport_client() -> reqwest::Client {
     let policy = reqwest::redirect::Policy::custom(|attempt| {
         let first = attempt.previous().first().map(|u| u.origin());
         if attempt.previous().len() > 5 || first != Some(attempt.url().origin()) {
@@ -377,117 +379,9 @@ async fn mark(
     }
 }
 
-/// Longest step-up scope text kept from a 403 challenge.
-const MAX_STEP_UP: usize = 1024;
-
-/// What a connection's error says of sign-in: `None` when it is not about sign-in; else
-/// `Some(scope)`, with the scope a 403 `insufficient_scope` challenge asked for (a step-up).
-pub fn sign_in_challenge(err: &(dyn std::error::Error + 'static)) -> Option<Option<String>> {
-    type Http = StreamableHttpError<reqwest::Error>;
-    type Quit = rmcp::transport::worker::WorkerQuitReason<Http>;
-    let asks = |h: &Http| match h {
-        StreamableHttpError::AuthRequired(_)
-        | StreamableHttpError::Auth(AuthError::AuthorizationRequired) => Some(None),
-        StreamableHttpError::InsufficientScope(e) => {
-            let base = url::Url::parse("http://localhost/").expect("a URL");
-            let params = rmcp::transport::auth::WWWAuthenticateParams::parse(
-                &e.www_authenticate_header,
-                &base,
-            );
-            Some(
-                params
-                    .scope
-                    .filter(|s| s.len() <= MAX_STEP_UP && !s.chars().any(char::is_control)),
-            )
-        }
-        _ => None,
-    };
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(err);
-    for _ in 0..16 {
-        let e = cur?;
-        if let Some(h) = e.downcast_ref::<Http>() {
-            return asks(h);
-        }
-        if let Some(q) = e.downcast_ref::<Quit>() {
-            return match q {
-                rmcp::transport::worker::WorkerQuitReason::Fatal { error, .. } => asks(error),
-                _ => None,
-            };
-        }
-        // Fields rmcp does not mark as sources.
-        if let Some(rmcp::service::ClientInitializeError::TransportError { error, .. }) =
-            e.downcast_ref::<rmcp::service::ClientInitializeError>()
-        {
-            cur = Some(error.error.as_ref());
-            continue;
-        }
-        if let Some(rmcp::ServiceError::TransportSend(t)) = e.downcast_ref::<rmcp::ServiceError>() {
-            cur = Some(t.error.as_ref());
-            continue;
-        }
-        if let Some(t) = e.downcast_ref::<rmcp::transport::DynamicTransportError>() {
-            cur = Some(t.error.as_ref());
-            continue;
-        }
-        cur = e.source();
-    }
-    None
-}
-
-/// Whether a connection's error is the server asking for sign-in (401, 403
-/// `insufficient_scope`, or credentials that can no longer be refreshed).
-pub fn needs_sign_in(err: &(dyn std::error::Error + 'static)) -> bool {
-    sign_in_challenge(err).is_some()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rmcp::transport::streamable_http_client::{AuthRequiredError, InsufficientScopeError};
-
-    type Http = StreamableHttpError<reqwest::Error>;
-
-    /// As a call's error arrives: rmcp's service error around the transport's.
-    fn as_call_error(h: Http) -> rmcp::ServiceError {
-        rmcp::ServiceError::TransportSend(rmcp::transport::DynamicTransportError::from_parts(
-            "test",
-            std::any::TypeId::of::<()>(),
-            Box::new(h),
-        ))
-    }
-
-    #[test]
-    fn a_401_or_a_403_insufficient_scope_asks_for_sign_in_and_nothing_else_does() {
-        let unauthorized = as_call_error(Http::AuthRequired(AuthRequiredError::new(
-            "Bearer resource_metadata=\"https://a/.well-known/oauth-protected-resource\"".into(),
-        )));
-        assert_eq!(sign_in_challenge(&unauthorized), Some(None));
-        let step_up = as_call_error(Http::InsufficientScope(InsufficientScopeError::new(
-            "Bearer error=\"insufficient_scope\", scope=\"mcp:basic mcp:write\"".into(),
-            None,
-        )));
-        assert_eq!(
-            sign_in_challenge(&step_up),
-            Some(Some("mcp:basic mcp:write".into()))
-        );
-        let huge = format!(
-            "Bearer error=\"insufficient_scope\", scope=\"{}\"",
-            "s ".repeat(2000)
-        );
-        let huge = as_call_error(Http::InsufficientScope(InsufficientScopeError::new(
-            huge, None,
-        )));
-        assert_eq!(
-            sign_in_challenge(&huge),
-            Some(None),
-            "an endless scope is not kept"
-        );
-        assert_eq!(
-            sign_in_challenge(&as_call_error(Http::SessionExpired)),
-            None
-        );
-        assert!(!needs_sign_in(&rmcp::ServiceError::TransportClosed));
-    }
 
     #[tokio::test]
     async fn a_step_up_keeps_the_tokens_and_a_refusal_drops_them() {
