@@ -30,7 +30,7 @@ BASE_PACKAGES="python3,ca-certificates"
 # libblas3 otherwise); ~37 MB for many times faster matrix work.
 APT_PACKAGES="python3-pandas python3-numpy python3-matplotlib python3-scipy python3-sklearn
   python3-seaborn python3-openpyxl python3-pil python3-cloudpickle python3-ufolib2 libopenblas0-pthread
-  libstdc++6"
+  libstdc++6 python3-pip"
 # Installed as empty placeholders so apt never pulls their dependencies: bookworm's python3-scipy
 # depends on the Pythran compiler (which brings gcc, g++, boost and BLAS headers: ~500 MB) although
 # scipy's compiled modules never use it, and python3-fonttools on sympy (~115 MB with its byte
@@ -43,7 +43,7 @@ PLACEHOLDERS="python3-pythran=0.11.0+ds-7+mcb1 python3-sympy=1.11.1-1+mcb1"
 # to NODE_VERSION in src/image/recipe.rs (a test checks; the Containerfile takes its own from PyPI).
 NODE_VERSION=22.23.5
 # What the finished root filesystem must import (checked in the chroot before it is packed).
-IMPORTS="pandas, numpy, matplotlib.pyplot, scipy.optimize, scipy.stats, scipy.signal, sklearn.linear_model, seaborn, openpyxl, PIL, cloudpickle"
+IMPORTS="pip, pandas, numpy, matplotlib.pyplot, scipy.optimize, scipy.stats, scipy.signal, sklearn.linear_model, seaborn, openpyxl, PIL, cloudpickle"
 
 log()  { printf '==> %s\n' "$*" >&2; }
 warn() { printf 'rootfs.sh: warning: %s\n' "$*" >&2; }
@@ -253,8 +253,8 @@ for f in "$archives"/*.deb; do
 done
 if [ -n "$PIP_PACKAGES" ]; then
     log "installing from PyPI: $PIP_PACKAGES"
-    # pip only for this step (removed again); its downloads kept in the cache for the next build.
-    "${apt[@]}" install python3-pip >&2 9>&- || die "apt-get install python3-pip failed in the chroot"
+    # pip is in the image (cells run it with MCP_BRIDGE_NETWORK_ALLOW); its downloads kept in
+    # the cache for the next build.
     mkdir -p "$CACHE_DIR/pip" "$ROOTFS_DIR/var/cache/mcb-pip"
     cp -al "$CACHE_DIR/pip/." "$ROOTFS_DIR/var/cache/mcb-pip/" 2>/dev/null || true
     # The host's CA bundle and proxy/index settings, so what reaches PyPI from the host (a
@@ -276,8 +276,6 @@ if [ -n "$PIP_PACKAGES" ]; then
         || die "pip install $PIP_PACKAGES failed in the chroot (PyPI unreachable? unset MCP_BRIDGE_IMAGE_PIP to build without it)"
     cp -al "$ROOTFS_DIR/var/cache/mcb-pip/." "$CACHE_DIR/pip/" 2>/dev/null || true
     rm -rf "$ROOTFS_DIR/var/cache/mcb-pip" "$ROOTFS_DIR/tmp/host-ca.crt"
-    "${apt[@]}" purge python3-pip >&2 9>&- || true
-    "${apt[@]}" autoremove --purge >&2 9>&- || true
     for p in $PIP_PACKAGES; do
         name="${p%%[=<>!~,]*}"
         case "$name" in *[!A-Za-z0-9_]*) ;; *) IMPORTS="$IMPORTS, $name" ;; esac

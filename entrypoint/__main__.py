@@ -13,6 +13,7 @@ import traceback
 from . import (
     channel,
     confine,
+    egress,
     inbox,
     jscells,
     keeper,
@@ -174,6 +175,13 @@ def main(leftover=b"", channel_offer=None):
     """Run the entrypoint until EOF/shutdown; returns the exit code (0)."""
     in_fd, out_fd = claim_fds()
     ready = protocol.ready_frame("%d.%d.%d" % sys.version_info[:3], None)
+    egress_fd = None
+    if isinstance(channel_offer, dict) and channel_offer.get("egress") is not None:
+        # first: the bridge removes the channel's folder once the frame socket is taken
+        egress_fd, why = egress.connect(channel_offer["egress"])
+        if egress_fd is None:
+            ready["egress_error"] = why
+            protocol.log("no way out for the sandbox: %s" % why)
     if channel_offer is not None:
         fd, why = channel.connect(channel_offer)
         if fd is None:
@@ -189,6 +197,8 @@ def main(leftover=b"", channel_offer=None):
     confine.install(os.environ.get("MCP_BRIDGE_SHARED", ""))
     for why in confine.state["why"]:
         protocol.log("sandbox rule not in force: %s" % why)
+    if egress_fd is not None:
+        egress.start(egress_fd)  # after confinement: Landlock wants a single thread
     ready["posture"] = selfcheck.posture()
     state = ExecState()
     writer = protocol.FrameWriter(out_fd, main_guard=state)

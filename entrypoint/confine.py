@@ -21,7 +21,7 @@ import struct
 # What selfcheck reports: True once a rule is in force, None when not asked for, else False.
 state = {"unix_sockets_blocked": False, "shared_writes_blocked": None, "why": []}
 
-SCRATCH = ("/tmp", "/workspace", "/var/tmp", "/dev", "/proc")  # writable beneath these only
+SCRATCH = ("/tmp", "/workspace", "/var/tmp", "/dev", "/proc", "/opt/packages")  # writable beneath these
 
 _AF_UNIX, _SOCK_STREAM, _SOCK_TYPE_MASK = 1, 1, 0xF
 # machine -> (AUDIT_ARCH_*, seccomp, socket, socketpair, io_uring_setup, has x32 numbers)

@@ -18,6 +18,8 @@
 //!   argument checks, and the host methods sandbox code calls (implements `calls::HostCalls`).
 //! - [`sandbox`]: the sandbox actor, one container session, the frame protocol, the namespace
 //!   kept across an idle stop; each request of sandbox code goes to [`calls`].
+//! - [`egress`]: the sandbox's way out with `MCP_BRIDGE_NETWORK_ALLOW`: the allow-list proxy each
+//!   sandbox's relay reaches over one unix connection (`egress::mux::run`).
 //! - [`calls`]: the host-call contract between `sandbox`, `policy` and `upstream`: the
 //!   dispatcher every sandbox→host request passes (typed, with the policy seam), the backend
 //!   trait, a run's scope and how to ask the user. Names none of the three.
@@ -46,6 +48,7 @@ pub mod checked_dir;
 pub mod cli;
 pub mod config;
 pub mod container;
+pub mod egress;
 pub mod format;
 pub mod heap;
 pub mod http;

@@ -249,7 +249,10 @@ impl App {
     ) -> App {
         let outbox = Outbox::new(&settings);
         let policy = Policy::new(&settings.policy, backend.clone(), audit.clone());
-        let dispatcher = Dispatcher::new(backend).with_hook(Arc::new(policy));
+        let egress = crate::egress::EgressPolicy::new(&settings.net, audit.clone()).map(Arc::new);
+        let dispatcher = Dispatcher::new(backend)
+            .with_hook(Arc::new(policy))
+            .with_egress(egress);
         let maker = SandboxMaker {
             settings: settings.clone(),
             connector: connector.clone(),

@@ -11,6 +11,7 @@ mod file;
 pub mod head;
 pub mod key;
 pub mod mac;
+mod net;
 pub mod read;
 mod record;
 pub mod verify;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
 pub use file::{FIX_AUDIT, ROTATED};
+pub use net::NetRecord;
 pub use record::{
     CallRecord, Record, RotatedRecord, RunRecord, MAX_ARGUMENTS, MAX_CODE, MAX_DROPPED_RUNS,
     MAX_NAME,
@@ -124,6 +126,11 @@ impl AuditLog {
     /// disk after it. Never waits.
     pub fn run(&self, record: RunRecord) {
         self.send(Record::Run(record.bounded()));
+    }
+
+    /// Queues an egress connection's line (bounded first: [`NetRecord::bounded`]); never waits.
+    pub fn net(&self, record: NetRecord) {
+        self.send(Record::Net(record.bounded()));
     }
 
     fn send(&self, record: Record) {

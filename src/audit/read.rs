@@ -196,6 +196,7 @@ mod tests {
                 Record::Call(c) => c.tool.clone(),
                 Record::Run(r) => format!("run {}", r.run),
                 Record::Rotated(r) => format!("rotated {}", r.dropped_file),
+                Record::Net(n) => format!("net {}", n.host),
             })
             .collect()
     }

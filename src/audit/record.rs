@@ -230,6 +230,8 @@ pub enum Record {
     Run(RunRecord),
     /// A rotation dropped the oldest file.
     Rotated(RotatedRecord),
+    /// A connection through the egress proxy.
+    Net(super::net::NetRecord),
 }
 
 #[cfg(test)]

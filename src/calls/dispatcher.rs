@@ -37,6 +37,8 @@ pub struct Dispatcher {
     saved: Option<Arc<dyn SavedNamespace>>,
     /// Sees every parsed request before it is routed, and its outcome.
     hook: Option<Arc<dyn CallHook>>,
+    /// The sandboxes' way out (`MCP_BRIDGE_NETWORK_ALLOW`), when the list is set.
+    egress: Option<Arc<crate::egress::EgressPolicy>>,
 }
 
 impl Dispatcher {
@@ -46,6 +48,7 @@ impl Dispatcher {
             backend,
             saved: None,
             hook: None,
+            egress: None,
         }
     }
 
@@ -63,6 +66,16 @@ impl Dispatcher {
             hook: Some(hook),
             ..self
         }
+    }
+
+    /// The same, with `egress` serving the sandboxes' connections out.
+    pub fn with_egress(self, egress: Option<Arc<crate::egress::EgressPolicy>>) -> Self {
+        Dispatcher { egress, ..self }
+    }
+
+    /// The egress policy the sandboxes' proxies apply, when the allow list is set.
+    pub fn egress(&self) -> Option<&Arc<crate::egress::EgressPolicy>> {
+        self.egress.as_ref()
     }
 
     /// Loads the servers the run of `scope` names, for its client; see [`HostCalls::load`].

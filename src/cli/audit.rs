@@ -136,7 +136,7 @@ pub fn readable(path: &Path, tail: &Tail) -> String {
                 }
             }
             Record::Run(_) => runs += 1,
-            Record::Rotated(_) => {}
+            Record::Rotated(_) | Record::Net(_) => {}
         }
     }
     let mut out = String::new();
@@ -158,6 +158,7 @@ pub fn readable(path: &Path, tail: &Tail) -> String {
             Record::Call(c) => call_line(c),
             Record::Run(r) => run_line(r),
             Record::Rotated(r) => rotated_line(r),
+            Record::Net(n) => net_line(n),
         };
         out.push_str(&safe_line(&line));
         out.push('\n');
@@ -174,6 +175,24 @@ fn short(id: &str) -> String {
 fn token(name: Option<&String>) -> String {
     name.map(|t| format!("token {}  ", Shown(t)))
         .unwrap_or_default()
+}
+
+fn net_line(n: &crate::audit::NetRecord) -> String {
+    let mut line = format!(
+        "{}  {}  net {}:{} {} {} (up {} B, down {} B)",
+        Shown(&n.time),
+        Shown(&short(&n.run)),
+        Shown(&n.host),
+        n.port,
+        Shown(&n.method),
+        Shown(&n.outcome),
+        n.bytes_up,
+        n.bytes_down
+    );
+    if let Some(reason) = &n.reason {
+        let _ = write!(line, ": {}", Shown(reason));
+    }
+    line
 }
 
 fn call_line(c: &CallRecord) -> String {

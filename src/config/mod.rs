@@ -35,6 +35,7 @@ pub use settings::image_values::ImageBuildMode;
 pub use settings::languages::Languages;
 pub use settings::modes::{ChannelMode, OutputMode, PinTools, RuntimeChoice};
 pub use settings::mounts::{Mount, RESERVED_INSIDE};
+pub use settings::net_settings::{parse_host, AllowEntry, AllowHost, NetSettings};
 pub use settings::oauth_settings::OAuthSettings;
 pub use settings::overrides::Override;
 pub use settings::policy_settings::{ApprovalMode, PolicySettings};

@@ -14,6 +14,9 @@ pub const VAR_TMP_SIZE: &str = "16m";
 pub const NOFILE_LIMIT: i64 = 1024;
 /// The outbox: files sandbox code writes here are copied to the host after each cell.
 pub const OUTBOX_DIR: &str = "/workspace/out";
+/// The package folder (`MCP_BRIDGE_NETWORK_ALLOW` only): on `sys.path`, pip's target, and the
+/// one writable place mounted without `noexec`, so compiled extensions load.
+pub const PACKAGES_DIR: &str = "/opt/packages";
 
 /// The hardened shape of one sandbox container.
 #[derive(Debug, Clone)]
@@ -38,7 +41,7 @@ pub struct SandboxSpec {
     pub pids: i64,
     /// CPU quota in whole nano-cpus, if limited.
     pub nano_cpus: Option<i64>,
-    /// Mount point → tmpfs options; all are noexec and nosuid.
+    /// Mount point → tmpfs options; all nosuid, all noexec but [`PACKAGES_DIR`].
     pub tmpfs: BTreeMap<String, String>,
     /// `(name, soft, hard)` rlimits.
     pub ulimits: Vec<(String, i64, i64)>,
@@ -64,7 +67,7 @@ impl SandboxSpec {
         cmd: Vec<String>,
         labels: BTreeMap<String, String>,
     ) -> Self {
-        let tmpfs = [
+        let mut tmpfs: BTreeMap<String, String> = [
             ("/tmp", TMP_SIZE),
             ("/workspace", WORKSPACE_SIZE),
             ("/var/tmp", VAR_TMP_SIZE),
@@ -78,6 +81,26 @@ impl SandboxSpec {
             )
         })
         .collect();
+        let net = &settings.net;
+        // The way out's package folder: only with an allow list (pip has nowhere to fetch from
+        // without one), and the one scratch place that may hold code to map.
+        let packages = net.enabled().then(|| {
+            tmpfs.insert(
+                PACKAGES_DIR.to_string(),
+                format!(
+                    "rw,exec,nosuid,nodev,size={}k,mode=1777",
+                    net.packages_size / 1024
+                ),
+            );
+            [
+                format!("MCP_BRIDGE_PACKAGES={PACKAGES_DIR}"),
+                format!("PYTHONPATH={PACKAGES_DIR}"),
+                format!("PIP_TARGET={PACKAGES_DIR}"),
+                "PIP_BREAK_SYSTEM_PACKAGES=1".to_string(),
+                "PIP_DISABLE_PIP_VERSION_CHECK=1".to_string(),
+                "PIP_NO_WARN_SCRIPT_LOCATION=1".to_string(),
+            ]
+        });
         let data = &settings.data;
         // The entrypoint's side of the outbox and pictures (entrypoint/outbox.py, pictures.py):
         // where the outbox is and the limits it applies before the host applies them again.
@@ -126,6 +149,7 @@ impl SandboxSpec {
             .into_iter()
             .chain(entrypoint_env)
             .chain(shared)
+            .chain(packages.into_iter().flatten())
             .collect(),
             user: settings.container_user.clone(),
             workdir: "/workspace".into(),
@@ -151,5 +175,40 @@ impl SandboxSpec {
             channel_dir: None,
             mounts: data.mounts.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(pairs: &[(&str, &str)]) -> SandboxSpec {
+        let settings = Settings::from_pairs(pairs).expect("settings");
+        SandboxSpec::new(&settings, "n".into(), Vec::new(), BTreeMap::new())
+    }
+
+    #[test]
+    fn the_package_folder_exists_only_with_an_allow_list_and_is_the_one_exec_mount() {
+        let plain = spec(&[]);
+        assert!(!plain.tmpfs.contains_key(PACKAGES_DIR));
+        assert!(plain.tmpfs.values().all(|o| o.contains("noexec")));
+        assert!(!plain
+            .env
+            .iter()
+            .any(|e| e.starts_with("PIP_") || e.starts_with("PYTHONPATH")));
+        let net = spec(&[
+            ("MCP_BRIDGE_NETWORK_ALLOW", "pypi.org"),
+            ("MCP_BRIDGE_NETWORK_PACKAGES_SIZE", "64m"),
+        ]);
+        let packages = &net.tmpfs[PACKAGES_DIR];
+        assert!(
+            packages.contains(",exec,") && packages.contains("nosuid"),
+            "{packages}"
+        );
+        assert!(packages.contains("size=65536k"), "{packages}");
+        let others = net.tmpfs.iter().filter(|(k, _)| k.as_str() != PACKAGES_DIR);
+        assert!(others.clone().count() == 3 && others.clone().all(|(_, o)| o.contains("noexec")));
+        assert!(net.env.contains(&format!("PIP_TARGET={PACKAGES_DIR}")));
+        assert!(net.env.contains(&"PIP_BREAK_SYSTEM_PACKAGES=1".to_string()));
     }
 }

@@ -424,7 +424,7 @@ mod tests {
             .map(|r| match r {
                 crate::audit::Record::Call(c) => c.token,
                 crate::audit::Record::Run(r) => r.token,
-                crate::audit::Record::Rotated(_) => None,
+                crate::audit::Record::Rotated(_) | crate::audit::Record::Net(_) => None,
             })
             .collect();
         let ci = Some("ci-bot".to_string());

@@ -27,6 +27,7 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("channel.py", include_str!("../../entrypoint/channel.py")),
     ("confine.py", include_str!("../../entrypoint/confine.py")),
+    ("egress.py", include_str!("../../entrypoint/egress.py")),
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("jscells.py", include_str!("../../entrypoint/jscells.py")),

@@ -58,6 +58,10 @@ pub enum BridgeError {
     /// engine, or an engine in a VM the folder is not shared with).
     #[error("MCP_BRIDGE_MOUNTS cannot be used with this container engine: {0}")]
     Mounts(String),
+    /// `MCP_BRIDGE_NETWORK_ALLOW` cannot be served on this engine (it cannot mount the
+    /// bridge's socket folder: a remote engine, or stdio frames).
+    #[error("MCP_BRIDGE_NETWORK_ALLOW cannot be used with this container engine: {0}")]
+    Network(String),
     /// The sandbox broke the frame protocol, or its session ended under a request.
     #[error(transparent)]
     Protocol(#[from] ProtocolError),

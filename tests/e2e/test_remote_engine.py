@@ -135,3 +135,13 @@ def test_plain_tcp_to_another_machine_is_warned_about(tmp_path):
     assert p.returncode != 0 and p.stdout == "", p
     warning = [line for line in p.stderr.splitlines() if "WARN" in line and "plain TCP" in line]
     assert len(warning) == 1 and addr in warning[0] and "DOCKER_TLS_VERIFY" in warning[0], p.stderr
+
+
+def test_the_egress_allow_list_is_refused_on_a_remote_engine_naming_the_setting(tls_engine, tmp_path):
+    # the sandbox's way out is a socket the engine must mount from this machine: a remote one cannot
+    env = remote_env(tls_engine)
+    env["MCP_BRIDGE_NETWORK_ALLOW"] = "pypi.org"
+    p = exec_on(env, tmp_path, "print('ran')")
+    assert p.returncode != 0 and "ran" not in p.stdout, f"{p.stdout}\n{p.stderr}"
+    assert "MCP_BRIDGE_NETWORK_ALLOW" in p.stderr and "remote engine" in p.stderr, p.stderr
+    assert not tls_engine.containers("mcp-code-bridge"), "the refused start left a sandbox behind"

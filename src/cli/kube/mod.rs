@@ -38,6 +38,13 @@ pub enum KubeError {
          see (a hostPath would name the node's folders): unset it for kube manifest"
     )]
     Mounts,
+    /// `MCP_BRIDGE_NETWORK_ALLOW`'s way out is a socket of this machine's bridge.
+    #[error(
+        "MCP_BRIDGE_NETWORK_ALLOW's way out is a socket the bridge on this machine serves, which \
+         a pod on a cluster node cannot reach (the pod keeps its deny-all NetworkPolicy): unset it \
+         for kube manifest"
+    )]
+    Network,
     /// The pod's name is no DNS label.
     #[error("the pod name must be 1-63 lower-case letters, digits or '-', starting and ending with a letter or digit")]
     Name,
@@ -61,6 +68,9 @@ fn dns_label(name: &str) -> bool {
 pub fn manifest(settings: &Settings, args: &ManifestArgs) -> Result<String, KubeError> {
     if !settings.data.mounts.is_empty() {
         return Err(KubeError::Mounts);
+    }
+    if settings.net.enabled() {
+        return Err(KubeError::Network);
     }
     if !dns_label(&args.name) {
         return Err(KubeError::Name);

@@ -29,7 +29,11 @@ mod tests {
     use std::path::Path;
 
     /// Variables the bridge sets for the sandbox's entrypoint and never reads itself.
-    const SET_FOR_THE_SANDBOX: &[&str] = &["MCP_BRIDGE_OUTBOX", "MCP_BRIDGE_SHARED"];
+    const SET_FOR_THE_SANDBOX: &[&str] = &[
+        "MCP_BRIDGE_OUTBOX",
+        "MCP_BRIDGE_SHARED",
+        "MCP_BRIDGE_PACKAGES",
+    ];
 
     /// GUIDE.md's table: the lines from its header to the first line that is not a row.
     fn guide_lines() -> Vec<String> {

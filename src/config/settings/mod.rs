@@ -8,6 +8,7 @@ pub(super) mod image_values;
 pub(super) mod languages;
 pub(super) mod modes;
 pub(super) mod mounts;
+pub(super) mod net_settings;
 pub(super) mod oauth_settings;
 pub(super) mod overrides;
 pub(super) mod policy_settings;
@@ -32,6 +33,7 @@ use self::modes::{
     OutputMode, PinTools, RuntimeChoice,
 };
 use self::mounts::{engine_sockets, HostRules};
+use self::net_settings::NetSettings;
 use self::oauth_settings::OAuthSettings;
 use self::overrides::{overrides, Override};
 use self::policy_settings::PolicySettings;
@@ -155,6 +157,8 @@ pub struct Settings {
     pub serve: ServeSettings,
     /// Signing in to remote servers.
     pub oauth: OAuthSettings,
+    /// The sandbox's egress allow list and its bounds.
+    pub net: NetSettings,
     /// The settings given a value other than their default, in the table's order (what
     /// `doctor` shows).
     pub overrides: Vec<Override>,
@@ -252,6 +256,7 @@ impl Settings {
             policy: PolicySettings::from_lookup(var)?,
             serve: ServeSettings::from_lookup(var)?,
             oauth: OAuthSettings::from_lookup(var)?,
+            net: NetSettings::from_lookup(var)?,
             container_user,
             idle_timeout: (!idle.is_zero()).then_some(idle),
             state_dir: paths.state_dir,

@@ -3,6 +3,7 @@
 //! its row, GUIDE.md's "Environment variables" table is held equal to [`ROWS`] by a test
 //! (`guide_table.rs`), and `doctor` lists the rows a user changed.
 
+use super::net_settings as net;
 use super::oauth_settings as oauth;
 use super::policy_settings as policy;
 use super::serve_settings as serve;
@@ -404,6 +405,11 @@ pub const ROWS: &[Row] = &[
     Row::Number(&serve::DRAIN_TIMEOUT),
     Row::Flag(&STRUCTURED_CONTENT),
     Row::Text(&MOUNTS),
+    Row::Text(&net::NETWORK_ALLOW),
+    Row::Text(&net::NETWORK_HOSTS),
+    Row::Number(&net::NETWORK_MAX_BYTES),
+    Row::Number(&net::NETWORK_MAX_CONNECTIONS),
+    Row::Number(&net::NETWORK_PACKAGES_SIZE),
     Row::Text(&policy::AUDIT_LOG),
     Row::Flag(&policy::AUDIT_VALUES),
     Row::Flag(&policy::AUDIT_CODE),

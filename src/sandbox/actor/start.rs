@@ -48,6 +48,21 @@ impl Engine {
             self.owner.labels(),
         );
         let channel = self.channel_for(runtime.as_ref());
+        if self.settings.net.enabled() && channel.is_none() {
+            return Err(BridgeError::Network(if !runtime.sees_host_folders() {
+                format!(
+                    "{} is a remote engine (DOCKER_HOST={}): the sandbox's way out is a socket \
+                     the engine must mount from this machine. Use a local engine, or unset \
+                     MCP_BRIDGE_NETWORK_ALLOW",
+                    runtime.engine(),
+                    self.settings.docker_host.as_deref().unwrap_or("?")
+                )
+            } else {
+                "the sandbox's way out is a socket in the frame channel's folder, and this \
+                 engine got none (MCP_BRIDGE_CHANNEL=stdio, or the engine refused the mount)"
+                    .to_string()
+            }));
+        }
         spec.channel_dir = channel
             .as_ref()
             .map(|(l, inside)| (l.host_dir().to_path_buf(), inside.clone()));
@@ -80,6 +95,13 @@ impl Engine {
             // for this sandbox and every later one. Any other engine error is just this start's.
             tracing::info!("the engine refused the frame-channel mount; frames use stdio");
             self.channel = FrameChannel::Stdio;
+            if self.settings.net.enabled() {
+                return Err(BridgeError::Network(
+                    "the engine refused to mount the frame channel's folder, where the \
+                     sandbox's way out is"
+                        .into(),
+                ));
+            }
             spec.channel_dir = None;
             started = Session::start(
                 runtime.clone(),

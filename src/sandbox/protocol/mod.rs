@@ -13,7 +13,7 @@ mod state_frames;
 pub use inbound::{
     call_id, is_call, parse_call, parse_inbound, CallFrame, FrameError, Inbound, ReadyFrame,
 };
-pub use outbound::{ChannelOffer, ExecServers, ExecTools, Outbound, SentTools};
+pub use outbound::{ChannelOffer, EgressOffer, ExecServers, ExecTools, Outbound, SentTools};
 pub use result::ResultFrame;
 pub use state_frames::{Bounded, OutputFrame, PreloadedFrame, RestoredFrame, SavedFrame};
 

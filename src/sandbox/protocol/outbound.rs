@@ -198,6 +198,18 @@ pub struct ChannelOffer<'a> {
     pub path: &'a str,
     /// Secret to send in the hello frame.
     pub token: &'a str,
+    /// The egress socket (`MCP_BRIDGE_NETWORK_ALLOW`), when the sandbox has a way out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress: Option<EgressOffer<'a>>,
+}
+
+/// The egress socket named in the boot frame: the relay connects to it before confinement.
+#[derive(Debug, Serialize)]
+pub struct EgressOffer<'a> {
+    /// Socket path inside the sandbox.
+    pub path: &'a str,
+    /// Secret the relay sends first.
+    pub token: &'a str,
 }
 
 #[cfg(test)]

@@ -22,12 +22,13 @@ use super::state::{Death, Shared};
 use super::waiter::wait_loop;
 use super::writer::{write_line, write_loop, Outgoing};
 use crate::container::ContainerRuntime;
+use crate::egress::{self, EgressListener, RunBudget};
 use crate::outbox::Outbox;
 use crate::sandbox::channel::{ChannelListener, SOCKET_NAME};
 use crate::sandbox::entrypoint;
 use crate::sandbox::error::BridgeError;
 use crate::sandbox::posture::{self, Expected};
-use crate::sandbox::protocol::ChannelOffer;
+use crate::sandbox::protocol::{ChannelOffer, EgressOffer};
 
 /// A booted sandbox: what the session handle keeps.
 pub(super) struct Booted {
@@ -39,6 +40,8 @@ pub(super) struct Booted {
     pub(super) tasks: Vec<AbortOnDropHandle<()>>,
     /// Ends the session's request tasks when dropped.
     pub(super) calls_end: DropGuard,
+    /// The network budget of the sandbox's runs, when it has a way out.
+    pub(super) egress: Option<Arc<RunBudget>>,
 }
 
 /// Attaches to and starts container `id`, boots the entrypoint (offering `channel`, the
@@ -72,6 +75,7 @@ pub(super) async fn boot(
     let (writer, write_rx) = mpsc::channel(WRITE_QUEUE);
     let (exit_tx, exit_rx) = watch::channel(None);
     let calls_end = CancellationToken::new();
+    let egress_policy = route.dispatcher.egress().cloned();
     let calls = Calls::new(writer.clone(), route, limits, calls_end.clone());
     let calls_end = calls_end.drop_guard();
     let sink = FrameSink::new(shared.clone(), calls, limits);
@@ -93,13 +97,49 @@ pub(super) async fn boot(
         stderr_tail: shared.tail(),
     };
     let mut stdin = attached.input;
+    // The way out (MCP_BRIDGE_NETWORK_ALLOW): a second socket in the channel's folder, which
+    // the entrypoint connects to first (the folder goes once the frame socket is taken).
+    let way_out = match (&channel, egress_policy) {
+        (Some((listener, dir)), Some(policy)) => match EgressListener::bind(listener.host_dir()) {
+            Ok(l) => Some((
+                l,
+                format!("{dir}/{}", egress::listener::SOCKET_NAME),
+                policy,
+            )),
+            Err(err) => return Err(BridgeError::Network(format!("its socket: {err}"))),
+        },
+        _ => None,
+    };
     let offer = channel
         .as_ref()
         .map(|(listener, dir)| (listener, format!("{dir}/{SOCKET_NAME}")));
     let frame = entrypoint::boot_frame(offer.as_ref().map(|(l, path)| ChannelOffer {
         path,
         token: l.token(),
+        egress: way_out.as_ref().map(|(l, path, _)| EgressOffer {
+            path,
+            token: l.token(),
+        }),
     }));
+    let egress_budget = way_out
+        .as_ref()
+        .map(|(_, _, policy)| Arc::new(policy.budget()));
+    if let (Some((listener, _, policy)), Some(budget)) = (way_out, &egress_budget) {
+        let budget = budget.clone();
+        tasks.push(spawn(async move {
+            let deadline = Duration::from_secs(BOOT_TIMEOUT_SECS);
+            match tokio::time::timeout(deadline, listener.accept()).await {
+                Ok(Ok(stream)) => {
+                    drop(listener);
+                    egress::mux::run(stream, policy, budget).await;
+                }
+                Ok(Err(err)) => tracing::warn!(cause = %err, "the egress socket failed"),
+                Err(_) => {
+                    tracing::warn!("the sandbox's relay did not connect to the egress socket")
+                }
+            }
+        }));
+    }
     if let Err(err) = write_line(&mut stdin, &frame).await {
         return Err(boot_err(format!("could not send the boot frame: {err}")));
     }
@@ -140,6 +180,7 @@ pub(super) async fn boot(
         stdin: keep_stdin,
         tasks,
         calls_end,
+        egress: egress_budget,
     };
     tracing::debug!(
         ms = began.elapsed().as_millis() as u64,

@@ -95,6 +95,8 @@ pub struct Session {
     sent_tools: Mutex<SentTools>,
     /// Bytes of restore chunks queued but not yet written (see [`Session::restore_chunk`]).
     restore_budget: Arc<Semaphore>,
+    /// The network budget, reset at each exec, when the sandbox has a way out.
+    egress: Option<Arc<crate::egress::RunBudget>>,
 }
 
 /// Bytes of snapshot chunks a restore may have queued for the sandbox at once.
@@ -169,6 +171,7 @@ impl Session {
                 _calls_end: b.calls_end,
                 sent_tools: Mutex::new(SentTools::default()),
                 restore_budget: Arc::new(Semaphore::new(RESTORE_IN_FLIGHT)),
+                egress: b.egress,
             }),
             Err(e) => {
                 if let Err(err) = runtime.remove(&id).await {
@@ -215,6 +218,9 @@ impl Session {
             deadline,
             scope,
         } = target;
+        if let Some(budget) = &self.egress {
+            budget.begin_run(&scope.id);
+        }
         let line = {
             let mut sent = self.sent_tools.lock().expect("sent tools lock");
             let frame_tools = ExecTools::for_exec(&mut sent, tools);
