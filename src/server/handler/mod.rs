@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetSkillRequestParams,
-    GetSkillResult, Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetSkillRequestParams, GetSkillResult,
+    Implementation, ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -25,13 +25,17 @@ use super::resources::{capabilities, CAPABILITIES_URI};
 use super::router::{SandboxRouter, SessionTie, Who};
 use super::skills;
 use super::tool::{self, TOOL_NAME, TS_TOOL_NAME};
+
+mod release;
+mod result;
+
 use crate::calls::{Asker, Caller, Language, RunScope, SignInWay, TraceContext};
 use crate::config::Settings;
-use crate::format;
 use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 use crate::sandbox::{Progress, RunRequest, Sandbox};
 use crate::skills::SkillStore;
+use release::RELEASED;
 
 /// The bridge's MCP server handler; cheap to clone.
 #[derive(Clone)]
@@ -260,72 +264,7 @@ impl BridgeServer {
         }
         Ok(result)
     }
-
-    /// `release` with empty code: the client's sandbox (`handle`, or its session's) goes, no
-    /// run. Under stdio `run` there is nothing to release: said, not an error.
-    ///
-    /// # Errors
-    /// The router's error for a handle that is not the caller's (as for a run).
-    fn release_only(
-        &self,
-        who: Option<&Who>,
-        handle: Option<&str>,
-    ) -> Result<CallToolResult, ErrorData> {
-        let Target::Many(tie) = &self.target else {
-            return Ok(CallToolResult::success(vec![ContentBlock::text(
-                "nothing to release: this bridge has one sandbox (release is for serve --http)",
-            )]));
-        };
-        let Some(who) = who else {
-            return Err(ErrorData::invalid_request(
-                "the request did not come through the HTTP front",
-                None,
-            ));
-        };
-        if who.session.is_none() && handle.is_none() {
-            let report = RunReport::failed(
-                RunStatus::Error,
-                "release needs the sandbox's handle: pass sandbox=\"sbx_...\" with release=true",
-            );
-            return Ok(self.result(&report));
-        }
-        if who.session.is_some() && handle.is_some() {
-            let report = RunReport::failed(
-                RunStatus::Error,
-                "this MCP session has its own sandbox: leave out `sandbox` (release=true alone \
-                 releases the session's)",
-            );
-            return Ok(self.result(&report));
-        }
-        tie.router().release(who, handle)?;
-        Ok(CallToolResult::success(vec![ContentBlock::text(RELEASED)]))
-    }
-
-    /// `report` as a tool result: the rendered text, then a picture's image content and a
-    /// `resource_link` per delivered file, `isError`, and `structuredContent` only when
-    /// `MCP_BRIDGE_STRUCTURED_CONTENT` asks for it (Claude Code shows the model only the
-    /// structured JSON when it is present: anthropics/claude-code#54450, #79944), and never
-    /// with a picture: Claude Code would drop the image (anthropics/claude-code#54737). The
-    /// structured JSON lists the files, so links survive there.
-    fn result(&self, report: &RunReport) -> CallToolResult {
-        let text = format::render(report, self.settings.output_mode);
-        let mut content = vec![ContentBlock::text(text)];
-        content.extend(files::blocks(report));
-        let mut result = if report.is_error() {
-            CallToolResult::error(content)
-        } else {
-            CallToolResult::success(content)
-        };
-        if self.settings.structured_content && !files::has_pictures(report) {
-            result.structured_content = Some(format::structured(report));
-        }
-        result
-    }
 }
-
-/// What a result says once its sandbox was released.
-const RELEASED: &str = "The sandbox was released: its variables and files are gone, and its \
-     handle no longer works; leave out `sandbox` to start a new one";
 
 /// The result `_meta` key carrying a handle minted for a stateless client.
 pub const SANDBOX_META: &str = "mcp-code-bridge/sandbox";
