@@ -467,7 +467,12 @@ class HeldConnections:
 
     def report(self, timeout: float = 120.0) -> HeldReport:
         """Its report, once it ended."""
-        out, err = self.proc.communicate(timeout=timeout)
+        # Read through the same buffered reader as `wait_open`: when the connections were
+        # closed at once, the report line came with the `open` line and sits in its buffer,
+        # where `communicate` (which reads the pipe itself) would never see it.
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.proc.wait(timeout=timeout)  # its output is two short lines: no pipe fills
+        out, err = self.proc.stdout.read(), self.proc.stderr.read()
         assert self.proc.returncode == 0, err
         doc = json.loads(out.strip().splitlines()[-1])
         return HeldReport(doc["opened"], doc["lived"])
