@@ -414,7 +414,8 @@ _HOLD = r"""
 import json, selectors, socket, sys, time
 host, port, count, seconds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 sel = selectors.DefaultSelector()
-socks, lived = [], []
+socks, lived, closed = [], [], []
+start = time.monotonic()
 def watch(timeout):
     for key, _ in sel.select(timeout):
         s = key.fileobj
@@ -425,7 +426,9 @@ def watch(timeout):
         except OSError:
             gone = True
         if gone:
-            lived.append(time.monotonic() - key.data)
+            now = time.monotonic()
+            lived.append(now - key.data)
+            closed.append([key.data - start, now - start])
             sel.unregister(s)
 for _ in range(count):
     s = socket.create_connection((host, port), timeout=10)
@@ -437,17 +440,35 @@ print("open", len(socks), flush=True)
 end = time.monotonic() + seconds
 while time.monotonic() < end and len(lived) < len(socks):
     watch(0.05)
-print(json.dumps({"opened": len(socks), "lived": sorted(lived)}), flush=True)
+print(json.dumps({"opened": len(socks), "lived": sorted(lived), "spans": closed}), flush=True)
 """
 
 
 @dataclass
 class HeldReport:
     """What `hold_connections_as` saw: connections opened, and for each one the server closed
-    (within the time given), how many seconds it had stayed open."""
+    (within the time given), how many seconds it had stayed open (`lived`, sorted) and when it
+    opened and closed (`spans`, seconds since the first opened, in the order they closed)."""
 
     opened: int
     lived: list[float]
+    spans: list[tuple[float, float]]
+
+    def most_at_once(self, held_for: float, margin: float) -> int:
+        """The most connections the server held at one moment among those it closed after
+        about `held_for` seconds (a timeout), each taken as held over the `held_for` before it
+        closed, narrowed by `margin` at both ends so that jitter in when a close was seen does
+        not make two that followed each other look simultaneous."""
+        edges: list[tuple[float, int]] = []
+        for opened, closed in self.spans:
+            if closed - opened >= held_for - margin:
+                edges.append((closed - held_for + margin, 1))
+                edges.append((closed - margin, -1))
+        most = now = 0
+        for _, step in sorted(edges):
+            now += step
+            most = max(most, now)
+        return most
 
 
 class HeldConnections:
@@ -475,7 +496,7 @@ class HeldConnections:
         out, err = self.proc.stdout.read(), self.proc.stderr.read()
         assert self.proc.returncode == 0, err
         doc = json.loads(out.strip().splitlines()[-1])
-        return HeldReport(doc["opened"], doc["lived"])
+        return HeldReport(doc["opened"], doc["lived"], [(a, b) for a, b in doc["spans"]])
 
 
 def hold_connections_as(uid: int, url: str, count: int, seconds: float) -> HeldConnections:

@@ -299,11 +299,20 @@ def test_the_package_folder_is_on_sys_path_and_may_hold_compiled_code(net_bridge
         "        print('LOADED', where, ctypes.CDLL(copy).zlibVersion is not None)\n"
         "    except OSError as e:\n"
         "        print('REFUSED', where, e)\n"
+        # a CPython extension module (the image's own _json, under a package of ours) imports
+        "import importlib, importlib.machinery, os, _json\n"
+        "os.makedirs('/opt/packages/mcb_ext', exist_ok=True)\n"
+        "open('/opt/packages/mcb_ext/__init__.py', 'w').close()\n"
+        "shutil.copy(_json.__file__, '/opt/packages/mcb_ext/' + os.path.basename(_json.__file__))\n"
+        "importlib.invalidate_caches()\n"
+        "ext = importlib.import_module('mcb_ext._json')\n"
+        "print('EXTENSION', type(ext.__loader__).__name__, ext.__file__, ext.scanstring('\"ok\"', 1))\n"
     )
     r = net_bridge.run(code)
     assert "ON PATH True" in r.text, r
     assert "LOADED /opt/packages True" in r.text, r
     assert "REFUSED /tmp" in r.text, r
+    assert "EXTENSION ExtensionFileLoader /opt/packages/mcb_ext/_json" in r.text and "('ok', 4)" in r.text, r
 
 
 @pytest.mark.engine

@@ -135,13 +135,15 @@ def test_idle_connections_of_another_user_do_not_stall_the_owner(bridge: ServeBr
     assert mine.status_code == 200, mine.text
     assert took < 3, f"the owner's request took {took:.1f} s with 1,030 idle connections open"
     report = held.report()
-    # At most MCP_BRIDGE_HTTP_CONNECTIONS_PER_PEER (64) wait unadmitted as that user's; the others
-    # are closed at accept, and those after MCP_BRIDGE_HTTP_UNAUTH_TIMEOUT (2 s). A connection whose
-    # owner the kernel did not name under this load counts in the one shared loopback peer (64
-    # more at most, whatever 127.x.y.z it came from).
+    # At most MCP_BRIDGE_HTTP_CONNECTIONS_PER_PEER (64) wait unadmitted as that user's at one
+    # time; the others are closed at accept, and those after MCP_BRIDGE_HTTP_UNAUTH_TIMEOUT (2 s),
+    # which gives their places to later ones (on a busy machine opening 1,030 takes over 2 s, so
+    # more than 64 in all may wait, never more than 64 at once). A connection whose owner the
+    # kernel did not name under this load counts in the one shared loopback peer (64 more at
+    # most, whatever 127.x.y.z it came from).
     assert len(report.lived) == 1030, f"{1030 - len(report.lived)} connections still open after 10 s"
-    long_lived = [t for t in report.lived if t >= 1.5]
-    assert len(long_lived) <= 2 * 64, f"{len(long_lived)} connections of one user waited unadmitted"
+    at_once = report.most_at_once(held_for=2.0, margin=0.25)
+    assert 0 < at_once <= 2 * 64, f"{at_once} connections of one user waited unadmitted at once"
     assert max(report.lived) < 2 + 4, report.lived[-5:]
 
 
