@@ -133,7 +133,9 @@ def test_idle_connections_of_another_user_do_not_stall_the_owner(bridge: ServeBr
     mine = _post(bridge.url, {"Authorization": f"Bearer {ALICE}"}, timeout=60)
     took = time.monotonic() - started
     assert mine.status_code == 200, mine.text
-    assert took < 3, f"the owner's request took {took:.1f} s with 1,030 idle connections open"
+    # Stalled behind them, it would wait for the holder to let go (10 s); a busy machine may
+    # take a few seconds to serve it, never that long.
+    assert took < 8, f"the owner's request took {took:.1f} s with 1,030 idle connections open"
     report = held.report()
     # At most MCP_BRIDGE_HTTP_CONNECTIONS_PER_PEER (64) wait unadmitted as that user's at one
     # time; the others are closed at accept, and those after MCP_BRIDGE_HTTP_UNAUTH_TIMEOUT (2 s),
