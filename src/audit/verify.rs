@@ -8,12 +8,14 @@
 //! names zeros (the chain's start). Lines with no MAC before that start were written before
 //! the chain existed: they are counted and reported, not verified. Any later line with no MAC,
 //! a MAC that does not hold, or a `prev` that is not the MAC before it is where the chain
-//! breaks. Given the head (`head.rs`: the last MAC written), a log in which no line carries it
-//! lost its newest lines.
+//! breaks. Given the marks (`head.rs`), a log in which no line carries the head (the last MAC
+//! written) lost its newest lines, and one whose chain does not start at the floor (what the
+//! oldest kept file follows) lost a whole file at its oldest end.
 
 use std::path::{Path, PathBuf};
 
 use super::file::ROTATED;
+use super::head::Marks;
 use super::mac::{holds, prev_of, unseal, ChainKey, Mac, GENESIS};
 use super::read::{lines, named, open, rotated, Line};
 
@@ -32,6 +34,9 @@ pub enum Reason {
     /// The last line written (the head in the state folder) is not in the log: lines after
     /// this one were removed.
     Cut,
+    /// The chain does not start where the last rotation left it (the floor in the state
+    /// folder): a whole file was removed from the log's oldest end, or replaced.
+    FileRemoved,
 }
 
 impl Reason {
@@ -53,6 +58,10 @@ impl Reason {
             Reason::Cut => {
                 "the newest lines were removed: the last line written (its MAC kept in the state \
                  folder) is not in the log"
+            }
+            Reason::FileRemoved => {
+                "the oldest file kept does not start where the last rotation left the log (kept \
+                 in the state folder): a whole file was removed, renamed or replaced"
             }
         }
     }
@@ -104,6 +113,8 @@ struct Walk<'k> {
     broken: Option<(u64, Reason)>,
     /// The last MAC written, until a line carrying it is met.
     head: Option<Mac>,
+    /// What the chain's first line must name, when known.
+    floor: Option<Mac>,
 }
 
 impl Walk<'_> {
@@ -124,8 +135,18 @@ impl Walk<'_> {
             (Some(running), None) => running,
             (Some(running), Some(p)) if p == running => running,
             (Some(_), Some(_)) => return Err(Reason::BrokenLink),
-            (None, Some(p)) if first || p == GENESIS => p,
-            (None, _) => return Err(Reason::BrokenLink),
+            (None, Some(p)) => match self.floor {
+                Some(floor) if p != floor => {
+                    return Err(if first {
+                        Reason::FileRemoved
+                    } else {
+                        Reason::BrokenLink
+                    })
+                }
+                _ if first || p == GENESIS => p,
+                _ => return Err(Reason::BrokenLink),
+            },
+            (None, None) => return Err(Reason::BrokenLink),
         };
         if !holds(self.key, &prev, &content, &claimed) {
             return Err(Reason::MacMismatch);
@@ -139,19 +160,21 @@ impl Walk<'_> {
     }
 }
 
-/// Checks the chain of the log at `path` (and its rotated files) under `key`; with `head`
-/// (the last MAC written, read before the files), also that no line after it was removed.
+/// Checks the chain of the log at `path` (and its rotated files) under `key`; with `marks`
+/// (read before the files), also that no line after the head and no file before the floor
+/// was removed.
 ///
 /// # Errors
 /// No file of the log exists, or one cannot be read (or is not a regular file).
-pub fn verify(path: &Path, key: &ChainKey, head: Option<Mac>) -> std::io::Result<Verdict> {
+pub fn verify(path: &Path, key: &ChainKey, marks: Marks) -> std::io::Result<Verdict> {
     let mut walk = Walk {
         key,
         running: None,
         seen: false,
         held: Held::default(),
         broken: None,
-        head,
+        head: marks.last,
+        floor: marks.floor,
     };
     let mut files = Vec::new();
     for n in (0..=ROTATED).rev() {
@@ -247,7 +270,7 @@ mod tests {
     }
 
     fn broken(path: &Path) -> (String, u64, Reason) {
-        match verify(path, &key(), None).expect("read") {
+        match verify(path, &key(), Marks::default()).expect("read") {
             Verdict::Broken(b) => (
                 b.file.file_name().expect("name").to_string_lossy().into(),
                 b.line,
@@ -262,12 +285,12 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
         write(&path, 1 << 20, 0..10);
-        let Verdict::Holds(held) = verify(&path, &key(), None).expect("read") else {
+        let Verdict::Holds(held) = verify(&path, &key(), Marks::default()).expect("read") else {
             panic!("does not hold")
         };
         assert_eq!((held.lines, held.files.len(), held.unchained), (10, 1, 0));
         // Another key does not hold, from the first line.
-        let other = verify(&path, &ChainKey([4; 32]), None).expect("read");
+        let other = verify(&path, &ChainKey([4; 32]), Marks::default()).expect("read");
         assert!(
             matches!(other, Verdict::Broken(Broken { line: 1, .. })),
             "{other:?}"
@@ -305,7 +328,7 @@ mod tests {
         let path = dir.path().join("audit.log");
         // About four lines per file: rotations, and then rotated files dropped.
         write(&path, 600, 0..40);
-        let Verdict::Holds(held) = verify(&path, &key(), None).expect("read") else {
+        let Verdict::Holds(held) = verify(&path, &key(), Marks::default()).expect("read") else {
             panic!("does not hold")
         };
         assert_eq!(held.files.len(), 4, "{held:?}");
@@ -329,9 +352,11 @@ mod tests {
             .map(|i| String::from_utf8(record(i)).expect("utf-8"))
             .collect();
         put(&path, &old);
-        assert!(matches!(verify(&path, &key(), None), Ok(Verdict::NoChain(h)) if h.unchained == 3));
+        assert!(
+            matches!(verify(&path, &key(), Marks::default()), Ok(Verdict::NoChain(h)) if h.unchained == 3)
+        );
         write(&path, 1 << 20, 3..6);
-        let Verdict::Holds(held) = verify(&path, &key(), None).expect("read") else {
+        let Verdict::Holds(held) = verify(&path, &key(), Marks::default()).expect("read") else {
             panic!("does not hold")
         };
         assert_eq!((held.lines, held.unchained), (3, 3));
@@ -339,10 +364,12 @@ mod tests {
         let mut text = std::fs::read_to_string(&path).expect("read");
         text.push_str("{\"kind\":\"ca");
         std::fs::write(&path, &text).expect("write");
-        assert!(matches!(verify(&path, &key(), None), Ok(Verdict::Holds(h)) if h.partial));
+        assert!(
+            matches!(verify(&path, &key(), Marks::default()), Ok(Verdict::Holds(h)) if h.partial)
+        );
         write(&path, 1 << 20, 6..7);
         assert_eq!(broken(&path), ("audit.log".into(), 7, Reason::MissingMac));
-        assert!(verify(&dir.path().join("none.log"), &key(), None).is_err());
+        assert!(verify(&dir.path().join("none.log"), &key(), Marks::default()).is_err());
     }
 
     #[test]
@@ -367,7 +394,10 @@ mod tests {
         let lines = lines_of(&path);
         put(&path, &lines[..3]);
         // Without the head the chain alone cannot tell; with it, the cut is named.
-        assert!(matches!(verify(&path, &key(), None), Ok(Verdict::Holds(_))));
+        assert!(matches!(
+            verify(&path, &key(), Marks::default()),
+            Ok(Verdict::Holds(_))
+        ));
         let cut = verify(&path, &key(), head()).expect("read");
         assert!(
             matches!(
@@ -393,6 +423,68 @@ mod tests {
     }
 
     #[test]
+    fn a_file_removed_from_the_oldest_end_shows_against_the_floor() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (state, path) = (dir.path().join("state"), dir.path().join("audit.log"));
+        let write_marked = |range: std::ops::Range<u64>| {
+            let head = super::super::head::Head::open(&state, &path).expect("head");
+            let mut log = AuditFile::open(&path, 600, key())
+                .expect("open")
+                .with_head(head);
+            for i in range {
+                log.append(&record(i)).expect("append");
+            }
+        };
+        let marks = || super::super::head::load(&state, &path).expect("marks");
+        let removed = |n: usize| {
+            let (held, file) = (rotated(&path, n), dir.path().join("kept"));
+            std::fs::rename(&held, &file).expect("remove");
+            let verdict = verify(&path, &key(), marks()).expect("read");
+            // The chain alone cannot tell a removed file from a rotation; the floor can.
+            assert!(matches!(
+                verify(&path, &key(), Marks::default()),
+                Ok(Verdict::Holds(_))
+            ));
+            std::fs::rename(&file, &held).expect("put back");
+            verdict
+        };
+        // Three files and no drop yet: the chain starts at zeros.
+        let mut i = 0;
+        while !rotated(&path, 2).exists() {
+            write_marked(i..i + 1);
+            i += 1;
+        }
+        assert!(!rotated(&path, 3).exists());
+        assert_eq!(marks().floor, Some(GENESIS));
+        let gone = removed(2);
+        assert!(
+            matches!(&gone, Verdict::Broken(b) if b.reason == Reason::FileRemoved && b.line == 1),
+            "{gone:?}"
+        );
+        // Files dropped by rotation: the floor moves with them, so the log still holds.
+        write_marked(i..i + 30);
+        let kept = verify(&path, &key(), marks()).expect("read");
+        assert!(
+            matches!(&kept, Verdict::Holds(h) if h.files.len() == 4),
+            "{kept:?}"
+        );
+        assert_ne!(marks().floor, Some(GENESIS));
+        let gone = removed(3);
+        assert!(
+            matches!(&gone, Verdict::Broken(b) if b.reason == Reason::FileRemoved
+                && b.file == rotated(&path, 2) && b.line == 1),
+            "{gone:?}"
+        );
+        // A newer file moved into the oldest's place is caught the same way.
+        std::fs::copy(rotated(&path, 2), rotated(&path, 3)).expect("copy");
+        let moved = verify(&path, &key(), marks()).expect("read");
+        assert!(
+            matches!(&moved, Verdict::Broken(b) if b.reason == Reason::FileRemoved),
+            "{moved:?}"
+        );
+    }
+
+    #[test]
     fn writers_at_once_do_not_fork_the_chain() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("audit.log");
@@ -413,7 +505,7 @@ mod tests {
         for t in threads {
             t.join().expect("writer");
         }
-        let verdict = verify(&path, &key(), None).expect("read");
+        let verdict = verify(&path, &key(), Marks::default()).expect("read");
         assert!(
             matches!(&verdict, Verdict::Holds(h) if h.lines == writers * each),
             "the chain forked: {verdict:?}"
@@ -429,7 +521,7 @@ mod tests {
         for t in threads {
             t.join().expect("writer");
         }
-        let verdict = verify(&small, &key(), None).expect("read");
+        let verdict = verify(&small, &key(), Marks::default()).expect("read");
         assert!(matches!(verdict, Verdict::Holds(_)), "{verdict:?}");
     }
 }

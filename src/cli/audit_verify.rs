@@ -42,11 +42,11 @@ pub fn verify(configured: Option<&Path>, file: Option<&Path>, state_dir: &Path) 
         }
         Err(e) => return cannot(e.to_string()),
     };
-    let head = match crate::audit::head::load(state_dir, path) {
-        Ok(head) => head,
+    let marks = match crate::audit::head::load(state_dir, path) {
+        Ok(marks) => marks,
         Err(e) => return cannot(e.to_string()),
     };
-    match check(path, &key, head) {
+    match check(path, &key, marks) {
         Err(e) => cannot(format!("cannot read the audit log: {e}")),
         Ok(Verdict::Holds(held)) => {
             println!("{}", safe_line(&summary(&held)));

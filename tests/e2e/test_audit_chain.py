@@ -194,6 +194,14 @@ def test_rotation_carries_the_chain_and_verify_reads_every_file_kept(chain_env, 
     held = verify(helpers, chain_env)
     assert held.returncode == 0, (held.stdout, held.stderr)
     assert "in 4 files (audit.log.3, audit.log.2, audit.log.1, audit.log)" in held.stdout, held.stdout
+    # The oldest file deleted whole, as a rotation would: the floor in the state folder names it.
+    aside = tmp_path / "aside"
+    Path(f"{log}.3").rename(aside)
+    p = verify(helpers, chain_env)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert f"{log}.2 line 1: the oldest file kept does not start where the last rotation left" in p.stdout, p.stdout
+    aside.rename(f"{log}.3")
+    assert verify(helpers, chain_env).returncode == 0
     # A rotated file put back in the wrong place breaks the link where it no longer fits.
     Path(f"{log}.2").write_bytes(Path(f"{log}.3").read_bytes())
     p = verify(helpers, chain_env)

@@ -134,6 +134,13 @@ impl AuditFile {
                 (prev, anchor) = (last, true);
             }
         }
+        if let Some(head) = &self.head {
+            if prev == GENESIS && head.read().is_none() && head.floor().is_none() {
+                // The first line written to this log with marks, starting the chain: it
+                // begins at zeros until a rotation drops a file.
+                head.set_floor(Some(GENESIS))?;
+            }
+        }
         let (mut line, mac) = seal(&self.key, record, &prev, anchor);
         if newline {
             // A line cut short before ours stays a line of its own (and fails the check).
@@ -204,20 +211,36 @@ impl AuditFile {
         self.dir
             .rename_file(&self.name, &format!("{}.1", self.name))?;
         self.file = open_in(&self.dir, &self.name).map_err(io::Error::other)?;
-        if let Some(record) = dropped {
+        if let Some((record, floor)) = dropped {
+            // The oldest kept file now follows the dropped one's last line.
+            if let Some(head) = &self.head {
+                head.set_floor(floor)?;
+            }
             self.announce(record)?;
         }
         Ok(())
     }
 
     /// What the oldest rotated file held, when a rotation is about to drop it (none when there
-    /// is no such file). A file that cannot be read is still announced, its counts unknown (0).
-    fn oldest_dropped(&self) -> Option<RotatedRecord> {
+    /// is no such file), with the MAC its successor follows (zeros when its last line has none;
+    /// `None` when it cannot be read). A file that cannot be read is still announced, its
+    /// counts unknown (0).
+    fn oldest_dropped(&self) -> Option<(RotatedRecord, Option<Mac>)> {
         let oldest = format!("{}.{ROTATED}", self.name);
         let flags = libc::O_RDONLY | libc::O_NONBLOCK;
         let read = match self.dir.open_file(&oldest, flags, 0) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-            Ok(file) => summarize(file, &oldest, now()),
+            Ok(file) => summarize(&file, &oldest, now()).and_then(|record| {
+                let size = file.metadata()?.len();
+                let last = match size {
+                    0 => GENESIS,
+                    _ => match last_mac(&file, size)? {
+                        Tail::Mac(mac) => mac,
+                        Tail::None { .. } => GENESIS,
+                    },
+                };
+                Ok((record, Some(last)))
+            }),
             Err(e) => Err(e),
         };
         Some(read.unwrap_or_else(|e| {
@@ -225,13 +248,14 @@ impl AuditFile {
                 file = %ShownPath(&self.dir.join(&oldest)),
                 "cannot read the oldest audit log file before rotation drops it: {e}"
             );
-            RotatedRecord {
+            let record = RotatedRecord {
                 time: now(),
                 dropped_file: oldest,
                 dropped_lines: 0,
                 dropped_runs: Vec::new(),
                 more_runs: 0,
-            }
+            };
+            (record, None)
         }))
     }
 
