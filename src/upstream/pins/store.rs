@@ -17,6 +17,9 @@ use crate::checked_dir::{Access, CheckedDir, FIX_STATE};
 
 /// Server records kept at most (name and identity pairs).
 pub const MAX_SERVERS: usize = 256;
+/// Records kept at most per server name: an entry that now runs something else is pinned
+/// afresh, and the oldest of its earlier identities is forgotten past this many.
+pub const MAX_IDENTITIES: usize = 4;
 /// Tools pinned at most per server (and pending at most).
 pub const MAX_TOOLS: usize = 2048;
 /// Bytes of one tool's text kept for diffs; its digest is over the whole text.
@@ -157,6 +160,13 @@ impl PinStore {
         }
         self.locked(|c| {
             let Some(rec) = c.servers.iter_mut().find(|r| r.is(name, identity)) else {
+                let same_name: Vec<usize> = (0..c.servers.len())
+                    .filter(|&i| c.servers[i].name == name)
+                    .collect();
+                if same_name.len() >= MAX_IDENTITIES {
+                    // Records are kept in the order they were made: the first is the oldest.
+                    c.servers.remove(same_name[0]);
+                }
                 if c.servers.len() >= MAX_SERVERS {
                     return Err(self.full(format!("{MAX_SERVERS} servers")));
                 }
@@ -375,6 +385,33 @@ mod tests {
             .check("s", ID, &listed(&[("b", "B2"), ("c", "C")]))
             .expect("x");
         assert_eq!(v.held, ["c"].map(String::from).into());
+    }
+
+    #[test]
+    fn an_entry_run_many_ways_keeps_its_newest_identities_only() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = PinStore::new(dir.path());
+        let id = |i: usize| format!("{i:064x}");
+        store
+            .check("other", &id(0), &listed(&[("a", "A")]))
+            .expect("pinned");
+        for i in 0..MAX_IDENTITIES + 2 {
+            assert!(
+                store
+                    .check("s", &id(i), &listed(&[("a", "A")]))
+                    .expect("x")
+                    .first
+            );
+        }
+        let kept = |i: usize| store.record("s", &id(i)).expect("read").is_some();
+        assert!(!kept(0) && !kept(1), "the oldest identities are forgotten");
+        assert!((2..MAX_IDENTITIES + 2).all(kept));
+        assert!(store.record("other", &id(0)).expect("read").is_some());
+        // The pins of an identity kept still hold its tools.
+        let v = store
+            .check("s", &id(MAX_IDENTITIES + 1), &listed(&[("a", "A2")]))
+            .expect("held");
+        assert_eq!(v.held, ["a"].map(String::from).into());
     }
 
     #[test]
