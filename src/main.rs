@@ -61,6 +61,10 @@ enum Command {
         /// without it, questions are asked on the terminal when stdin is one, else declined.
         #[arg(long)]
         answer_defaults: bool,
+        /// The code's language: python, or typescript (as `run_typescript` runs it: JavaScript
+        /// or TypeScript, in the sandbox's node).
+        #[arg(long, value_enum, default_value = "python")]
+        language: exec_cli::ExecLanguage,
     },
     /// List the discovered MCP servers, where each was defined, and config problems; exit 3
     /// when there are problems. Starts nothing.
@@ -311,16 +315,18 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             timeout,
             json,
             answer_defaults,
-        } => Ok(exec_cli::exec(
-            settings,
-            audit,
-            code,
-            servers,
-            timeout,
-            json,
-            answer_defaults,
-        )
-        .await),
+            language,
+        } => {
+            let args = exec_cli::ExecArgs {
+                code,
+                servers,
+                timeout,
+                json,
+                answer_defaults,
+                language: language.into(),
+            };
+            Ok(exec_cli::exec(settings, audit, args).await)
+        }
         Command::Servers {
             approve_changes: Some(name),
             yes,

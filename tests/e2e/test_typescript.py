@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 from bridge_driver import McpError, _flatten
@@ -251,3 +253,26 @@ def test_the_output_mode_applies(bridge_factory):
         assert "stdout[2]" in r.text, r
     finally:
         b.close()
+
+
+def test_exec_runs_a_typescript_cell_through_the_same_path(helpers, cli_env, cli_cwd, stub_ready):
+    S.write_config(Path(cli_env["MCP_BRIDGE_CONFIG_DIR"]), {"stub": S.stub("stub")})
+    code = (
+        "const n: number = 20\n"
+        "const r = await mcp_stub.add({a: n, b: 22})\n"
+        "console.log('SUM', JSON.stringify(r))\n"
+    )
+    # Without MCP_BRIDGE_LANGUAGES: the command line names the language itself.
+    p = subprocess.run([helpers.BRIDGE_BIN, "exec", "--language", "typescript", "--servers", "stub", "--json", code], env=cli_env,
+                       cwd=cli_cwd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    out = json.loads(p.stdout)
+    assert out["status"] == "ok" and "SUM" in out["stdout"] and "42" in out["stdout"], out
+    # A throw is the run's error, with the exit code of a raised exception.
+    p = subprocess.run([helpers.BRIDGE_BIN, "exec", "--language", "typescript", "throw new Error('boom')"],
+                       env=cli_env, cwd=cli_cwd, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "Error: boom" in p.stderr, (p.returncode, p.stdout, p.stderr)
+    # The same code as Python is a syntax error: the flag is what made it TypeScript.
+    p = subprocess.run([helpers.BRIDGE_BIN, "exec", code], env=cli_env, cwd=cli_cwd, capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode != 0 and "SyntaxError" in p.stdout + p.stderr, (p.stdout, p.stderr)

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::app::App;
 use crate::audit::AuditLog;
+use crate::calls::Language;
 use crate::config::Settings;
 use crate::sandbox::{Progress, RunRequest};
 use crate::shutdown;
@@ -20,20 +21,54 @@ pub use output::{
     EXIT_SANDBOX, EXIT_TIMEOUT, EXIT_USAGE,
 };
 
-/// Runs `code` once (`-`: read from stdin) and prints the report (`output.rs`); the exit
+/// What `exec` was asked to run, and how.
+pub struct ExecArgs {
+    /// The code, or `-` to read it from stdin.
+    pub code: String,
+    /// The servers to load (empty: all).
+    pub servers: Vec<String>,
+    /// The timeout asked for, in seconds.
+    pub timeout: Option<u64>,
+    /// Print one JSON object instead of the rendered result.
+    pub json: bool,
+    /// Accept a downstream server's form question with its defaults.
+    pub answer_defaults: bool,
+    /// The code's language.
+    pub language: Language,
+}
+
+/// `exec --language`: the words the command line takes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExecLanguage {
+    /// Python, as `run_python` runs it.
+    Python,
+    /// TypeScript or JavaScript, as `run_typescript` runs it.
+    Typescript,
+}
+
+impl From<ExecLanguage> for Language {
+    fn from(l: ExecLanguage) -> Language {
+        match l {
+            ExecLanguage::Python => Language::Python,
+            ExecLanguage::Typescript => Language::TypeScript,
+        }
+    }
+}
+
+/// Runs `args.code` once (`-`: read from stdin) and prints the report (`output.rs`); the exit
 /// code says how it ended. `answer_defaults`: a downstream server's form question is accepted
 /// with its defaults; else it is asked on the terminal when stdin is one (`ask.rs`), else
-/// declined.
-#[allow(clippy::too_many_arguments)]
-pub async fn exec(
-    settings: Arc<Settings>,
-    audit: Option<AuditLog>,
-    code: String,
-    servers: Vec<String>,
-    timeout: Option<u64>,
-    json: bool,
-    answer_defaults: bool,
-) -> ExitCode {
+/// declined. TypeScript is run whatever `MCP_BRIDGE_LANGUAGES` says: the setting decides which
+/// tools a client is shown, and a command line asks for the language itself.
+pub async fn exec(settings: Arc<Settings>, audit: Option<AuditLog>, args: ExecArgs) -> ExitCode {
+    let ExecArgs {
+        code,
+        servers,
+        timeout,
+        json,
+        answer_defaults,
+        language,
+    } = args;
     let answers = if answer_defaults {
         Some(ExecAnswers::Defaults)
     } else if code != "-" && std::io::stdin().is_terminal() {
@@ -67,7 +102,8 @@ pub async fn exec(
     };
     let scope = crate::calls::RunScope::new(&code, None, asker)
         .with_audited_code(settings.policy.audit_code.then_some(&*code))
-        .signing_in(way);
+        .signing_in(way)
+        .in_language(language);
     let scope = std::sync::Arc::new(scope);
     let req = RunRequest {
         code,
