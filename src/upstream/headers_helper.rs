@@ -171,6 +171,31 @@ pub(super) fn secret_parts(headers: &BTreeMap<String, String>) -> Vec<String> {
     parts
 }
 
+/// The headers of one connection to `server` at `url`: `fixed` (the entry's static ones),
+/// with those of `helper` (run afresh now, as Claude Code runs it on every connection) over
+/// them; the helper's values are registered as secrets for every log line and pushed to
+/// `secrets` for the caller's own messages.
+///
+/// # Errors
+/// [`HelperError`], as [`run`].
+pub(super) async fn connection_headers(
+    fixed: &BTreeMap<String, String>,
+    helper: Option<&str>,
+    server: &str,
+    url: &str,
+    secrets: &mut Vec<String>,
+) -> Result<BTreeMap<String, String>, HelperError> {
+    let Some(helper) = helper else {
+        return Ok(fixed.clone());
+    };
+    let dynamic = run(helper, server, url, HELPER_TIMEOUT).await?;
+    for part in secret_parts(&dynamic) {
+        crate::log_secrets::register(&part);
+        secrets.push(part);
+    }
+    Ok(merged(fixed, dynamic))
+}
+
 /// The entry's static `headers` with the helper's over them: a helper's header replaces a
 /// static one of the same name, whatever its case.
 pub(super) fn merged(

@@ -100,20 +100,15 @@ impl Starter {
         url: &str,
         helper_values: &mut Vec<String>,
     ) -> Result<RemoteHeaders, StartError> {
-        let all = match &self.spec.headers_helper {
-            None => return RemoteHeaders::from_entry(fixed).map_err(StartError::Header),
-            Some(helper) => {
-                let timeout = super::headers_helper::HELPER_TIMEOUT;
-                let dynamic = super::headers_helper::run(helper, &self.spec.name, url, timeout)
-                    .await
-                    .map_err(StartError::HeadersHelper)?;
-                for part in super::headers_helper::secret_parts(&dynamic) {
-                    crate::log_secrets::register(&part);
-                    helper_values.push(part);
-                }
-                super::headers_helper::merged(fixed, dynamic)
-            }
-        };
+        let all = super::headers_helper::connection_headers(
+            fixed,
+            self.spec.headers_helper.as_deref(),
+            &self.spec.name,
+            url,
+            helper_values,
+        )
+        .await
+        .map_err(StartError::HeadersHelper)?;
         RemoteHeaders::from_entry(&all).map_err(StartError::Header)
     }
 

@@ -137,7 +137,7 @@ def main() -> None:
     ap.add_argument("--mode", default="normal")
     ap.add_argument("--log")
     ap.add_argument("--honour", type=int)
-    ap.add_argument("--token", help="static-bearer: the one bearer token accepted")
+    ap.add_argument("--token", help="static-bearer: the one bearer token accepted; gated: the X-Gate value")
     args = ap.parse_args()
 
     import socket
@@ -183,6 +183,8 @@ def main() -> None:
     app = server.streamable_http_app()
     if args.mode == "static-bearer":
         app = static_bearer(app, args.token or "", Path(args.log) if args.log else None)
+    elif args.mode == "gated":
+        app = gated(app, args.token or "", base, provider)
     elif args.mode not in ("normal", "open"):
         app = hostile(app, args.mode, base)
     if args.mode not in ("open", "static-bearer"):
@@ -208,6 +210,52 @@ def static_bearer(app, token: str, log: Path | None):
                     f.write(("ok" if ok else "refused") + "\n")
             if not ok:
                 return await Response(b"unauthorized: " + got[:200], status_code=401)(scope, receive, send)
+        return await app(scope, receive, send)
+
+    return wrapped
+
+
+# Where the gated mode serves its protected-resource metadata: named only by its challenge.
+GATED_PRM = "/meta/prm"
+# The scope its challenge asks for (and nothing else names).
+GATED_SCOPE = b"mcp:gated"
+
+
+def gated(app, gate: str, base: str, provider: InstantProvider):
+    """Wraps the app as a server behind a gateway: `/mcp` answers only requests carrying
+    `X-Gate: <gate>` (a 403 with no challenge otherwise), the protected-resource metadata is
+    not at the well-known paths but at GATED_PRM, which the 401's challenge names with the
+    scope GATED_SCOPE. So a client learns where and for what to sign in only if its first
+    request carries the gateway's header. `provider`
+    notes `gate ok` or `gate refused` per `/mcp` request, never the value."""
+    want = gate.encode()
+    well_known = "/.well-known/oauth-protected-resource"
+    real_prm = well_known + "/mcp"
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        path = scope.get("path", "")
+        if path.startswith(well_known):
+            return await Response(b"not here", status_code=404)(scope, receive, send)
+        if path == GATED_PRM:
+            return await app(dict(scope, path=real_prm, raw_path=real_prm.encode()), receive, send)
+        if path.startswith("/mcp"):
+            got = dict(scope.get("headers") or []).get(b"x-gate", b"")
+            ok = bool(gate) and secrets.compare_digest(got, want)
+            provider.note("gate ok" if ok else "gate refused")
+            if not ok:
+                return await Response(b"gateway: no entry", status_code=403)(scope, receive, send)
+
+            async def send_renamed(message):
+                if message["type"] == "http.response.start":
+                    headers = [(k, v.replace(real_prm.encode(), GATED_PRM.encode()) + b', scope="' + GATED_SCOPE + b'"')
+                               if k.lower() == b"www-authenticate" else (k, v)
+                               for k, v in message.get("headers", [])]
+                    message = dict(message, headers=headers)
+                await send(message)
+
+            return await app(scope, receive, send_renamed)
         return await app(scope, receive, send)
 
     return wrapped

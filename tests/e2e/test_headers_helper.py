@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from bridge_driver import BRIDGE_BIN
 from helpers_cli import cli_env_for, home_env
-from test_oauth import AuthServer
+from test_oauth import BROWSER, AuthServer
 
 pytestmark = pytest.mark.host_only  # config, consent and proxying: host-side
 
@@ -138,3 +138,44 @@ def test_a_vs_code_input_in_a_remote_header_is_refused_with_the_env_text_to_writ
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.strip() == "via env"
     assert token not in p.stdout + p.stderr
+
+
+def test_login_runs_the_headers_helper_so_a_gated_server_names_its_sign_in(tmp_path):
+    gate = "gate-" + secrets.token_hex(12)
+    srv = AuthServer(tmp_path, mode="gated", extra=("--token", gate))
+    try:
+        home, repo = tmp_path / "home", tmp_path / "repo"
+        home.mkdir()
+        gate_file = tmp_path / "gate.txt"
+        gate_file.write_text(gate)
+        helper = f"printf '{{\"X-Gate\": \"%s\"}}' \"$(cat {gate_file})\""
+        _write(repo / ".mcp.json", {"mcpServers": {"docs": {"type": "http", "url": srv.url, "headersHelper": helper}}})
+        env = cli_env_for(tmp_path / "state", MCP_BRIDGE_IMPORT_CLIENT_CONFIGS="1", BROWSER=str(BROWSER),
+                          OAUTH_BROWSER_LOG=str(tmp_path / "browser.log"), MCP_BRIDGE_LOGIN_TIMEOUT="20",
+                          MCP_BRIDGE_LOG_LEVEL="debug", **home_env(home))
+        assert _run(env, repo, "servers", "--allow", "docs", "--yes").returncode == 0
+        outputs: list[str] = []
+
+        # The sign-in is named only by the challenge behind the gateway: the probe carries the
+        # helper's header, so login finds it.
+        p = _run(env, repo, "login", "docs")
+        outputs += [p.stdout, p.stderr]
+        assert p.returncode == 0, (p.stdout, p.stderr)
+        assert "signed in to 'docs'" in p.stdout, p.stdout
+        assert "gate ok" in srv.lines() and "gate refused" not in srv.lines(), srv.lines()
+        assert "authorize scopes=mcp:gated" in srv.lines(), srv.lines()
+        p = _run(env, repo, "exec", "--servers", "docs", "print(await mcp_docs.echo(text='behind the gate'))")
+        outputs += [p.stdout, p.stderr]
+        assert p.returncode == 0 and p.stdout.strip() == "behind the gate", (p.stdout, p.stderr)
+        assert gate not in "\n".join(outputs), "the helper's header reached an output"
+
+        # A failing helper stops login with its exit code named, its output not echoed.
+        _write(repo / ".mcp.json", {"mcpServers": {"docs": {
+            "type": "http", "url": srv.url, "headersHelper": f"echo 'leak-{gate}'; exit 5"}}})
+        assert _run(env, repo, "servers", "--allow", "docs", "--yes").returncode == 0
+        p = _run(env, repo, "login", "docs")
+        said = p.stdout + p.stderr
+        assert p.returncode == 1 and "its headersHelper exited with code 5" in said, said
+        assert gate not in said, said
+    finally:
+        srv.close()

@@ -310,11 +310,26 @@ async fn challenge(spec: &ServerSpec, url: &str) -> Result<Option<String>, OAuth
         .post(url)
         .header("accept", "application/json, text/event-stream")
         .json(&body);
-    if let crate::config::Transport::Http { headers, .. } = &spec.transport {
-        for (k, v) in headers {
-            if !k.eq_ignore_ascii_case("authorization") {
-                req = req.header(k.as_str(), v.as_str());
-            }
+    let fixed = match &spec.transport {
+        crate::config::Transport::Http { headers, .. }
+        | crate::config::Transport::Sse { headers, .. } => headers.clone(),
+        crate::config::Transport::Stdio { .. } => Default::default(),
+    };
+    // The headers a connection sends, its headersHelper's included (a gateway in front of the
+    // server may want them before it answers at all); never an Authorization, which sign-in
+    // replaces.
+    let headers = super::super::headers_helper::connection_headers(
+        &fixed,
+        spec.headers_helper.as_deref(),
+        &spec.name,
+        url,
+        &mut Vec::new(),
+    )
+    .await
+    .map_err(|e| OAuthError::HeadersHelper(e.to_string()))?;
+    for (k, v) in &headers {
+        if !k.eq_ignore_ascii_case("authorization") {
+            req = req.header(k.as_str(), v.as_str());
         }
     }
     let resp = req.send().await.map_err(|e| OAuthError::Unreachable {

@@ -72,6 +72,9 @@ pub enum OAuthError {
     /// The token store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The entry's `headersHelper` gave no headers (the text names no value and no output).
+    #[error("{0}")]
+    HeadersHelper(String),
 }
 
 impl From<AuthError> for OAuthError {
