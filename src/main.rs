@@ -44,28 +44,7 @@ enum Command {
     /// Run one snippet through the same path: its stdout to stdout, its stderr and traceback to
     /// stderr. Exit 0 ok, 1 raised, n for sys.exit(n), 2 usage or config error, 124 timeout,
     /// 125 sandbox or engine failure, 130 interrupted.
-    Exec {
-        /// Python code, or `-` to read it from stdin.
-        code: String,
-        /// MCP servers to load, comma separated.
-        #[arg(long, value_delimiter = ',')]
-        servers: Vec<String>,
-        /// Timeout in seconds (default MCP_BRIDGE_TIMEOUT, capped at MCP_BRIDGE_MAX_TIMEOUT).
-        #[arg(long)]
-        timeout: Option<u64>,
-        /// Print one JSON object on stdout instead: status, exit_code, stdout, stderr, error,
-        /// notice, duration (seconds).
-        #[arg(long)]
-        json: bool,
-        /// Accept a downstream server's form question with its defaults (for scripts and CI);
-        /// without it, questions are asked on the terminal when stdin is one, else declined.
-        #[arg(long)]
-        answer_defaults: bool,
-        /// The code's language: python, or typescript (as `run_typescript` runs it: JavaScript
-        /// or TypeScript, in the sandbox's node).
-        #[arg(long, value_enum, default_value = "python")]
-        language: exec_cli::ExecLanguage,
-    },
+    Exec(exec_cli::ExecArgs),
     /// List the discovered MCP servers, where each was defined, and config problems; exit 3
     /// when there are problems. Starts nothing.
     #[command(group(clap::ArgGroup::new("approving").args(["allow", "approve_changes"]).multiple(true)))]
@@ -206,7 +185,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // exec's own failures must not look like the code's (1 = it raised).
     let failure = match cli.command {
-        Command::Exec { .. } => ExitCode::from(exec_cli::EXIT_SANDBOX),
+        Command::Exec(_) => ExitCode::from(exec_cli::EXIT_SANDBOX),
         _ => ExitCode::FAILURE,
     };
     let settings = match Settings::from_env() {
@@ -222,7 +201,7 @@ fn main() -> ExitCode {
     // `run` and `exec` log what they do; the other commands print their answer to a person.
     let level = match (&settings.log_level, &cli.command) {
         (Some(level), _) => level.as_str(),
-        (None, Command::Run | Command::Exec { .. } | Command::Serve { .. }) => "info",
+        (None, Command::Run | Command::Exec(_) | Command::Serve { .. }) => "info",
         (None, _) if cli.verbose => "info",
         (None, _) => "warn",
     };
@@ -259,7 +238,7 @@ fn main() -> ExitCode {
 async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Result<ExitCode> {
     let runs_code = matches!(
         command,
-        Command::Run | Command::Exec { .. } | Command::Serve { .. }
+        Command::Run | Command::Exec(_) | Command::Serve { .. }
     );
     let folder = if runs_code {
         // A folder another user could reach is refused before anything is put in it.
@@ -309,24 +288,7 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
                 }
             }
         }
-        Command::Exec {
-            code,
-            servers,
-            timeout,
-            json,
-            answer_defaults,
-            language,
-        } => {
-            let args = exec_cli::ExecArgs {
-                code,
-                servers,
-                timeout,
-                json,
-                answer_defaults,
-                language: language.into(),
-            };
-            Ok(exec_cli::exec(settings, audit, args).await)
-        }
+        Command::Exec(args) => Ok(exec_cli::exec(settings, audit, args).await),
         Command::Servers {
             approve_changes: Some(name),
             yes,

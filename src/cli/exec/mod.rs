@@ -21,20 +21,29 @@ pub use output::{
     EXIT_SANDBOX, EXIT_TIMEOUT, EXIT_USAGE,
 };
 
-/// What `exec` was asked to run, and how.
+/// What `exec` was asked to run, and how: its command line.
+#[derive(Debug, clap::Args)]
 pub struct ExecArgs {
-    /// The code, or `-` to read it from stdin.
+    /// The code (Python unless `--language` says otherwise), or `-` to read it from stdin.
     pub code: String,
-    /// The servers to load (empty: all).
+    /// MCP servers to load, comma separated.
+    #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
-    /// The timeout asked for, in seconds.
+    /// Timeout in seconds (default MCP_BRIDGE_TIMEOUT, capped at MCP_BRIDGE_MAX_TIMEOUT).
+    #[arg(long)]
     pub timeout: Option<u64>,
-    /// Print one JSON object instead of the rendered result.
+    /// Print one JSON object on stdout instead: status, exit_code, stdout, stderr, error,
+    /// notice, duration (seconds).
+    #[arg(long)]
     pub json: bool,
-    /// Accept a downstream server's form question with its defaults.
+    /// Accept a downstream server's form question with its defaults (for scripts and CI);
+    /// without it, questions are asked on the terminal when stdin is one, else declined.
+    #[arg(long)]
     pub answer_defaults: bool,
-    /// The code's language.
-    pub language: Language,
+    /// The code's language: python, or typescript (as `run_typescript` runs it: JavaScript
+    /// or TypeScript, in the sandbox's node).
+    #[arg(long, value_enum, default_value = "python")]
+    pub language: ExecLanguage,
 }
 
 /// `exec --language`: the words the command line takes.
@@ -69,6 +78,7 @@ pub async fn exec(settings: Arc<Settings>, audit: Option<AuditLog>, args: ExecAr
         answer_defaults,
         language,
     } = args;
+    let language = Language::from(language);
     let answers = if answer_defaults {
         Some(ExecAnswers::Defaults)
     } else if code != "-" && std::io::stdin().is_terminal() {
