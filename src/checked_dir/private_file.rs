@@ -1,7 +1,8 @@
 //! [`PrivateFile`]: a private file of ours in a checked folder that is changed under an advisory
 //! lock: read whole (bounded, judged on its descriptor, never through a link), written aside and
-//! renamed over (0600). The OAuth token store and the skills store keep their records this way;
-//! each parses and judges the bytes itself.
+//! renamed over (0600). The OAuth token store, the skills store and the pins keep their records
+//! this way; each parses and judges the bytes itself, with [`parse_json`] and [`judge_records`]
+//! saying where a file is damaged in the same words.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -31,6 +32,38 @@ impl PrivateFileError {
             PrivateFileError::Io(what, source) => io(what, source),
             PrivateFileError::TooLarge(max) => damaged(format!("larger than {max} bytes")),
         }
+    }
+}
+
+/// `text` parsed as JSON into `T`; `Err` says where it is damaged by the parser's position
+/// only (its message could quote a secret).
+pub fn parse_json<T: serde::de::DeserializeOwned>(text: &[u8]) -> Result<T, String> {
+    serde_json::from_slice(text).map_err(|e| format!("line {} column {}", e.line(), e.column()))
+}
+
+/// Judges a store's parsed records: its format `version` is `want`, and there are at most
+/// `max` records, each `sound` (`noun` names one in the message); `Err` says where it is
+/// damaged.
+pub fn judge_records<R>(
+    version: u32,
+    want: u32,
+    records: &[R],
+    max: usize,
+    noun: &str,
+    sound: impl Fn(&R) -> bool,
+) -> Result<(), String> {
+    if version != want {
+        return Err(format!("format {version}, not {want}"));
+    }
+    if records.len() > max {
+        return Err(format!("more than {max} {noun}s"));
+    }
+    match records.iter().position(|r| !sound(r)) {
+        Some(bad) => Err(format!(
+            "{noun} {} has a bad name, count, digest or size",
+            bad + 1
+        )),
+        None => Ok(()),
     }
 }
 
@@ -175,5 +208,28 @@ mod tests {
         std::fs::remove_file(tmp.path().join("x.json")).expect("rm");
         std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("x.json")).expect("link");
         assert!(matches!(f.read(), Err(PrivateFileError::Io(..))));
+    }
+
+    #[test]
+    fn damage_is_said_by_position_and_record_never_by_content() {
+        let err = parse_json::<serde_json::Value>(b"{\"secret-token\": ").expect_err("cut");
+        assert!(
+            err.starts_with("line 1 column") && !err.contains("secret"),
+            "{err}"
+        );
+        let sound = |n: &u32| *n < 10;
+        assert_eq!(judge_records(1, 1, &[1, 2], 2, "thing", sound), Ok(()));
+        assert_eq!(
+            judge_records(2, 1, &[1], 2, "thing", sound),
+            Err("format 2, not 1".into())
+        );
+        assert_eq!(
+            judge_records(1, 1, &[1, 2, 3], 2, "thing", sound),
+            Err("more than 2 things".into())
+        );
+        assert_eq!(
+            judge_records(1, 1, &[1, 20], 2, "thing", sound),
+            Err("thing 2 has a bad name, count, digest or size".into())
+        );
     }
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::SkillError;
 use super::record::{Skill, SkillState, MAX_SOURCE};
-use crate::checked_dir::private_file::{PrivateFile, PrivateFileError};
+use crate::checked_dir::private_file::{judge_records, parse_json, PrivateFile, PrivateFileError};
 use crate::checked_dir::{Access, CheckedDir, FIX_STATE};
 
 /// Skills kept at most (all owners together).
@@ -246,17 +246,10 @@ impl SkillStore {
                 skills: Vec::new(),
             });
         };
-        let contents: Contents = serde_json::from_slice(&text)
-            .map_err(|e| self.damaged(format!("line {} column {}", e.line(), e.column())))?;
-        if contents.version != VERSION {
-            return Err(self.damaged(format!("format {}, not {VERSION}", contents.version)));
-        }
-        if contents.skills.len() > MAX_SKILLS {
-            return Err(self.damaged(format!("more than {MAX_SKILLS} skills")));
-        }
-        if let Some(bad) = contents.skills.iter().position(|s| !s.is_sound()) {
-            return Err(self.damaged(format!("skill {} has a bad name, size or digest", bad + 1)));
-        }
+        let contents: Contents = parse_json(&text).map_err(|at| self.damaged(at))?;
+        let (v, skills) = (contents.version, &contents.skills);
+        judge_records(v, VERSION, skills, MAX_SKILLS, "skill", Skill::is_sound)
+            .map_err(|at| self.damaged(at))?;
         Ok(contents)
     }
 }

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::checked_dir::own_file::{self, Keep};
+use crate::checked_dir::private_file::parse_json;
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 use crate::config::Client;
 
@@ -197,9 +198,7 @@ impl RecordFile {
         if bytes.len() as u64 > MAX_FILE {
             return Err(damaged(format!("larger than {MAX_FILE} bytes")));
         }
-        // The parser's position only: its message could quote a secret.
-        let record: Record = serde_json::from_slice(&bytes)
-            .map_err(|e| damaged(format!("line {} column {}", e.line(), e.column())))?;
+        let record: Record = parse_json(&bytes).map_err(damaged)?;
         record.check().map_err(damaged)?;
         Ok(record)
     }

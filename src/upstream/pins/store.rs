@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::canonical::Definition;
 use super::error::PinError;
-use crate::checked_dir::private_file::{PrivateFile, PrivateFileError};
+use crate::checked_dir::private_file::{judge_records, parse_json, PrivateFile, PrivateFileError};
 use crate::checked_dir::{Access, CheckedDir, FIX_STATE};
 
 /// Server records kept at most (name and identity pairs).
@@ -314,20 +314,16 @@ impl PinStore {
                 servers: Vec::new(),
             });
         };
-        let c: Contents = serde_json::from_slice(&text)
-            .map_err(|e| self.damaged(format!("line {} column {}", e.line(), e.column())))?;
-        if c.version != VERSION {
-            return Err(self.damaged(format!("format {}, not {VERSION}", c.version)));
-        }
-        if c.servers.len() > MAX_SERVERS {
-            return Err(self.damaged(format!("more than {MAX_SERVERS} servers")));
-        }
-        if let Some(bad) = c.servers.iter().position(|r| !r.is_sound()) {
-            return Err(self.damaged(format!(
-                "server record {} has a bad name, count, digest or size",
-                bad + 1
-            )));
-        }
+        let c: Contents = parse_json(&text).map_err(|at| self.damaged(at))?;
+        judge_records(
+            c.version,
+            VERSION,
+            &c.servers,
+            MAX_SERVERS,
+            "server record",
+            |r| r.is_sound(),
+        )
+        .map_err(|at| self.damaged(at))?;
         Ok(c)
     }
 }

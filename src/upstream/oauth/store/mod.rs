@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rmcp::transport::auth::StoredCredentials;
 use serde::{Deserialize, Serialize};
 
-use crate::checked_dir::private_file::{PrivateFile, PrivateFileError};
+use crate::checked_dir::private_file::{parse_json, PrivateFile, PrivateFileError};
 use crate::checked_dir::{Access, CheckedDir, DirError, FIX_STATE};
 
 /// The folder under the state folder.
@@ -396,9 +396,7 @@ impl TokenFile {
         let Some(text) = bytes.filter(|t| !t.iter().all(u8::is_ascii_whitespace)) else {
             return Ok(Contents::default());
         };
-        // The parser's position only: its message could quote a token.
-        serde_json::from_slice(&text)
-            .map_err(|e| self.damaged(format!("line {} column {}", e.line(), e.column())))
+        parse_json(&text).map_err(|at| self.damaged(at))
     }
 }
 
