@@ -95,33 +95,7 @@ async fn serve(probe: Probe) -> String {
 
 /// [`serve`] with `sessions` as its session manager.
 async fn serve_with(probe: Probe, sessions: Arc<LocalSessionManager>) -> String {
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    let mcp = Arc::new(StreamableHttpService::new(
-        move || Ok(probe.clone()),
-        sessions,
-        StreamableHttpServerConfig::default(),
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            let mcp = mcp.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let mcp = mcp.clone();
-                    async move { Ok::<_, std::convert::Infallible>(mcp.handle(req).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    format!("http://127.0.0.1:{port}/mcp")
+    crate::support::rmcp_http::serve_rmcp(move || probe.clone(), sessions).await
 }
 
 fn pool(lane: bool, url: String, dir: &std::path::Path) -> UpstreamPool {

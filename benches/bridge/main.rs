@@ -18,6 +18,8 @@ mod policy;
 mod preload;
 mod remote;
 mod result_tokens;
+#[path = "../../tests/support/rmcp_http.rs"]
+mod rmcp_http;
 mod scale;
 mod scenarios;
 mod serve;

@@ -117,38 +117,7 @@ impl rmcp::ServerHandler for Echo {
 
 /// rmcp's streamable HTTP server for [`Echo`] on a loopback port of this process: its URL.
 async fn rust_server() -> String {
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService,
-    };
-    let mcp = std::sync::Arc::new(StreamableHttpService::new(
-        || Ok(Echo),
-        std::sync::Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    ));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let _ = stream.set_nodelay(true);
-            let mcp = mcp.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let mcp = mcp.clone();
-                    async move { Ok::<_, std::convert::Infallible>(mcp.handle(req).await) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    format!("http://127.0.0.1:{port}/mcp")
+    crate::rmcp_http::serve_rmcp(|| Echo, Default::default()).await
 }
 
 /// A config naming the server `remote` at `url`.

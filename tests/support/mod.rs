@@ -13,6 +13,8 @@ use mcp_code_bridge::container::{Connection, ContainerRuntime};
 use mcp_code_bridge::sandbox::{Connector, Progress, RunRequest};
 use tokio_util::sync::CancellationToken;
 
+pub mod rmcp_http;
+
 /// Settings from defaults plus `pairs`.
 pub fn settings(pairs: &[(&str, &str)]) -> Arc<Settings> {
     let map: HashMap<String, String> = pairs
