@@ -7,7 +7,7 @@
 //! sandbox on the next run and tells that run its state was reset, and stops the sandbox when
 //! idle, saving the user's namespace first and restoring it into the next sandbox (through
 //! `snapshot::Snapshots`, the feature's one owner). While a cell runs for a client that asked for progress, it polls the
-//! cell's output. Callers hold a cheap [`Sandbox`] handle.
+//! cell's output. Callers hold a cheap [`Sandbox`] handle (`handle.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,13 +24,12 @@ use super::snapshot::{AfterRestore, Snapshots};
 use crate::calls::Dispatcher;
 use crate::calls::RunScope;
 use crate::config::Settings;
-use crate::image::{self, BuildSpec, EngineBuild, ImageBuild, Provisioner};
-use crate::outbox::Outbox;
 use crate::report::{RunReport, RunStatus};
 use engine::Engine;
 
 mod engine;
 mod exec;
+mod handle;
 mod image_wait;
 mod orphans;
 mod output;
@@ -44,6 +43,7 @@ pub const CLOSE_GRACE_MS: u64 = 500;
 const PROGRESS_TAIL: usize = 1024;
 
 pub use crate::container::Connector;
+pub use handle::Sandbox;
 
 /// One `run_python` request.
 #[derive(Debug, Clone)]
@@ -88,158 +88,6 @@ enum Command {
     /// Stop now as when idle (namespace saved, restored by the next run): `serve`'s hub
     /// needs the room for another client.
     Evict,
-}
-
-/// How many times a run goes back to wait for an image that went missing again.
-const IMAGE_ROUNDS: usize = 3;
-
-/// Handle to the sandbox actor; cheap to clone.
-#[derive(Clone)]
-pub struct Sandbox {
-    tx: mpsc::Sender<Command>,
-    provisioner: Provisioner,
-    settings: Arc<Settings>,
-    /// Hears when each run ends (for the policy hook).
-    dispatcher: Dispatcher,
-    /// What a run is told when the actor is gone.
-    closed: &'static str,
-}
-
-/// What a run is told when the bridge's one sandbox has stopped.
-const CLOSED: &str = "the bridge is shutting down";
-/// What a run is told when a client sandbox of `serve --http` has stopped.
-const CLOSED_SLOT: &str = "this client's sandbox was closed: its MCP session ended, its token \
-     was revoked, or the bridge is shutting down";
-
-impl Sandbox {
-    /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
-    /// Files the sandbox delivers go to `outbox`.
-    pub fn spawn(
-        settings: Arc<Settings>,
-        connector: Connector,
-        dispatcher: Dispatcher,
-        ct: CancellationToken,
-        tracker: &TaskTracker,
-        outbox: Arc<Outbox>,
-    ) -> Sandbox {
-        Sandbox::spawn_slot(settings, connector, dispatcher, ct, tracker, outbox, None)
-    }
-
-    /// [`Sandbox::spawn`] for one of many client sandboxes in this process (`serve --http`):
-    /// `slot` marks its containers and names its snapshot, so that neither is taken for another
-    /// client's.
-    pub fn spawn_slot(
-        settings: Arc<Settings>,
-        connector: Connector,
-        dispatcher: Dispatcher,
-        ct: CancellationToken,
-        tracker: &TaskTracker,
-        outbox: Arc<Outbox>,
-        slot: Option<&str>,
-    ) -> Sandbox {
-        let (tx, rx) = mpsc::channel(64);
-        let builder = BuildSpec::from_settings(&settings)
-            .map(|spec| EngineBuild::new(spec, connector.clone()) as Arc<dyn ImageBuild>);
-        let provisioner = Provisioner::new(
-            builder,
-            image::lock::path(&settings.cache_dir),
-            tracker.clone(),
-            ct.clone(),
-        );
-        let snapshots = Snapshots::new(settings.clone(), ct.clone(), slot);
-        let actor = Actor {
-            engine: Engine::new(
-                settings.clone(),
-                connector,
-                provisioner.clone(),
-                tracker.clone(),
-                outbox,
-                slot,
-            ),
-            settings: settings.clone(),
-            dispatcher: dispatcher.clone().with_saved(snapshots.saved_namespace()),
-            session: None,
-            notice: None,
-            snapshots,
-            ids: FrameIds::new(),
-            respawn_due: false,
-            last_used: Instant::now(),
-            ct,
-            tracker: tracker.clone(),
-        };
-        tracker.spawn(actor.run(rx));
-        Sandbox {
-            tx,
-            provisioner,
-            settings,
-            dispatcher,
-            closed: if slot.is_some() { CLOSED_SLOT } else { CLOSED },
-        }
-    }
-
-    /// Starts the sandbox in the background if none is running, so the first call does not
-    /// wait for it, and has it import `MCP_BRIDGE_PRELOAD`'s modules ahead (a run arriving
-    /// meanwhile waits for them). A failure is only logged: the next call reports it.
-    pub fn prewarm(&self) {
-        let _ = self.tx.try_send(Command::Prewarm);
-    }
-
-    /// Counts as use, so an unassigned sandbox is not stopped as idle.
-    pub fn touch(&self) {
-        let _ = self.tx.try_send(Command::Touch);
-    }
-
-    /// Stops the container now, as the idle stop does: its namespace is saved and the next
-    /// run restores it into a fresh one (`serve`'s hub making room for another client). After
-    /// the runs already queued.
-    pub fn evict(&self) {
-        let _ = self.tx.try_send(Command::Evict);
-    }
-
-    /// Runs code in the sandbox. Never fails: every failure is a report with an error status.
-    /// While the image is being built the run waits for it here, in the caller's task, so the
-    /// actor goes on serving (`image/provision/`).
-    pub async fn run(&self, req: RunRequest) -> RunReport {
-        let scope = req.scope.clone();
-        let code_bytes = req.code.len();
-        let mut report = self.run_queued(req).await;
-        scope.finished.cancel();
-        let (trace, tokens) = self.dispatcher.trace(&scope, code_bytes, &report);
-        report.trace = Some(trace);
-        report.tokens = Some(tokens);
-        self.dispatcher.run_ended(&scope, &report);
-        report
-    }
-
-    /// Queues `req` on the actor, waiting here for an image being built.
-    async fn run_queued(&self, mut req: RunRequest) -> RunReport {
-        let shutting_down = || RunReport::failed(RunStatus::SandboxError, self.closed);
-        for _ in 0..IMAGE_ROUNDS {
-            if self.provisioner.is_building() {
-                if let Some(report) =
-                    image_wait::await_image(&self.provisioner, &self.settings, &mut req).await
-                {
-                    return report;
-                }
-            }
-            let (tx, rx) = oneshot::channel();
-            if self.tx.send(Command::Run(req, tx)).await.is_err() {
-                return shutting_down();
-            }
-            match rx.await {
-                Ok(Outcome::Done(report)) => return report,
-                Ok(Outcome::AwaitImage(back)) => req = back,
-                Err(_) => return shutting_down(),
-            }
-        }
-        RunReport::failed(
-            RunStatus::SandboxError,
-            format!(
-                "the sandbox image '{}' went missing again after each build; check what removes it",
-                self.settings.image
-            ),
-        )
-    }
 }
 
 struct Actor {
