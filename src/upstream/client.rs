@@ -104,7 +104,7 @@ pub struct Upstream {
     /// The calls in flight, whose runs the server's questions go to.
     flights: Arc<Flights>,
     /// Sign-ins inside runs: one at a time, its outcome shared (`sign_in.rs`).
-    pub(super) signing: super::sign_ins::SignIns,
+    pub(super) signing: Arc<super::sign_ins::SignIns>,
 }
 
 impl Upstream {
@@ -122,6 +122,13 @@ impl Upstream {
     /// yet, whose tasks go on `tasks`; it shares this one's tool list while they list the same.
     pub fn sibling(&self, tasks: UpstreamTasks) -> Self {
         Self::sharing(self.spec.clone(), tasks, self.list.clone())
+    }
+
+    /// This handle, signing in through `signing` (shared with the other handles of one
+    /// caller: [`CallerSignIns`](super::sign_ins::CallerSignIns)).
+    pub fn signing_through(mut self, signing: Arc<super::sign_ins::SignIns>) -> Self {
+        self.signing = signing;
+        self
     }
 
     fn sharing(spec: Arc<ServerSpec>, tasks: UpstreamTasks, list: Arc<SameList>) -> Self {

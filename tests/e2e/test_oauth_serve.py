@@ -255,3 +255,30 @@ def test_a_caller_who_declines_is_told_to_sign_in_from_its_client_not_with_login
                        for r in c["servers"].values()), store(b)
     finally:
         b.close()
+
+
+def test_two_sessions_of_one_caller_signing_in_at_once_ask_it_once(tmp_path, e2e_tmp, auth_server, stub_ready):
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    alice = new_token()
+    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url)
+    b.start()
+    try:
+        # The link is followed 8 s after it is asked: the other session's first call comes meanwhile.
+        follower = LinkFollower(home, delay=8)
+
+        async def session():
+            async with connect(b.url, alice, LEGACY, elicitation_callback=follower) as c:
+                return await run(c, WHOAMI, servers=["remote", "stub"])
+
+        async def both():
+            return await asyncio.gather(session(), session())
+
+        first, second = asyncio.run(both())
+        assert not first.is_error and not second.is_error, (first.text, second.text, b.stderr_tail())
+        # Each session has a handle of its own, but one sign-in and one identity upstream.
+        assert len(follower.questions) == 1, follower.questions
+        identities = {r.text.strip().splitlines()[-1] for r in (first, second)}
+        assert len(identities) == 1 and "signed-in as person-" in identities.pop(), (first.text, second.text)
+    finally:
+        b.close()

@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use super::cache::ToolCache;
 use super::client::{Live, Upstream, UpstreamTasks};
 use super::per_client::PerClient;
+use super::sign_ins::CallerSignIns;
 use super::UpstreamError;
 use crate::calls::Caller;
 use crate::config::{ServerSpec, Servers};
@@ -41,6 +42,8 @@ pub struct UpstreamPool {
     per_client: PerClient,
     /// Where callers' sign-ins come back to, when the gateway has a public URL.
     public_callback: Option<super::oauth::public::PublicCallback>,
+    /// The sign-ins of callers' own handles, one per caller identity and server.
+    caller_sign_ins: CallerSignIns,
 }
 
 impl UpstreamPool {
@@ -78,6 +81,7 @@ impl UpstreamPool {
             indexed: tokio::sync::OnceCell::new(),
             per_client,
             public_callback: None,
+            caller_sign_ins: CallerSignIns::default(),
         }
     }
 
@@ -151,7 +155,13 @@ impl UpstreamPool {
             Some(c) if Self::own_handle(&shared.spec, c) => self
                 .per_client
                 .get_or_make(&c.sandbox, &shared.spec.name, || {
-                    shared.sibling(self.caller_tasks(&shared.spec, c))
+                    let own = shared.sibling(self.caller_tasks(&shared.spec, c));
+                    match c.identity.as_deref() {
+                        Some(key) if shared.spec.per_caller_identity() => {
+                            own.signing_through(self.caller_sign_ins.of(key, &shared.spec.name))
+                        }
+                        _ => own,
+                    }
                 })
                 .map_err(|()| UpstreamError::TooManyClients {
                     server: shared.spec.name.clone(),

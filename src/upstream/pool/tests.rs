@@ -94,3 +94,32 @@ fn a_caller_with_an_identity_gets_its_own_handle_over_its_own_records_only() {
         Err(UpstreamError::TooManyClients { .. })
     ));
 }
+
+#[test]
+fn a_callers_sandboxes_share_one_sign_in_per_server_and_other_callers_do_not() {
+    let servers = Arc::new(Servers {
+        specs: vec![remote("own", false), remote("shared", true)],
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pool = UpstreamPool::new(servers, dir.path()).with_max_clients(4);
+    let first = pool
+        .upstream("own", Some(&caller("alice", "s1", Some("ka"))))
+        .expect("made");
+    let second = pool
+        .upstream("own", Some(&caller("alice", "s2", Some("ka"))))
+        .expect("made");
+    let bob = pool
+        .upstream("own", Some(&caller("bob", "s3", Some("kb"))))
+        .expect("made");
+    assert!(!Arc::ptr_eq(&first, &second), "a handle per sandbox");
+    assert!(Arc::ptr_eq(&first.signing, &second.signing));
+    assert!(!Arc::ptr_eq(&first.signing, &bob.signing));
+    let shared = pool.get("own").expect("configured");
+    assert!(!Arc::ptr_eq(&first.signing, &shared.signing));
+    // The operator's sign-in (a "sharedCredentials" server) is the shared handle's own.
+    let op = pool
+        .upstream("shared", Some(&caller("alice", "s1", Some("ka"))))
+        .expect("shared");
+    assert!(Arc::ptr_eq(&op, pool.get("shared").expect("configured")));
+}
