@@ -147,10 +147,10 @@ def serve(runner, execq, writer, ack):
             if frame is None:
                 return
             if frame["t"] == "save_namespace":
-                keeper.serve_save(frame, runner.namespace, writer)
+                keeper.serve_save(frame, runner.namespace, writer, runner.js)
                 continue
             if frame["t"] == "restore_namespace":
-                keeper.serve_restore(frame, runner.namespace, writer.send)
+                keeper.serve_restore(frame, runner.namespace, writer.send, runner.js)
                 continue
             if frame["t"] == "preload":
                 preload.serve(frame, runner.stdout, runner.stderr, writer.send)

@@ -6,20 +6,29 @@ stdin takes `exec` and `reply`, a pipe of its own (fd given on its command line)
 Python proxies' (so policy, approvals, limits and the audit log apply unchanged); its console
 output goes to the exec's captures (so the output cap applies). A cell that does not stop within
 INTERRUPT_WAIT of an interrupt takes the child with it: its state is lost, said in the error, and
-the next cell starts a fresh one. Never writes to the frame channel itself."""
+the next cell starts a fresh one. Never writes to the frame channel itself.
+
+Across an idle stop the child's state goes into the namespace snapshot (keeper.py): `save_state`
+asks it for its names (`state` lines: a value by v8's serializer, a function or class by its
+source) and `restore_state` starts a child and gives them back, between execs."""
 import asyncio
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import time
 
 from . import runtime
 
 INTERRUPT_WAIT = 0.4  # seconds a cell gets to stop after SIGINT before node is killed
 START_WAIT = 10.0  # seconds node gets to say it is ready
 EXIT_WAIT = 1.0  # seconds node gets to exit once its channel ended
+STATE_WAIT = 10.0  # seconds node gets to save or restore its state
+STATE_VERSION = 1  # the format of save_state's bytes
+JS = " (JavaScript)"  # how a JavaScript name is told apart in the snapshot's report
 MAX_LINE = 8 << 20  # bytes of one line from node; longer ends the child (the harness cuts at 64 KiB)
 READ_CHUNK = 65536  # bytes read from node per wake-up: what is queued unread stays this small
 # What node code may ask of the host: the helpers' methods (runtime.HOST_METHODS is the list).
@@ -139,6 +148,96 @@ class JsCells:
             os.close(self._out)
             self._out = None
         self._buf, self._lines = b"", None
+
+    def running(self):
+        """Whether a node child runs now."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def _read_until(self, deadline):
+        """One message read without the event loop (between execs, when none runs); None when
+        the channel ended, broke a line's bound, or `deadline` (monotonic) passed."""
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self._out], [], [], left)[0]:
+                return None
+            try:
+                chunk = os.read(self._out, READ_CHUNK)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return None
+            if not chunk or len(self._buf) + len(chunk) > MAX_LINE:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return {}
+        return msg if isinstance(msg, dict) else {}
+
+    def save_state(self, limit):
+        """The child's names as bytes for the snapshot, at most `limit` bytes of values, and how
+        many it has; (None, 0) when no child runs or it holds nothing. Its output meanwhile (a
+        timer a cell left) is dropped."""
+        if not self.running():
+            return None, 0
+        sid = time.monotonic_ns()
+        try:
+            self._send({"t": "save", "id": sid, "limit": max(0, int(limit))})
+        except NodeLost:
+            return None, 0
+        items, deadline = [], time.monotonic() + STATE_WAIT
+        while True:
+            msg = self._read_until(deadline)
+            if msg is None:
+                return None, 0
+            if msg.get("id") != sid:
+                continue
+            if msg.get("t") == "state":
+                items.append({k: msg.get(k) for k in ("name", "kind", "data")})
+            elif msg.get("t") == "saved":
+                skipped = [s for s in msg.get("skipped") or [] if isinstance(s, list) and len(s) == 2]
+                break
+        if not items and not skipped:
+            return None, 0
+        doc = {"v": STATE_VERSION, "items": items, "skipped": skipped}
+        return json.dumps(doc, separators=(",", ":")).encode(), len(items) + len(skipped)
+
+    def restore_state(self, blob):
+        """Put the names `save_state` gave back into a child started for them; returns (names
+        restored, [(name, why)] of those that did not come back), each name marked JavaScript."""
+        try:
+            doc = json.loads(bytes(blob))
+            items = [i for i in doc["items"] if isinstance(i, dict) and isinstance(i.get("name"), str)]
+            skipped = [(str(n) + JS, str(w)) for n, w in doc.get("skipped", [])]
+            if doc.get("v") != STATE_VERSION:
+                raise ValueError(doc.get("v"))
+        except Exception:  # noqa: BLE001 - damaged: nothing of it comes back
+            return [], [("*" + JS, "the JavaScript state in the snapshot is damaged")]
+        if not items:
+            return [], skipped
+        err = self.prepare()
+        if err is not None:
+            return [], skipped + [(i["name"] + JS, err) for i in items]
+        rid = time.monotonic_ns()
+        try:
+            for item in items:
+                self._send(dict(item, t="restore-item"))
+            self._send({"t": "restore", "id": rid})
+        except NodeLost:
+            return [], skipped + [(i["name"] + JS, "node stopped reading") for i in items]
+        deadline = time.monotonic() + STATE_WAIT
+        while True:
+            msg = self._read_until(deadline)
+            if msg is None:
+                self._drop()
+                return [], skipped + [(i["name"] + JS, "node did not answer") for i in items]
+            if msg.get("t") == "restored" and msg.get("id") == rid:
+                break
+        names = [str(n) + JS for n in msg.get("names") or []]
+        failed = [(str(n) + JS, str(w)) for n, w in msg.get("failed") or []]
+        return names, skipped + failed
 
     def interrupt(self):
         """SIGINT the child: a cell in synchronous code stops (vm's breakOnSigint), a waiting

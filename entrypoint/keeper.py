@@ -72,14 +72,17 @@ def _int(value, default):
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def serve_save(frame, namespace, writer):
+def serve_save(frame, namespace, writer, js=None):
     """Answer a `save_namespace` frame: the namespace's snapshot in `snapshot` frames, then `saved`
-    (`writer` is the protocol.FrameWriter)."""
+    (`writer` is the protocol.FrameWriter); `js`, the jscells.JsCells, gives its child's state
+    (at most half the limit)."""
     sid = frame["id"]
     limit = max(0, _int(frame.get("limit"), 0))
     size = max(MIN_CHUNK, min(CHUNK, _int(frame.get("chunk"), CHUNK)))
     try:
-        parts, count = snapshot.save(namespace, limit)
+        js_blob, js_count = js.save_state(limit // 2) if js is not None else (None, 0)
+        parts, count = snapshot.save(namespace, limit, js=js_blob)
+        count += js_count
     except Exception as exc:  # noqa: BLE001 - an entrypoint bug: say so, keep serving
         protocol.log("saving the namespace failed: %r" % (exc,))
         writer.send(protocol.saved_frame(sid, 0, 0, error="saving failed: %s"
@@ -92,10 +95,19 @@ def serve_save(frame, namespace, writer):
     writer.send(protocol.saved_frame(sid, total, count))
 
 
-def serve_restore(job, namespace, send):
-    """Restore a complete snapshot (a job from Restoring.add) and answer with `restored`."""
+def serve_restore(job, namespace, send, js=None):
+    """Restore a complete snapshot (a job from Restoring.add) and answer with `restored`; the
+    JavaScript state it holds goes to `js`'s child (started for it)."""
     try:
         names, failed = snapshot.restore(namespace, job["blob"])
     except Exception as exc:  # noqa: BLE001 - an entrypoint bug: nothing came back
         names, failed = [], [("*", "restoring failed: %s" % type(exc).__name__)]
+    js_blob = snapshot.js_state(job["blob"])
+    if js_blob is not None and js is not None:
+        try:
+            js_names, js_failed = js.restore_state(js_blob)
+        except Exception as exc:  # noqa: BLE001 - an entrypoint bug: Python's names stand
+            js_names, js_failed = [], [("* (JavaScript)", "restoring failed: %s"
+                                        % type(exc).__name__)]
+        names, failed = list(names) + js_names, list(failed) + js_failed
     send(protocol.restored_frame(job["id"], names, failed))

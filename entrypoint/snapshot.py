@@ -14,8 +14,12 @@ before, and a function using a large or unpicklable global is still saved.
 When the pickles do not fit in the limit, the largest names are left out until they do; every
 name left out is listed with the reason, and the restoring side reports them with its own.
 
-The bytes: MAGIC, the pickles one after another, then the manifest (a standard pickle of plain
-data: version, pickler, records, names left out) and its length as 8 bytes, big-endian."""
+The JavaScript child's state (run_typescript's names), when there is one, is kept beside them as
+jscells.py wrote it, counted in the same limit.
+
+The bytes: MAGIC, the pickles one after another, the JavaScript state, then the manifest (a
+standard pickle of plain data: version, pickler, records, names left out, where the JavaScript
+state is) and its length as 8 bytes, big-endian."""
 import importlib
 import marshal
 import pickle
@@ -194,16 +198,18 @@ def _pickle_each(items, budget, limit, pickler, plain):
     return records, skipped, pickles
 
 
-def save(namespace, limit, use_cloudpickle=True):
-    """The user's names in `namespace` as snapshot bytes of at most `limit` bytes.
+def save(namespace, limit, use_cloudpickle=True, js=None):
+    """The user's names in `namespace` as snapshot bytes of at most `limit` bytes, with `js`
+    (the JavaScript child's state, jscells.py's bytes, counted in the limit) kept as it is.
 
-    Returns (parts, count): the bytes as a list of chunks (None when there is no user name) and
-    how many user names there were (saved or not)."""
+    Returns (parts, count): the bytes as a list of chunks (None when there is no user name and
+    no JavaScript state) and how many user names there were (saved or not)."""
     items = user_items(namespace)
-    if not items:
+    if not items and not js:
         return None, 0
+    js = bytes(js or b"")
     name, base = pickler_base() if use_cloudpickle else ("pickle", pickle.Pickler)
-    budget = limit - len(MAGIC) - MANIFEST_BASE - MANIFEST_PER_NAME * len(items)
+    budget = limit - len(MAGIC) - MANIFEST_BASE - MANIFEST_PER_NAME * len(items) - len(js)
     records, skipped, pickles = _pickle_each(
         items, max(0, budget), limit, _pickler_class(base, namespace), name == "pickle")
     parts, size, kept, out = [MAGIC], len(MAGIC), set(), []
@@ -220,8 +226,13 @@ def save(namespace, limit, use_cloudpickle=True):
             detail, size = (size, length), size + length
         out.append((rec_name, kind, detail))
         kept.add(rec_name)
+    js_at = None
+    if js:
+        js_at = (size, len(js))
+        parts.append(js)
     manifest = pickle.dumps({"v": 1, "python": tuple(sys.version_info[:3]), "pickler": name,
-                             "taken": time.time(), "records": out, "skipped": skipped},
+                             "taken": time.time(), "records": out, "skipped": skipped,
+                             "js": js_at},
                             protocol=PROTOCOL)
     parts += [manifest, len(manifest).to_bytes(8, "big")]
     return parts, len(items)
@@ -263,6 +274,25 @@ def restore(namespace, blob):
     finally:
         _target[0] = None
     return restored, failed
+
+
+def js_state(blob):
+    """The JavaScript child's state `save` kept in `blob` (bytes), or None when there is none
+    (or the snapshot is damaged: `restore` says so)."""
+    view = memoryview(blob)
+    if len(view) < len(MAGIC) + 8 or bytes(view[:len(MAGIC)]) != MAGIC:
+        return None
+    size = int.from_bytes(view[-8:], "big")
+    if size > len(view) - len(MAGIC) - 8:
+        return None
+    try:
+        at = pickle.loads(view[len(view) - 8 - size:len(view) - 8]).get("js")
+        start, length = int(at[0]), int(at[1])
+    except Exception:  # noqa: BLE001 - none, or damaged
+        return None
+    if start < len(MAGIC) or length < 0 or start + length > len(view) - 8 - size:
+        return None
+    return bytes(view[start:start + length])
 
 
 def _load(namespace, restored, kind, detail, view):

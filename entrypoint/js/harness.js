@@ -440,6 +440,79 @@ const sandbox = {
   callMCPTool, searchTools, getToolSchema, listServers, discoverMCPTools,
 };
 const context = vm.createContext(sandbox, { name: 'run_typescript' });
+// The context's own names before any cell ran: never the user's state.
+const BASELINE = new Set(Object.getOwnPropertyNames(sandbox));
+
+// -- state kept across an idle stop -------------------------------------------------------------
+
+const v8 = require('node:v8');
+const MAX_VALUE = 6 << 20; // bytes of one saved value (a line of its own, under jscells' MAX_LINE)
+
+/** The names cells bound: the context's own properties but its baseline and the proxies. */
+function userNames() {
+  return Object.getOwnPropertyNames(sandbox).filter((n) => !BASELINE.has(n) && !n.startsWith('mcp_'));
+}
+
+/** Sends the user's names as `state` lines (a value by v8's serializer, a function or class by
+ * its source, to be evaluated again in the new context), then `saved` with those left out and
+ * why; at most `limit` bytes of values in all. */
+function saveState(msg) {
+  let budget = Number.isInteger(msg.limit) && msg.limit > 0 ? msg.limit : 0;
+  const skipped = [];
+  let count = 0;
+  for (const name of userNames()) {
+    const desc = Object.getOwnPropertyDescriptor(sandbox, name);
+    if (!desc || !('value' in desc)) { skipped.push([name, 'a getter or setter: not saved']); continue; }
+    const value = desc.value;
+    let item;
+    try {
+      if (typeof value === 'function') {
+        const src = Function.prototype.toString.call(value);
+        if (/\{\s*\[native code\]\s*\}$/.test(src)) { skipped.push([name, 'a built-in function']); continue; }
+        item = { t: 'state', id: msg.id, name, kind: 'source', data: src };
+      } else {
+        item = { t: 'state', id: msg.id, name, kind: 'value', data: v8.serialize(value).toString('base64') };
+      }
+    } catch (e) {
+      skipped.push([name, 'cannot be saved: ' + String(e && e.message).slice(0, 200)]);
+      continue;
+    }
+    if (item.data.length > MAX_VALUE || item.data.length > budget) {
+      skipped.push([name, 'too big for the snapshot']);
+      continue;
+    }
+    budget -= item.data.length;
+    count++;
+    send(item);
+  }
+  send({ t: 'saved', id: msg.id, count, skipped });
+}
+
+/** Puts the `restore-item` lines (saveState's `state` lines, sent back) into the context;
+ * answers `restored` with the names that came back and those that did not, with why. */
+const restoring = [];
+function restoreState(msg) {
+  const names = [];
+  const failed = [];
+  const items = restoring.splice(0, restoring.length);
+  for (const item of items) {
+    const name = item && typeof item.name === 'string' ? item.name : null;
+    if (name === null || BASELINE.has(name) || name.startsWith('mcp_')) continue;
+    try {
+      if (item.kind === 'source' && typeof item.data === 'string') {
+        sandbox[name] = vm.runInContext('(' + item.data + '\n)', context, { filename: FILENAME + '-restored' });
+      } else if (item.kind === 'value' && typeof item.data === 'string') {
+        sandbox[name] = v8.deserialize(Buffer.from(item.data, 'base64'));
+      } else {
+        continue;
+      }
+      names.push(name);
+    } catch (e) {
+      failed.push([name, 'could not be restored: ' + String(e && e.message).slice(0, 200)]);
+    }
+  }
+  send({ t: 'restored', id: msg.id, names, failed });
+}
 
 // -- one cell -----------------------------------------------------------------------------------
 
@@ -537,8 +610,11 @@ if (process.argv.includes(FLAG)) {
     if (!msg || typeof msg !== 'object') return;
     if (msg.t === 'reply') settle(msg);
     else if (msg.t === 'exec') { queue.push(msg); pump(); }
+    else if (msg.t === 'save') saveState(msg);
+    else if (msg.t === 'restore-item') restoring.push(msg);
+    else if (msg.t === 'restore') restoreState(msg);
   }).on('close', () => process.exit(0));
   send({ t: 'ready', version: process.version, strip: stripTypes !== null });
 }
 
-module.exports = { alias, splitToolName, rewriteCell, tokenize };
+module.exports = { alias, splitToolName, rewriteCell, tokenize, userNames };

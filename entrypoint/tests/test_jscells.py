@@ -63,6 +63,64 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual(sorted(cell["names"]), ["r", "s", "t"])
 
 
+def run_cell(js, code):
+    """Run `code` in `js`'s child (starting it); its stdout, and the `done` message."""
+    import asyncio
+    import contextlib
+    import io
+    out = io.StringIO()
+    if js.prepare() is not None:
+        raise AssertionError("node did not start")
+    with contextlib.redirect_stdout(out):
+        done = asyncio.run(js.start_cell(1, code, {}))
+    return out.getvalue(), done
+
+
+@unittest.skipIf(NODE is None and os.environ.get("CI", "").lower() not in ("1", "true"),
+                 "node is not installed (CI installs it)")
+class StateTest(unittest.TestCase):
+    """A child's names saved (save_state) and put into a fresh child (restore_state), as an idle
+    stop's snapshot carries them."""
+
+    def setUp(self):
+        self.js = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
+        self.addCleanup(self.js._drop)
+
+    def test_values_functions_and_classes_come_back_and_what_cannot_is_said(self):
+        _, done = run_cell(self.js, (
+            "const data = {a: [1, 2], m: new Map([[1, 'one']]), when: new Date(0), big: 10n}\n"
+            "let count = 41\n"
+            "function twice(n) { return n * data.a[1] }\n"
+            "class Greeter { hi() { return 'hi ' + count } }\n"
+            "const withFn = {f: () => 1}\n"
+            "const arrow = (x) => x + 1\n"))
+        self.assertTrue(done["ok"], done)
+        blob, count = self.js.save_state(1 << 20)
+        self.assertEqual(count, 6)
+        fresh = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
+        self.addCleanup(fresh._drop)
+        names, failed = fresh.restore_state(blob)
+        self.assertEqual(sorted(names), sorted(n + jscells.JS for n in
+                                               ("data", "count", "twice", "Greeter", "arrow")))
+        self.assertEqual([f[0] for f in failed], ["withFn" + jscells.JS])
+        self.assertIn("cannot be saved", failed[0][1])
+        out, done = run_cell(fresh, "count++\nconsole.log(twice(3), data.m.get(1), data.when.getTime(), "
+                                    "data.big + 1n, new Greeter().hi(), arrow(1))")
+        self.assertTrue(done["ok"], done)
+        self.assertEqual(out.strip(), "6 one 0 11n hi 42 2")
+
+    def test_a_value_over_the_limit_is_left_out_and_no_child_means_no_state(self):
+        self.assertEqual(self.js.save_state(1 << 20), (None, 0))
+        run_cell(self.js, "const small = 1\nconst large = 'x'.repeat(100000)")
+        blob, _ = self.js.save_state(1000)
+        fresh = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
+        self.addCleanup(fresh._drop)
+        names, failed = fresh.restore_state(blob)
+        self.assertEqual(names, ["small" + jscells.JS])
+        self.assertEqual(failed, [("large" + jscells.JS, "too big for the snapshot")])
+        self.assertEqual(fresh.restore_state(b"{not json")[1][0][0], "*" + jscells.JS)
+
+
 class NoNodeTest(unittest.TestCase):
     def test_an_image_without_node_says_how_to_get_it(self):
         old = os.environ.get("PATH")

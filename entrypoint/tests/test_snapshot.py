@@ -198,6 +198,36 @@ class LimitsAndDamageTest(unittest.TestCase):
         self.assertIn("saved by Python", dict(failed)["v"])
 
 
+class JavaScriptStateTest(unittest.TestCase):
+    """The JavaScript child's bytes kept beside the pickles, counted in the limit."""
+
+    def test_kept_as_given_with_or_without_python_names(self):
+        js = b'{"v":1,"items":[],"skipped":[]}'
+        for source in ("x = 1", ""):
+            with Namespace() as ns:
+                exec(source, ns)
+                parts, _ = snapshot.save(ns, 1 << 20, use_cloudpickle=False, js=js)
+            blob = b"".join(parts)
+            self.assertEqual(snapshot.js_state(blob), js, source)
+            with Namespace() as fresh:
+                names, failed = snapshot.restore(fresh, blob)
+            self.assertEqual((names, failed), (["x"] if source else [], []))
+        with Namespace() as ns:
+            ns["y"] = 2
+            parts, _ = snapshot.save(ns, 1 << 20, use_cloudpickle=False)
+        self.assertIsNone(snapshot.js_state(b"".join(parts)), "none was given")
+        self.assertIsNone(snapshot.js_state(b"not a snapshot"))
+
+    def test_its_bytes_count_in_the_limit(self):
+        with Namespace() as ns:
+            ns["big"] = "y" * 50_000
+            parts, _ = snapshot.save(ns, 60_000, use_cloudpickle=False, js=b"j" * 40_000)
+        with Namespace() as fresh:
+            names, failed = snapshot.restore(fresh, b"".join(parts))
+        self.assertEqual(names, [])
+        self.assertIn("big", dict(failed))
+
+
 class ClearTest(unittest.TestCase):
     def test_clear_removes_the_users_names_and_keeps_the_entrypoints(self):
         with Namespace() as ns:

@@ -276,3 +276,27 @@ def test_exec_runs_a_typescript_cell_through_the_same_path(helpers, cli_env, cli
     p = subprocess.run([helpers.BRIDGE_BIN, "exec", code], env=cli_env, cwd=cli_cwd, capture_output=True,
                        text=True, timeout=300)
     assert p.returncode != 0 and "SyntaxError" in p.stdout + p.stderr, (p.stdout, p.stderr)
+
+
+def test_an_idle_stop_keeps_javascript_values_functions_and_classes(bridge_factory, helpers):
+    b = bridge_factory(name="ts-idle", env=dict(LANGS, MCP_BRIDGE_RUNTIME_IDLE_TIMEOUT="2"))
+    try:
+        r = ts(b, "const seen: Map<string, number> = new Map([['a', 1]])\n"
+                  "let total = 41\n"
+                  "function bump(n: number) { total += n; return total }\n"
+                  "class Tally { count() { return seen.size + total } }\n"
+                  "const holder = {f: () => 1}\n"
+                  "console.log('defined')")
+        assert not r.is_error and "defined" in r.text, r
+        b.run("py_side = 'kept too'")
+        gone = helpers.poll(lambda: not b.containers(), timeout=30, interval=0.2)
+        assert gone, f"the idle sandbox was not stopped\n{b.stderr_tail()}"
+        r = ts(b, "console.log(bump(1), seen.get('a'), new Tally().count())")
+        assert not r.is_error, r.text
+        assert "42 1 43" in r.text, r.text
+        notice = (r.structured or {}).get("notice") or ""
+        for name in ("seen (JavaScript)", "total (JavaScript)", "bump (JavaScript)", "Tally (JavaScript)", "py_side"):
+            assert name in notice, (name, notice)
+        assert "holder (JavaScript) (cannot be saved" in notice, notice
+    finally:
+        b.close()
