@@ -488,6 +488,37 @@ function saveState(msg) {
   send({ t: 'saved', id: msg.id, count, skipped });
 }
 
+/** `value` (made by v8's deserializer in the harness's realm) rebuilt with the context's own
+ * Object, Array, Map, Set and Date, so that `instanceof` in a cell holds for it as for values
+ * the cells made; other objects (typed arrays, RegExps, errors) stay as they came. Defined in
+ * the context, so its literals are the context's. */
+const adopt = vm.runInContext(`(function adopt(v, seen) {
+  if (v === null || typeof v !== 'object') return v;
+  if (seen.has(v)) return seen.get(v);
+  const tag = Object.prototype.toString.call(v);
+  const proto = Object.getPrototypeOf(v);
+  let out;
+  if (tag === '[object Array]') {
+    out = []; seen.set(v, out);
+    for (let i = 0; i < v.length; i++) if (i in v) out[i] = adopt(v[i], seen);
+    out.length = v.length;
+  } else if (tag === '[object Map]') {
+    out = new Map(); seen.set(v, out);
+    for (const [k, x] of v) out.set(adopt(k, seen), adopt(x, seen));
+  } else if (tag === '[object Set]') {
+    out = new Set(); seen.set(v, out);
+    for (const x of v) out.add(adopt(x, seen));
+  } else if (tag === '[object Date]') {
+    out = new Date(v.getTime()); seen.set(v, out);
+  } else if (tag === '[object Object]' && (proto === null || Object.getPrototypeOf(proto) === null)) {
+    out = proto === null ? Object.create(null) : {}; seen.set(v, out);
+    for (const k of Object.keys(v)) out[k] = adopt(v[k], seen);
+  } else {
+    return v;
+  }
+  return out;
+})`, context, { filename: FILENAME + '-adopt' });
+
 /** Puts the `restore-item` lines (saveState's `state` lines, sent back) into the context;
  * answers `restored` with the names that came back and those that did not, with why. */
 const restoring = [];
@@ -502,7 +533,7 @@ function restoreState(msg) {
       if (item.kind === 'source' && typeof item.data === 'string') {
         sandbox[name] = vm.runInContext('(' + item.data + '\n)', context, { filename: FILENAME + '-restored' });
       } else if (item.kind === 'value' && typeof item.data === 'string') {
-        sandbox[name] = v8.deserialize(Buffer.from(item.data, 'base64'));
+        sandbox[name] = adopt(v8.deserialize(Buffer.from(item.data, 'base64')), new Map());
       } else {
         continue;
       }

@@ -93,21 +93,24 @@ class StateTest(unittest.TestCase):
             "function twice(n) { return n * data.a[1] }\n"
             "class Greeter { hi() { return 'hi ' + count } }\n"
             "const withFn = {f: () => 1}\n"
-            "const arrow = (x) => x + 1\n"))
+            "const arrow = (x) => x + 1\n"
+            "const cyc = {n: [1]}; cyc.self = cyc; cyc.again = cyc.n\n"))
         self.assertTrue(done["ok"], done)
         blob, count = self.js.save_state(1 << 20)
-        self.assertEqual(count, 6)
+        self.assertEqual(count, 7)
         fresh = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
         self.addCleanup(fresh._drop)
         names, failed = fresh.restore_state(blob)
         self.assertEqual(sorted(names), sorted(n + jscells.JS for n in
-                                               ("data", "count", "twice", "Greeter", "arrow")))
+                                               ("data", "count", "twice", "Greeter", "arrow", "cyc")))
         self.assertEqual([f[0] for f in failed], ["withFn" + jscells.JS])
         self.assertIn("cannot be saved", failed[0][1])
         out, done = run_cell(fresh, "count++\nconsole.log(twice(3), data.m.get(1), data.when.getTime(), "
-                                    "data.big + 1n, new Greeter().hi(), arrow(1))")
+                                    "data.big + 1n, new Greeter().hi(), arrow(1), data.a instanceof Array, "
+                                    "data.m instanceof Map, data instanceof Object, data.when instanceof Date, "
+                                    "cyc.self === cyc && cyc.again === cyc.n)")
         self.assertTrue(done["ok"], done)
-        self.assertEqual(out.strip(), "6 one 0 11n hi 42 2")
+        self.assertEqual(out.strip(), "6 one 0 11n hi 42 2 true true true true true")
 
     def test_a_value_over_the_limit_is_left_out_and_no_child_means_no_state(self):
         self.assertEqual(self.js.save_state(1 << 20), (None, 0))
