@@ -12,13 +12,14 @@ import struct
 import sys
 import threading
 
+from . import channel
+
 OPEN, DATA, EOF, CLOSE = 1, 2, 3, 4
 HEAD = struct.Struct(">BII")
 MAX_PAYLOAD = 32 * 1024  # the bridge refuses larger frames (src/egress/mux.rs)
 MAX_STREAMS = 64  # the bridge's bound on live streams
 MAX_HELD = 4 << 20  # bytes held for one connection whose reader is slow; then it is cut
 MAX_UP = 1 << 20  # bytes waiting for the bridge; past it connections are not read
-CONNECT_TIMEOUT = 2.0
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 
 state = {"proxy": None, "why": None}
@@ -26,21 +27,7 @@ state = {"proxy": None, "why": None}
 
 def connect(offer):
     """(fd, None) for the connected egress socket, or (None, reason). Before confinement."""
-    if not isinstance(offer, dict):
-        return None, "malformed egress offer"
-    path, token = offer.get("path"), offer.get("token")
-    if not isinstance(path, str) or not isinstance(token, str):
-        return None, "malformed egress offer"
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.settimeout(CONNECT_TIMEOUT)
-        sock.connect(path)
-        sock.sendall(token.encode("ascii") + b"\n")
-        sock.settimeout(None)
-        return sock.detach(), None
-    except (OSError, ValueError) as exc:
-        sock.close()
-        return None, "%s: %s" % (path, exc)
+    return channel.connect_with(offer, "egress", lambda token: token.encode("ascii") + b"\n")
 
 
 def start(fd):
