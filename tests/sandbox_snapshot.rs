@@ -157,7 +157,7 @@ async fn reset_clears_the_namespace_and_drops_the_snapshot() {
 fn hostile_save(body: &str) -> String {
     format!(
         "import sys, base64\nP = sys.modules['_mcp_bridge.protocol']\nb64 = base64.b64encode\n\
-def evil(frame, ns, writer):\n    send = writer.send\n    chunk = lambda d: writer.send_line(P.snapshot_line(frame['id'], d))\n{}\n\
+def evil(frame, ns, writer, *_):\n    send = writer.send\n    chunk = lambda d: writer.send_line(P.snapshot_line(frame['id'], d))\n{}\n\
 sys.modules['_mcp_bridge.keeper'].serve_save = evil\nx = 1",
         body.lines()
             .map(|l| format!("    {l}"))
