@@ -427,8 +427,8 @@ def watch(timeout):
             gone = True
         if gone:
             now = time.monotonic()
-            lived.append(now - key.data)
-            closed.append([key.data - start, now - start])
+            lived.append(round(now - key.data, 4))
+            closed.append([round(key.data - start, 4), round(now - start, 4)])
             sel.unregister(s)
 for _ in range(count):
     s = socket.create_connection((host, port), timeout=10)
@@ -490,10 +490,14 @@ class HeldConnections:
         """Its report, once it ended."""
         # Read through the same buffered reader as `wait_open`: when the connections were
         # closed at once, the report line came with the `open` line and sits in its buffer,
-        # where `communicate` (which reads the pipe itself) would never see it.
+        # where `communicate` (which reads the pipe itself) would never see it. Read before
+        # waiting: the report (a span per connection) may be more than a pipe holds.
         assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.proc.wait(timeout=timeout)  # its output is two short lines: no pipe fills
-        out, err = self.proc.stdout.read(), self.proc.stderr.read()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, "the holder wrote no report"
+        out = self.proc.stdout.read()  # to its end: the holder exits once it has reported
+        self.proc.wait(timeout=timeout)
+        err = self.proc.stderr.read()
         assert self.proc.returncode == 0, err
         doc = json.loads(out.strip().splitlines()[-1])
         return HeldReport(doc["opened"], doc["lived"], [(a, b) for a, b in doc["spans"]])
