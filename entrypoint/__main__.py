@@ -226,7 +226,12 @@ def main(leftover=b"", channel_offer=None):
 
     runner.after = after
     runner.js = jscells.JsCells()
-    runtime.bind_reset(lambda: snapshot.clear(runner.namespace))
+    def reset():
+        """`runtime.reset()`: Python's names, and the JavaScript runtime with its own."""
+        runner.js.end()
+        return snapshot.clear(runner.namespace)
+
+    runtime.bind_reset(reset)
     runtime.bind_sources(runner.source_lines)
     signal.signal(signal.SIGINT, state.on_sigint)  # before `ready`: no interrupt can be lost
     execq = queue.Queue()

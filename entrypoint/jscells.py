@@ -149,6 +149,11 @@ class JsCells:
             self._out = None
         self._buf, self._lines = b"", None
 
+    def end(self):
+        """End the child, its state with it (`runtime.reset()`); the next cell starts a fresh one."""
+        if self.proc is not None:
+            self._drop()
+
     def running(self):
         """Whether a node child runs now."""
         return self.proc is not None and self.proc.poll() is None

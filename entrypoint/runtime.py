@@ -305,8 +305,9 @@ def _cleared(_reply):
 @_helper("reset", _cleared)
 def reset():
     """Forget every variable, function and import of earlier calls, on purpose: the namespace is
-    emptied now and the snapshot kept for an idle stop is dropped, so nothing comes back later.
-    Returns the names removed, as a tuple."""
+    emptied now (a run_typescript runtime is ended, its names with it) and the snapshot kept for
+    an idle stop is dropped, so nothing comes back later. Returns Python's names removed, as a
+    tuple."""
     return {}, _NOWHERE
 
 

@@ -300,3 +300,11 @@ def test_an_idle_stop_keeps_javascript_values_functions_and_classes(bridge_facto
         assert "holder (JavaScript) (cannot be saved" in notice, notice
     finally:
         b.close()
+
+
+def test_reset_from_python_ends_the_javascript_state_too(tsb):
+    assert not ts(tsb, "const beforeReset = 7").is_error
+    r = tsb.run("from mcp import runtime\nprint('x' in runtime.reset())")
+    assert r.structured["status"] == "ok", str(r)
+    r = ts(tsb, "console.log(typeof beforeReset)")
+    assert not r.is_error and "undefined" in r.text, r
