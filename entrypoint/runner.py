@@ -68,10 +68,13 @@ class ExecState:
             if self.running != exec_id:  # not begun yet: `cancelled_before_start` stops it
                 return False
         self.interrupt_for = exec_id
-        signal.pthread_kill(main_ident, signal.SIGINT)
         if self.procs is not None and self.swept_for != exec_id:
-            self.swept_for = exec_id  # the main thread may be stuck: do not wait for it
+            # Before the signal: once it lands, the main thread may unwind and reach
+            # `sweep_after` before this thread runs again, and must find the sweep asked for.
+            self.swept_for = exec_id
+            # the main thread may be stuck: do not wait for it
             self.procs.sweep_soon(self.began, lambda: self.running == exec_id)
+        signal.pthread_kill(main_ident, signal.SIGINT)
         return True
 
     def sweep_after(self, exec_id):

@@ -12,6 +12,7 @@ import time
 import unittest
 
 from entrypoint import cellprocs
+from entrypoint.runner import ExecState
 from entrypoint.tests import Sandbox
 from entrypoint.tests.cell_scripts import START_ALL, START_HELPER
 
@@ -194,6 +195,42 @@ class CellProcessesTest(unittest.TestCase):
         finally:
             for pid, start in zip(pids, starts, strict=True):
                 cellprocs.kill(pid, start)
+
+
+class InterruptOrderTest(unittest.TestCase):
+    """The sweep is asked for before the interrupt's signal goes out: the main thread may unwind
+    and reach `sweep_after` before the reader thread runs another line (seen once in CI, on a
+    busy machine: every process of the timed-out cell survived)."""
+
+    class Procs:
+        def __init__(self):
+            self.sweeps = []  # (since, in the background?)
+
+        def sweep(self, since, still=None):
+            self.sweeps.append((since, False))
+            return 0
+
+        def sweep_soon(self, since, still):
+            if still():
+                self.sweeps.append((since, True))
+
+    def test_a_main_thread_that_unwinds_at_once_still_sweeps(self):
+        procs = self.Procs()
+        state = ExecState(procs)
+        state.begin(7)
+        real_kill = signal.pthread_kill
+
+        def main_thread_wins(_ident, _sig):
+            # what the main thread does when it gets the GIL first: the exec is over
+            state.running = None
+            state.sweep_after(7)
+
+        signal.pthread_kill = main_thread_wins
+        try:
+            self.assertTrue(state.request_interrupt(7, 0))
+        finally:
+            signal.pthread_kill = real_kill
+        self.assertIn((state.began, False), procs.sweeps, "sweep_after skipped the sweep")
 
 
 if __name__ == "__main__":
