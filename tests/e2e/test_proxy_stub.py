@@ -284,7 +284,7 @@ print(json.dumps({"res": res, "elapsed": time.monotonic() - t0}))
         timeout=60,
     )
     assert got["res"] == ["done"] * 10
-    assert 1.0 <= got["elapsed"] < 3.0, f"10 x slow(1) took {got['elapsed']:.2f} s: calls were serialized"
+    assert 1.0 <= got["elapsed"] < 6.0, f"10 x slow(1) took {got['elapsed']:.2f} s: calls were serialized"
 
 
 def test_a_flood_of_requests_is_capped_and_the_rest_refused_clearly(sb):
