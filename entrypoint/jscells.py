@@ -45,18 +45,38 @@ class NodeLost(Exception):
     """The node child is gone (exited, killed, or its channel broke)."""
 
 
+JS_PARTS = ("names", "rewrite", "state")  # js/*.js that js/harness.js takes as `part(name)`
+
+
 def harness_source():
-    """js/harness.js as shipped in the boot frame (boot.py's finder holds the files)."""
+    """The program node runs: js/harness.js with its parts (JS_PARTS) bundled ahead of it as
+    `__mcpParts`, from the boot frame's files (boot.py's finder holds them) or, outside the
+    sandbox, from disk; None when a file is missing."""
     pkg = sys.modules.get(__name__.rpartition(".")[0])
     files = getattr(getattr(pkg, "__loader__", None), "files", None)
-    if isinstance(files, dict) and isinstance(files.get("harness.js"), str):
-        return files["harness.js"]
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js", "harness.js")
-    try:
-        with open(here, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
+    if not isinstance(files, dict):
+        files = {}
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js")
+
+    def read(name):
+        text = files.get("js/%s.js" % name)
+        if isinstance(text, str):
+            return text
+        try:
+            with open(os.path.join(here, name + ".js"), encoding="utf-8") as f:
+                return f.read()
+        except OSError:
+            return None
+
+    texts = {name: read(name) for name in JS_PARTS + ("harness",)}
+    if any(text is None for text in texts.values()):
         return None
+    bundle = ["const __mcpParts = {};"]
+    for name in JS_PARTS:  # each part in a function of its own: its names stay its own
+        bundle.append("__mcpParts[%s] = (() => { const module = { exports: {} };\n%s\n"
+                      "return module.exports; })();" % (json.dumps(name), texts[name]))
+    bundle.append(texts["harness"])
+    return "\n".join(bundle)
 
 
 class JsCells:
@@ -200,7 +220,7 @@ class JsCells:
             if msg.get("id") != sid:
                 continue
             if msg.get("t") == "state":
-                items.append({k: msg.get(k) for k in ("name", "kind", "data")})
+                items.append({k: msg[k] for k in ("name", "kind", "data", "classes") if k in msg})
             elif msg.get("t") == "saved":
                 skipped = [s for s in msg.get("skipped") or [] if isinstance(s, list) and len(s) == 2]
                 break

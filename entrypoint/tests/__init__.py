@@ -23,13 +23,16 @@ def boot_source():
 
 
 def entrypoint_files():
-    """The boot frame's `files`: every *.py directly in entrypoint/, excluding boot.py."""
+    """The boot frame's `files`, as the bridge ships them (sandbox/entrypoint.rs): every *.py
+    directly in entrypoint/ but boot.py, and every js/*.js under its `js/` name."""
     files = {}
-    for name in sorted(os.listdir(ENTRYPOINT_DIR)):
-        path = os.path.join(ENTRYPOINT_DIR, name)
-        if name.endswith(".py") and name != "boot.py" and os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                files[name] = f.read()
+    js_dir = os.path.join(ENTRYPOINT_DIR, "js")
+    for folder, prefix, suffix in ((ENTRYPOINT_DIR, "", ".py"), (js_dir, "js/", ".js")):
+        for name in sorted(os.listdir(folder)):
+            path = os.path.join(folder, name)
+            if name.endswith(suffix) and name != "boot.py" and os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    files[prefix + name] = f.read()
     return files
 
 

@@ -83,7 +83,7 @@ class StateTest(unittest.TestCase):
     stop's snapshot carries them."""
 
     def setUp(self):
-        self.js = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
+        self.js = jscells.JsCells(source=jscells.harness_source(), node=NODE)
         self.addCleanup(self.js._drop)
 
     def test_values_functions_and_classes_come_back_and_what_cannot_is_said(self):
@@ -94,15 +94,19 @@ class StateTest(unittest.TestCase):
             "class Greeter { hi() { return 'hi ' + count } }\n"
             "const withFn = {f: () => 1}\n"
             "const arrow = (x) => x + 1\n"
-            "const cyc = {n: [1]}; cyc.self = cyc; cyc.again = cyc.n\n"))
+            "const cyc = {n: [1]}; cyc.self = cyc; cyc.again = cyc.n\n"
+            "class Point { constructor(x) { this.x = x } twice() { return this.x * 2 } }\n"
+            "const p = new Point(3)\n"
+            "const pts = [new Point(1), {inner: new Point(2), same: p}]\n"))
         self.assertTrue(done["ok"], done)
         blob, count = self.js.save_state(1 << 20)
-        self.assertEqual(count, 7)
-        fresh = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
+        self.assertEqual(count, 10)
+        fresh = jscells.JsCells(source=jscells.harness_source(), node=NODE)
         self.addCleanup(fresh._drop)
         names, failed = fresh.restore_state(blob)
         self.assertEqual(sorted(names), sorted(n + jscells.JS for n in
-                                               ("data", "count", "twice", "Greeter", "arrow", "cyc")))
+                                               ("data", "count", "twice", "Greeter", "arrow", "cyc",
+                                                "Point", "p", "pts")))
         self.assertEqual([f[0] for f in failed], ["withFn" + jscells.JS])
         self.assertIn("cannot be saved", failed[0][1])
         out, done = run_cell(fresh, "count++\nconsole.log(twice(3), data.m.get(1), data.when.getTime(), "
@@ -111,12 +115,18 @@ class StateTest(unittest.TestCase):
                                     "cyc.self === cyc && cyc.again === cyc.n)")
         self.assertTrue(done["ok"], done)
         self.assertEqual(out.strip(), "6 one 0 11n hi 42 2 true true true true true")
+        # instances of a cell's class come back as instances of the class restored beside them
+        out, done = run_cell(fresh, "console.log(p instanceof Point, p.twice(), pts[0].twice(), "
+                                    "pts[1].inner.twice(), pts[1].same instanceof Point, "
+                                    "pts[1] instanceof Point)")
+        self.assertTrue(done["ok"], done)
+        self.assertEqual(out.strip(), "true 6 2 4 true false")
 
     def test_a_value_over_the_limit_is_left_out_and_no_child_means_no_state(self):
         self.assertEqual(self.js.save_state(1 << 20), (None, 0))
         run_cell(self.js, "const small = 1\nconst large = 'x'.repeat(100000)")
         blob, _ = self.js.save_state(1000)
-        fresh = jscells.JsCells(source=HARNESS.read_text(), node=NODE)
+        fresh = jscells.JsCells(source=jscells.harness_source(), node=NODE)
         self.addCleanup(fresh._drop)
         names, failed = fresh.restore_state(blob)
         self.assertEqual(names, ["small" + jscells.JS])

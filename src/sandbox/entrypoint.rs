@@ -15,7 +15,7 @@ pub const PACKAGE: &str = "_mcp_bridge";
 pub const BOOT: &str = include_str!("../../entrypoint/boot.py");
 
 /// Entrypoint sources shipped in the boot frame: every `.py` in `entrypoint/` but `boot.py`,
-/// and `js/harness.js` (node's side of `run_typescript`).
+/// and every `js/*.js` (node's side of `run_typescript`) under its `js/` name.
 pub const FILES: &[(&str, &str)] = &[
     ("__init__.py", include_str!("../../entrypoint/__init__.py")),
     ("ack.py", include_str!("../../entrypoint/ack.py")),
@@ -31,8 +31,11 @@ pub const FILES: &[(&str, &str)] = &[
     ("errors.py", include_str!("../../entrypoint/errors.py")),
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("jscells.py", include_str!("../../entrypoint/jscells.py")),
-    // Not a module: jscells.py hands it to node (`run_typescript`).
-    ("harness.js", include_str!("../../entrypoint/js/harness.js")),
+    // Not modules: jscells.py bundles them into the program node runs (`run_typescript`).
+    ("js/harness.js", include_str!("../../entrypoint/js/harness.js")),
+    ("js/names.js", include_str!("../../entrypoint/js/names.js")),
+    ("js/rewrite.js", include_str!("../../entrypoint/js/rewrite.js")),
+    ("js/state.js", include_str!("../../entrypoint/js/state.js")),
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),
     ("outbox.py", include_str!("../../entrypoint/outbox.py")),
     ("pictures.py", include_str!("../../entrypoint/pictures.py")),
@@ -89,7 +92,13 @@ mod tests {
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| n.ends_with(".py") && n != "boot.py")
             .collect();
-        on_disk.push("harness.js".into()); // js/harness.js, shipped under its file name
+        on_disk.extend(
+            std::fs::read_dir(dir.join("js"))
+                .expect("entrypoint/js dir")
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".js"))
+                .map(|n| format!("js/{n}")),
+        );
         on_disk.sort();
         let mut shipped: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
         shipped.sort();

@@ -285,17 +285,19 @@ def test_an_idle_stop_keeps_javascript_values_functions_and_classes(bridge_facto
                   "let total = 41\n"
                   "function bump(n: number) { total += n; return total }\n"
                   "class Tally { count() { return seen.size + total } }\n"
+                  "const tallies = {first: new Tally()}\n"
                   "const holder = {f: () => 1}\n"
                   "console.log('defined')")
         assert not r.is_error and "defined" in r.text, r
         b.run("py_side = 'kept too'")
         gone = helpers.poll(lambda: not b.containers(), timeout=30, interval=0.2)
         assert gone, f"the idle sandbox was not stopped\n{b.stderr_tail()}"
-        r = ts(b, "console.log(bump(1), seen.get('a'), new Tally().count())")
+        r = ts(b, "console.log(bump(1), seen.get('a'), new Tally().count(), tallies.first.count())")
         assert not r.is_error, r.text
-        assert "42 1 43" in r.text, r.text
+        assert "42 1 43 43" in r.text, r.text
         notice = (r.structured or {}).get("notice") or ""
-        for name in ("seen (JavaScript)", "total (JavaScript)", "bump (JavaScript)", "Tally (JavaScript)", "py_side"):
+        for name in ("seen (JavaScript)", "total (JavaScript)", "bump (JavaScript)", "Tally (JavaScript)", "tallies (JavaScript)",
+                     "py_side"):
             assert name in notice, (name, notice)
         assert "holder (JavaScript) (cannot be saved" in notice, notice
     finally:
