@@ -32,7 +32,7 @@ pub fn list(settings: &Settings) -> ExitCode {
     let mut changes = Vec::new();
     let mut pin_problems = Vec::new();
     for s in &found.specs {
-        let mut state = with_sign_in(state(s, &pool), s, &tokens);
+        let mut state = with_callers(with_sign_in(state(s, &pool), s, &tokens), s, &tokens);
         // Pinned tools changed since: the state says so, the diff follows the table.
         match crate::cli::servers_pins::pending(settings, s) {
             Ok(None) => {}
@@ -137,6 +137,39 @@ fn with_sign_in(
     }
 }
 
+/// Callers of `serve` named after the state when they signed in to the server themselves (at
+/// most `CALLERS_SHOWN` of them, then how many more); a caller's tokens go when its token
+/// leaves the tokens file.
+fn with_callers(
+    state: String,
+    s: &ServerSpec,
+    tokens: &crate::upstream::oauth::store::TokenFile,
+) -> String {
+    match crate::upstream::oauth::login::callers_signed_in(s, tokens) {
+        Ok(names) if names.is_empty() => state,
+        Ok(names) => format!("{state}; {}", callers_line(&names)),
+        Err(e) => format!("{state}; callers' sign-ins unknown: {e}"),
+    }
+}
+
+/// How many caller names one `servers` line shows.
+const CALLERS_SHOWN: usize = 8;
+
+fn callers_line(names: &[String]) -> String {
+    let shown: Vec<String> = names
+        .iter()
+        .take(CALLERS_SHOWN)
+        .map(|n| Shown(n).to_string())
+        .collect();
+    let more = names.len().saturating_sub(CALLERS_SHOWN);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!("signed in for serve callers: {}{tail}", shown.join(", "))
+}
+
 fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -156,4 +189,22 @@ fn describe_sources(settings: &Settings) -> String {
         parts.push("client config files".into());
     }
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn callers_are_named_up_to_a_bound() {
+        let few: Vec<String> = vec!["alice".into(), "bob".into()];
+        assert_eq!(
+            callers_line(&few),
+            "signed in for serve callers: alice, bob"
+        );
+        let many: Vec<String> = (0..11).map(|i| format!("c{i:02}")).collect();
+        let line = callers_line(&many);
+        assert!(line.ends_with("c07 and 3 more"), "{line}");
+        assert!(!line.contains("c08"), "{line}");
+    }
 }

@@ -32,9 +32,15 @@ pub const FILES: &[(&str, &str)] = &[
     ("inbox.py", include_str!("../../entrypoint/inbox.py")),
     ("jscells.py", include_str!("../../entrypoint/jscells.py")),
     // Not modules: jscells.py bundles them into the program node runs (`run_typescript`).
-    ("js/harness.js", include_str!("../../entrypoint/js/harness.js")),
+    (
+        "js/harness.js",
+        include_str!("../../entrypoint/js/harness.js"),
+    ),
     ("js/names.js", include_str!("../../entrypoint/js/names.js")),
-    ("js/rewrite.js", include_str!("../../entrypoint/js/rewrite.js")),
+    (
+        "js/rewrite.js",
+        include_str!("../../entrypoint/js/rewrite.js"),
+    ),
     ("js/state.js", include_str!("../../entrypoint/js/state.js")),
     ("keeper.py", include_str!("../../entrypoint/keeper.py")),
     ("outbox.py", include_str!("../../entrypoint/outbox.py")),

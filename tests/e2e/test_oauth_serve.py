@@ -82,6 +82,15 @@ def audit_creds(b: ServeBridge) -> list[tuple[str, str]]:
     return [(r.get("token"), r.get("creds")) for r in lines if r.get("server") == "remote"]
 
 
+def servers_line(b: ServeBridge, name: str) -> str:
+    """`mcp-code-bridge servers`' line for server `name`, run as the operator of gateway `b`."""
+    p = subprocess.run([BRIDGE_BIN, "servers"], env=b.env, cwd=b.cwd, capture_output=True, text=True,
+                       timeout=60)
+    lines = [x for x in p.stdout.splitlines() if x.startswith(name + "\t")]
+    assert len(lines) == 1, p.stdout + p.stderr
+    return lines[0]
+
+
 def http_get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
@@ -138,6 +147,10 @@ def test_two_serve_callers_sign_in_each_for_itself_and_a_departed_one_is_forgott
             assert alice not in key and bob not in key and len(key) == 64
         text = json.dumps(kept)
         assert alice not in text and bob not in text, "no serve token in the store"
+        # `servers` names the callers signed in for themselves (token names, never a secret).
+        line = servers_line(b, "remote")
+        assert "signed in for serve callers: alice, bob" in line, line
+        assert alice not in line and bob not in line, line
 
         # The audit log says whose credentials each call used (never a secret).
         creds = audit_creds(b)
@@ -152,6 +165,8 @@ def test_two_serve_callers_sign_in_each_for_itself_and_a_departed_one_is_forgott
         gone = poll(lambda: sorted(c["name"] for c in store(b).get("callers", {}).values()) == ["alice"] or None,
                     timeout=30, interval=0.1)
         assert gone, store(b)
+        assert "signed in for serve callers: alice" in servers_line(b, "remote")
+        assert "bob" not in servers_line(b, "remote")
         # ... revoked at the server, which offers revocation (alice's are not).
         def revoked() -> list[str]:
             return [x for x in srv.lines() if x.startswith("revoke")]

@@ -397,6 +397,21 @@ pub fn status(spec: &ServerSpec, tokens: &TokenFile) -> Result<Option<SignIn>, O
     }))
 }
 
+/// The token names of the `serve` callers signed in to `spec` with their own identity (its
+/// canonical URL's tokens); empty for a stdio server.
+///
+/// # Errors
+/// The store cannot be read.
+pub fn callers_signed_in(spec: &ServerSpec, tokens: &TokenFile) -> Result<Vec<String>, OAuthError> {
+    let Ok(url) = remote_url(spec) else {
+        return Ok(Vec::new());
+    };
+    let Ok(resource) = canonical_resource(url) else {
+        return Ok(Vec::new());
+    };
+    Ok(tokens.callers_signed_in(&spec.name, &resource)?)
+}
+
 fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -267,6 +267,33 @@ impl TokenFile {
         Ok(self.read(&self.dir()?)?.callers.into_keys().collect())
     }
 
+    /// The token names of the `serve` callers holding tokens for server `name` issued for
+    /// `resource`, sorted (the operator's own record is not among them).
+    ///
+    /// # Errors
+    /// The file is refused or damaged.
+    pub fn callers_signed_in(&self, name: &str, resource: &str) -> Result<Vec<String>, StoreError> {
+        if !self.path().exists() {
+            return Ok(Vec::new());
+        }
+        let mut names: Vec<String> = self
+            .read(&self.dir()?)?
+            .callers
+            .into_values()
+            .filter(|c| {
+                c.servers.get(name).is_some_and(|r| {
+                    r.resource == resource
+                        && r.credentials
+                            .as_ref()
+                            .is_some_and(|c| c.token_response.is_some())
+                })
+            })
+            .map(|c| c.name)
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// Removes the records of every caller whose identity key `keep` refuses (its token left
     /// the tokens file, or got another secret); returns what was removed (names and records,
     /// for revocation). The operator's records stay.

@@ -131,6 +131,19 @@ fn a_callers_records_are_its_own_and_never_the_operators_or_another_callers() {
     assert_eq!(token(&bob), "bob-tok");
     assert_eq!(operator.all().expect("read").len(), 1);
     assert_eq!(alice.caller_name(), Some("alice"));
+    // `servers` names the callers signed in to a server's URL, never the operator.
+    assert_eq!(
+        operator.callers_signed_in("s", url).expect("read"),
+        ["alice", "bob"]
+    );
+    assert!(operator
+        .callers_signed_in("s", "https://b/mcp")
+        .expect("read")
+        .is_empty());
+    assert!(operator
+        .callers_signed_in("other", url)
+        .expect("read")
+        .is_empty());
     // Clearing a caller's record removes the caller; the others stay.
     alice.update("s", url, |_| None).expect("written");
     assert_eq!(operator.callers().expect("read"), ["kb"]);
