@@ -79,6 +79,10 @@ enum Command {
     Logout {
         /// The server's name.
         name: String,
+        /// Sign this `serve` caller (its token's name in the tokens file) out of the server,
+        /// instead of yourself.
+        #[arg(long, value_name = "TOKEN_NAME")]
+        caller: Option<String>,
     },
     /// Check the engine, the image and, inside a sandbox, its isolation; non-zero exit if any fails.
     Doctor,
@@ -351,7 +355,9 @@ async fn dispatch(command: Command, mut settings: Arc<Settings>) -> anyhow::Resu
             mcp_code_bridge::cli::image::run_action(settings, engine, action).await,
         )),
         Command::Login { name } => Ok(mcp_code_bridge::cli::login::login(&settings, &name).await),
-        Command::Logout { name } => Ok(mcp_code_bridge::cli::login::logout(&settings, &name).await),
+        Command::Logout { name, caller } => {
+            Ok(mcp_code_bridge::cli::login::logout(&settings, &name, caller.as_deref()).await)
+        }
         Command::Kube { action } => Ok(mcp_code_bridge::cli::kube::run(&settings, action)),
         Command::Skills {
             approve,

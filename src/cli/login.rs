@@ -89,36 +89,78 @@ pub async fn login(settings: &Settings, name: &str) -> ExitCode {
     }
 }
 
-/// `logout NAME`: revokes (where the server offers it) and forgets the server's tokens; a
-/// server no longer configured is signed out of by its stored URL.
-pub async fn logout(settings: &Settings, name: &str) -> ExitCode {
-    let found = discover(&settings.server_sources);
-    let tokens = TokenFile::new(&settings.state_dir);
-    let spec = match found.specs.iter().find(|s| s.name == name) {
-        Some(spec) => spec.clone(),
-        None => match tokens.all().ok().and_then(|all| all.get(name).cloned()) {
-            Some(record) => ServerSpec::new(
-                name,
-                crate::config::Transport::Http {
-                    url: record.resource,
-                    headers: Default::default(),
-                },
-                &tokens.path(),
-            ),
-            None => {
-                eprintln!(
-                    "mcp-code-bridge: no MCP server named '{}' is configured or signed in to",
-                    Shown(name)
+/// `logout NAME [--caller TOKEN_NAME]`: revokes (where the server offers it) and forgets the
+/// server's tokens, the operator's own or those a `serve` caller signed in with; a server no
+/// longer configured is signed out of by its stored URL.
+pub async fn logout(settings: &Settings, name: &str, caller: Option<&str>) -> ExitCode {
+    let operator = TokenFile::new(&settings.state_dir);
+    let files = match caller {
+        None => vec![operator],
+        Some(token_name) => match operator.callers_named(token_name) {
+            Ok(keys) if keys.is_empty() => {
+                println!(
+                    "no serve caller named '{}' holds tokens; nothing to forget",
+                    Shown(token_name)
                 );
-                return ExitCode::from(EXIT_USAGE);
+                return ExitCode::SUCCESS;
+            }
+            Ok(keys) => keys
+                .iter()
+                .map(|k| operator.for_caller(k, token_name))
+                .collect(),
+            Err(e) => {
+                eprintln!(
+                    "mcp-code-bridge: signing out failed: {}",
+                    safe_line(&e.to_string())
+                );
+                return ExitCode::from(EXIT_FAILED);
             }
         },
     };
+    let found = discover(&settings.server_sources);
+    let mut code = ExitCode::SUCCESS;
+    for tokens in &files {
+        let Some(spec) = spec_to_sign_out(&found.specs, tokens, name) else {
+            eprintln!(
+                "mcp-code-bridge: no MCP server named '{}' is configured or signed in to",
+                Shown(name)
+            );
+            return ExitCode::from(EXIT_USAGE);
+        };
+        if !sign_out(&spec, tokens).await {
+            code = ExitCode::from(EXIT_FAILED);
+        }
+    }
+    code
+}
+
+/// The configured server `name`, else one made from the URL its stored tokens were issued for.
+fn spec_to_sign_out(specs: &[ServerSpec], tokens: &TokenFile, name: &str) -> Option<ServerSpec> {
+    if let Some(spec) = specs.iter().find(|s| s.name == name) {
+        return Some(spec.clone());
+    }
+    let record = tokens.all().ok()?.get(name).cloned()?;
+    Some(ServerSpec::new(
+        name,
+        crate::config::Transport::Http {
+            url: record.resource,
+            headers: Default::default(),
+        },
+        &tokens.path(),
+    ))
+}
+
+/// Signs `tokens`' holder out of `spec` and says how it went; false when it failed.
+async fn sign_out(spec: &ServerSpec, tokens: &TokenFile) -> bool {
     let shown = Shown(&spec.name);
-    match logout::logout(&spec, &tokens).await {
+    let whose = match tokens.caller_name() {
+        Some(n) => format!(" for serve caller '{}'", Shown(n)),
+        None => String::new(),
+    };
+    match logout::logout(spec, tokens).await {
         Ok(LoggedOut::NotSignedIn) => {
-            println!("not signed in to '{shown}'; nothing to forget");
-            ExitCode::SUCCESS
+            println!("not signed in to '{shown}'{whose}; nothing to forget");
+            true
         }
         Ok(LoggedOut::Forgot { revoked }) => {
             let how = match revoked {
@@ -134,15 +176,15 @@ pub async fn logout(settings: &Settings, name: &str) -> ExitCode {
                     "forgotten here (revocation failed)".to_string()
                 }
             };
-            println!("signed out of '{shown}': tokens {how}");
-            ExitCode::SUCCESS
+            println!("signed out of '{shown}'{whose}: tokens {how}");
+            true
         }
         Err(e) => {
             eprintln!(
-                "mcp-code-bridge: signing out of '{shown}' failed: {}",
+                "mcp-code-bridge: signing out of '{shown}'{whose} failed: {}",
                 safe_line(&e.to_string())
             );
-            ExitCode::from(EXIT_FAILED)
+            false
         }
     }
 }

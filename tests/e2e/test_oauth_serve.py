@@ -175,6 +175,20 @@ def test_two_serve_callers_sign_in_each_for_itself_and_a_departed_one_is_forgott
         time.sleep(0.5)  # nothing more comes
         assert len(revoked()) == 2, srv.lines()  # bob's refresh and access tokens, one by one
         assert as_caller(b, alice, WHOAMI, LinkFollower(home)).text.strip().splitlines()[-1] == alice_is
+
+        # The operator signs a caller out by its token's name: revoked at the server, forgotten.
+        def logout(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([BRIDGE_BIN, "logout", "remote", *args], env=b.env, cwd=b.cwd,
+                                  capture_output=True, text=True, timeout=60)
+
+        p = logout("--caller", "nobody")
+        assert p.returncode == 0 and "no serve caller named 'nobody'" in p.stdout, p.stdout + p.stderr
+        p = logout("--caller", "alice")
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert "signed out of 'remote' for serve caller 'alice': tokens revoked" in p.stdout, p.stdout
+        assert not store(b).get("callers"), store(b)
+        assert len(revoked()) == 4, srv.lines()  # alice's two tokens too
+        assert "signed in for serve callers" not in servers_line(b, "remote")
     finally:
         b.close()
 

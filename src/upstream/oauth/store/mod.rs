@@ -267,6 +267,24 @@ impl TokenFile {
         Ok(self.read(&self.dir()?)?.callers.into_keys().collect())
     }
 
+    /// The identity keys of the `serve` callers whose token is named `token_name` (more than one
+    /// when its secret changed and the old key's records are still kept).
+    ///
+    /// # Errors
+    /// The file is refused or damaged.
+    pub fn callers_named(&self, token_name: &str) -> Result<Vec<String>, StoreError> {
+        if !self.path().exists() {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .read(&self.dir()?)?
+            .callers
+            .into_iter()
+            .filter(|(_, c)| c.name == token_name)
+            .map(|(key, _)| key)
+            .collect())
+    }
+
     /// The token names of the `serve` callers holding tokens for server `name` issued for
     /// `resource`, sorted (the operator's own record is not among them).
     ///

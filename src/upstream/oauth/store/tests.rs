@@ -144,6 +144,8 @@ fn a_callers_records_are_its_own_and_never_the_operators_or_another_callers() {
         .callers_signed_in("other", url)
         .expect("read")
         .is_empty());
+    assert_eq!(operator.callers_named("bob").expect("read"), ["kb"]);
+    assert!(operator.callers_named("carol").expect("read").is_empty());
     // Clearing a caller's record removes the caller; the others stay.
     alice.update("s", url, |_| None).expect("written");
     assert_eq!(operator.callers().expect("read"), ["kb"]);
