@@ -109,7 +109,7 @@ impl SandboxMaker {
     pub fn make(&self, slot: &str) -> MadeSandbox {
         let ct = self.ct.child_token();
         let outbox = Outbox::new(&self.settings);
-        let sandbox = Sandbox::spawn_slot(
+        let sandbox = Sandbox::spawn(
             self.settings.clone(),
             self.connector.clone(),
             self.dispatcher.clone(),
@@ -267,6 +267,7 @@ impl App {
             ct.child_token(),
             &tracker,
             outbox.clone(),
+            None,
         );
         App {
             engine: None,

@@ -60,6 +60,17 @@ def gateway(e2e_tmp: Path, tokens: dict[str, str], url: str, **entry) -> tuple[S
     return b, public
 
 
+def alice_gateway(tmp_path: Path, e2e_tmp: Path, auth_server, **entry) -> tuple[ServeBridge, Home, str]:
+    """A started gateway with one caller, alice, to a fresh OAuth server (the remote entry with
+    `entry`'s extra fields). Returns it, the test browser's home, and alice's token."""
+    srv = auth_server()
+    home = Home(tmp_path, srv.url)
+    alice = new_token()
+    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url, **entry)
+    b.start()
+    return b, home, alice
+
+
 def as_caller(b: ServeBridge, token: str, code: str, follower: LinkFollower | None):
     """One run_python of `code` by the caller holding `token` (a fresh session)."""
 
@@ -224,11 +235,7 @@ def test_a_shared_credentials_entry_uses_the_operators_login_for_every_caller(
 
 
 def test_a_caller_cannot_sign_in_to_a_shared_credentials_server(tmp_path, e2e_tmp, auth_server, stub_ready):
-    srv = auth_server()
-    home = Home(tmp_path, srv.url)
-    alice = new_token()
-    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url, sharedCredentials=True)
-    b.start()
+    b, home, alice = alice_gateway(tmp_path, e2e_tmp, auth_server, sharedCredentials=True)
     try:
         follower = LinkFollower(home)
         code = ("from mcp import AuthRequiredError\ntry:\n    print(await mcp_remote.whoami())\n"
@@ -247,12 +254,8 @@ def test_a_fixed_callback_port_keeps_its_loopback_redirect_under_a_public_url(
         tmp_path, e2e_tmp, auth_server, stub_ready):
     """A client registered for `http://localhost:PORT/callback` (the entry's `callbackPort`) must
     come back there, public URL or not."""
-    srv = auth_server()
-    home = Home(tmp_path, srv.url)
     port = free_port()
-    alice = new_token()
-    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url, oauth={"callbackPort": port})
-    b.start()
+    b, home, alice = alice_gateway(tmp_path, e2e_tmp, auth_server, oauth={"callbackPort": port})
     try:
         follower = LinkFollower(home)
         reply = as_caller(b, alice, WHOAMI, follower)
@@ -267,11 +270,7 @@ def test_a_fixed_callback_port_keeps_its_loopback_redirect_under_a_public_url(
 def test_a_caller_who_declines_is_told_to_sign_in_from_its_client_not_with_login(
         tmp_path, e2e_tmp, auth_server, stub_ready):
     """`login` signs the operator in, which a caller's own connection never uses: the error says so."""
-    srv = auth_server()
-    home = Home(tmp_path, srv.url)
-    alice = new_token()
-    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url)
-    b.start()
+    b, home, alice = alice_gateway(tmp_path, e2e_tmp, auth_server)
     try:
         follower = LinkFollower(home, action="decline")
         code = ("from mcp import AuthRequiredError\ntry:\n    print(await mcp_remote.whoami())\n"
@@ -287,11 +286,7 @@ def test_a_caller_who_declines_is_told_to_sign_in_from_its_client_not_with_login
 
 
 def test_two_sessions_of_one_caller_signing_in_at_once_ask_it_once(tmp_path, e2e_tmp, auth_server, stub_ready):
-    srv = auth_server()
-    home = Home(tmp_path, srv.url)
-    alice = new_token()
-    b, _ = gateway(e2e_tmp, {"alice": alice}, srv.url)
-    b.start()
+    b, home, alice = alice_gateway(tmp_path, e2e_tmp, auth_server)
     try:
         # The link is followed 8 s after it is asked: the other session's first call comes meanwhile.
         follower = LinkFollower(home, delay=8)

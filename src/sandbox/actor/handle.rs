@@ -42,22 +42,10 @@ const CLOSED_SLOT: &str = "this client's sandbox was closed: its MCP session end
 
 impl Sandbox {
     /// Spawns the actor on `tracker`; it stops (removing its container) when `ct` is cancelled.
-    /// Files the sandbox delivers go to `outbox`.
+    /// Files the sandbox delivers go to `outbox`. `slot` marks one of many client sandboxes in
+    /// this process (`serve --http`): its containers and its snapshot's name, so that neither is
+    /// taken for another client's; `None` for the one sandbox of `run` and `exec`.
     pub fn spawn(
-        settings: Arc<Settings>,
-        connector: Connector,
-        dispatcher: Dispatcher,
-        ct: CancellationToken,
-        tracker: &TaskTracker,
-        outbox: Arc<Outbox>,
-    ) -> Sandbox {
-        Sandbox::spawn_slot(settings, connector, dispatcher, ct, tracker, outbox, None)
-    }
-
-    /// [`Sandbox::spawn`] for one of many client sandboxes in this process (`serve --http`):
-    /// `slot` marks its containers and names its snapshot, so that neither is taken for another
-    /// client's.
-    pub fn spawn_slot(
         settings: Arc<Settings>,
         connector: Connector,
         dispatcher: Dispatcher,
